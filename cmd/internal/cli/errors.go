@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Exit codes, in one place.
+const (
+	exitOK        = 0
+	exitFailure   = 1
+	exitUsage     = 2
+	exitInterrupt = 130
+)
+
+// usageError is a mistake in how a command was called: exit 2, with a hint.
+type usageError struct {
+	msg  string
+	hint string
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(hint, format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...), hint: hint}
+}
+
+// silentError has already been reported; it only sets the exit code.
+type silentError struct{ code int }
+
+func (e *silentError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// exitCode reports err on w and returns the process exit code.
+func exitCode(err error, w io.Writer) int {
+	var ue *usageError
+	var se *silentError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &se):
+		return se.code
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(w, "interrupted: what was committed is kept; rerun to complete it")
+		return exitInterrupt
+	case errors.As(err, &ue):
+		fmt.Fprintf(w, "error: %s\n", ue.msg)
+		if ue.hint != "" {
+			fmt.Fprintf(w, "Try: %s\n", ue.hint)
+		}
+		return exitUsage
+	case isFlagError(err):
+		fmt.Fprintf(w, "error: %s\nTry: faultline --help\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(w, "error: %s\n", err)
+	return exitFailure
+}
+
+// isFlagError recognises the usage errors cobra raises before any flag
+// handler of ours runs (an unknown subcommand).
+func isFlagError(err error) bool {
+	return strings.HasPrefix(err.Error(), "unknown command")
+}

@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/faultline/faultline/timeline/sqlite"
+)
+
+// IOStreams are the command's standard streams and what they are attached to.
+type IOStreams struct {
+	In          io.Reader
+	Out         io.Writer // results only
+	ErrOut      io.Writer // progress, warnings, summaries
+	StdoutIsTTY bool
+	StderrIsTTY bool
+}
+
+// Factory hands commands their dependencies; tests replace fields.
+type Factory struct {
+	IO      IOStreams
+	Getenv  func(string) string
+	Now     func() time.Time
+	Version string
+
+	// set from global flags
+	dbPath  string
+	verbose bool
+	logger  *slog.Logger
+}
+
+// System returns the factory for a real process.
+func System() *Factory {
+	return &Factory{
+		IO: IOStreams{
+			In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
+			StdoutIsTTY: term.IsTerminal(int(os.Stdout.Fd())),
+			StderrIsTTY: term.IsTerminal(int(os.Stderr.Fd())),
+		},
+		Getenv:  os.Getenv,
+		Now:     time.Now,
+		Version: version,
+	}
+}
+
+// Logger returns the diagnostic logger: stderr, debug with -v, else warnings.
+func (f *Factory) Logger() *slog.Logger {
+	if f.logger == nil {
+		level := slog.LevelWarn
+		if f.verbose {
+			level = slog.LevelDebug
+		}
+		f.logger = slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level}))
+	}
+	return f.logger
+}
+
+// OpenStore opens the timeline named by --db, creating it if needed.
+func (f *Factory) OpenStore(ctx context.Context) (*sqlite.Store, error) {
+	return sqlite.Open(ctx, f.dbPath, sqlite.Options{Logger: f.Logger()})
+}
+
+// OpenStoreReadOnly opens an existing timeline for reading.
+func (f *Factory) OpenStoreReadOnly(ctx context.Context) (*sqlite.Store, error) {
+	if _, err := os.Stat(f.dbPath); err != nil {
+		return nil, usagef("faultline ingest audit --db "+f.dbPath+" audit.log",
+			"no timeline at %s: ingest some evidence first, or point --db (or FAULTLINE_DB) at one", f.dbPath)
+	}
+	return sqlite.Open(ctx, f.dbPath, sqlite.Options{Logger: f.Logger(), ReadOnly: true})
+}

@@ -1,0 +1,235 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/faultline/faultline/ingest/audit"
+	"github.com/faultline/faultline/timeline"
+)
+
+func newIngestCmd(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ingest",
+		Short: "Read evidence into the timeline",
+		Long: `Read evidence into the timeline database (--db). Ingest is idempotent:
+reading the same evidence twice adds nothing, and an interrupted ingest can
+simply be run again.`,
+		Args: noArgs,
+	}
+	cmd.AddCommand(newIngestAuditCmd(f, nil))
+	return cmd
+}
+
+type ingestAuditOptions struct {
+	f         *Factory
+	paths     []string
+	strict    bool
+	maxLine   string
+	workers   int
+	batchSize int
+	maxBad    int
+}
+
+func newIngestAuditCmd(f *Factory, runF func(context.Context, *ingestAuditOptions) error) *cobra.Command {
+	opts := &ingestAuditOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "audit PATH...",
+		Short: "Ingest kube-apiserver audit logs",
+		Long: `Ingest kube-apiserver audit logs. Each PATH is a file, a directory of
+rotated logs (read oldest first), a .gz file, or - for standard input.
+
+Every format a cluster really leaves is read, one record per line:
+  - audit.k8s.io/v1 Event lines (kube-apiserver --audit-log-format=json)
+  - EventList batches (the audit webhook), also pretty-printed over many lines
+  - AKS diagnostic logs (properties.log, as an object or a JSON string)
+  - GKE Cloud Logging exports (protoPayload)
+  - EKS CloudWatch exports (the event in a message field, logEvents batches,
+    or "TIMESTAMP {json}" lines)
+
+The stages of one request (RequestReceived, ResponseComplete...) are joined
+into one record by audit ID. At level Request and RequestResponse, request
+and response bodies become object versions: Secret values are never stored
+and ConfigMap values are replaced by per-key hashes.
+
+A bad line is reported as FILE:LINE: field: problem and skipped; the good
+lines around it are kept. With --strict the first bad line stops the ingest
+(exit 1), keeping what came before it.`,
+		Example: `  faultline ingest audit /var/log/kubernetes/audit/
+  faultline ingest audit audit.log audit-2026-05-01T10-00-00.000.log.gz
+  kubectl logs -n kube-system kube-apiserver-0 | faultline ingest audit -
+  faultline --db incident.db ingest audit --strict export.json`,
+		Args: argsAtLeast(1, "faultline ingest audit /var/log/kubernetes/audit.log"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.paths = args
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return ingestAuditRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.strict, "strict", false, "stop at the first bad line (exit 1)")
+	cmd.Flags().StringVar(&opts.maxLine, "max-line-size", "32MiB", "longest line to read; longer lines are reported and skipped")
+	cmd.Flags().IntVar(&opts.workers, "workers", 0, "decoding goroutines (default: one per CPU)")
+	cmd.Flags().IntVar(&opts.maxBad, "max-bad-lines-shown", 20, "bad lines to print per file before only counting them")
+	cmd.Flags().IntVar(&opts.batchSize, "batch-size", 20000, "records per transaction")
+	cmd.Flags().MarkHidden("batch-size")
+	return cmd
+}
+
+// parseSize reads "32MiB", "512KiB", "1GiB", "4096".
+func parseSize(s string) (int, error) {
+	units := []struct {
+		suffix string
+		mult   int
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}}
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(num))
+			if err != nil || n <= 0 {
+				return 0, fmt.Errorf("invalid size %q", s)
+			}
+			return n * u.mult, nil
+		}
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("invalid size %q: want a number of bytes or 32MiB, 512KiB", s)
+	}
+	return n, nil
+}
+
+func ingestAuditRun(ctx context.Context, opts *ingestAuditOptions) error {
+	f := opts.f
+	maxLine, err := parseSize(opts.maxLine)
+	if err != nil {
+		return usagef("faultline ingest audit --max-line-size 64MiB PATH", "--max-line-size: %v", err)
+	}
+	store, err := f.OpenStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	errOut := f.IO.ErrOut
+	prog := &progressLine{w: errOut, on: f.IO.StderrIsTTY}
+	shown := map[string]int{}
+	runs, err := audit.Ingest(ctx, store, opts.paths, audit.Options{
+		Strict:    opts.strict,
+		MaxLine:   maxLine,
+		Workers:   opts.workers,
+		BatchSize: opts.batchSize,
+		Logger:    f.Logger(),
+		OnBadLine: func(b *audit.BadLine) {
+			if shown[b.Path] < opts.maxBad || opts.strict {
+				prog.clear()
+				fmt.Fprintf(errOut, "warning: %s\n", b)
+			}
+			shown[b.Path]++
+		},
+		OnProgress: prog.update,
+	})
+	prog.clear()
+	for _, r := range runs {
+		printRunSummary(errOut, &r, opts.maxBad)
+	}
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+func displayPath(p string) string {
+	if p == "-" {
+		return "<stdin>"
+	}
+	return p
+}
+
+func printRunSummary(w io.Writer, r *timeline.IngestRun, maxShown int) {
+	dur := r.Finished.Sub(r.Started)
+	rate := ""
+	if secs := dur.Seconds(); secs > 0 {
+		rate = fmt.Sprintf(", %s lines/s", humanInt(int64(float64(r.Lines)/secs)))
+	}
+	fmt.Fprintf(w, "%s %s: %s records", r.Status, displayPath(r.Path), humanInt(r.Records))
+	if r.Merged > 0 {
+		fmt.Fprintf(w, " (+%s stages joined)", humanInt(r.Merged))
+	}
+	fmt.Fprintf(w, ", %s duplicates skipped, %s bad lines, %s object versions",
+		humanInt(r.Duplicates), humanInt(r.BadLines), humanInt(r.Versions))
+	if !r.First.IsZero() {
+		fmt.Fprintf(w, "; %s .. %s", r.First.Format(time.RFC3339), r.Last.Format(time.RFC3339))
+	}
+	fmt.Fprintf(w, "; %s in %s%s\n", humanBytes(r.Size), dur.Round(time.Millisecond), rate)
+	if r.BadLines > int64(maxShown) {
+		fmt.Fprintf(w, "  (%d more bad lines not shown; --max-bad-lines-shown to see more)\n", r.BadLines-int64(maxShown))
+	}
+}
+
+// progressLine draws a one-line progress report on a terminal's stderr.
+type progressLine struct {
+	w     io.Writer
+	on    bool
+	drawn bool
+}
+
+func (p *progressLine) update(pr audit.Progress) {
+	if !p.on {
+		return
+	}
+	pct := ""
+	if pr.Size > 0 {
+		pct = fmt.Sprintf(" %3.0f%%", 100*float64(pr.Bytes)/float64(pr.Size))
+	}
+	secs := pr.Elapsed.Seconds()
+	if secs <= 0 {
+		secs = 1e-9
+	}
+	fmt.Fprintf(p.w, "\r\x1b[K%s%s %s %s/s %s records/s", pr.Path, pct, humanBytes(pr.Bytes),
+		humanBytes(int64(float64(pr.Bytes)/secs)), humanInt(int64(float64(pr.Records)/secs)))
+	p.drawn = true
+}
+
+func (p *progressLine) clear() {
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\x1b[K")
+		p.drawn = false
+	}
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// humanInt writes 1234567 as 1,234,567.
+func humanInt(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

@@ -1,0 +1,78 @@
+// Package cli is faultline's command tree: thin cobra commands that parse
+// flags, call ingesters, the store and analyzers, and print results.
+package cli
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X ...cli.version=v1.2.3".
+var version = "dev"
+
+// Run executes the command line and returns the exit code.
+func Run(ctx context.Context, args []string, f *Factory) int {
+	root := newRootCmd(f)
+	root.SetArgs(args)
+	root.SetIn(f.IO.In)
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	err := root.ExecuteContext(ctx)
+	return exitCode(err, f.IO.ErrOut)
+}
+
+func newRootCmd(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "faultline",
+		Short: "Investigate incidents on large Kubernetes and ML-training clusters",
+		Long: `faultline reads the evidence a cluster leaves (apiserver audit logs, events,
+object versions, job and artifact versions) into a local SQLite timeline, and
+helps you find the earliest known-bad time, what changed across it, and the
+smallest slice of the fleet it hurt.`,
+		Example: `  # Ingest audit logs (files, rotated directories, .gz, or - for stdin)
+  faultline ingest audit /var/log/kube-apiserver/
+
+  # What evidence do we hold, and where are the gaps?
+  faultline sources
+
+  # Server errors on LIST from kubelets in the last 30 minutes of the data
+  faultline timeline --since 30m --where 'verb == "list" && code >= 500 && user.startsWith("system:node:")'`,
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		Version:           f.Version,
+		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("db") {
+				if env := f.Getenv("FAULTLINE_DB"); env != "" {
+					f.dbPath = env
+				}
+			}
+			return nil
+		},
+	}
+	root.PersistentFlags().StringVar(&f.dbPath, "db", "./faultline.db", "timeline database file (env FAULTLINE_DB)")
+	root.PersistentFlags().BoolVarP(&f.verbose, "verbose", "v", false, "log diagnostics to stderr")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usagef(c.CommandPath()+" --help", "%s", err)
+	})
+	root.AddCommand(newIngestCmd(f), newTimelineCmd(f, nil), newSourcesCmd(f, nil))
+	return root
+}
+
+// argsAtLeast is cobra.MinimumNArgs with a usage error that teaches.
+func argsAtLeast(n int, hint string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
+			return usagef(hint, "%s needs at least %d argument(s)", cmd.CommandPath(), n)
+		}
+		return nil
+	}
+}
+
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef(cmd.CommandPath()+" --help", "%s takes no arguments, got %q", cmd.CommandPath(), args[0])
+	}
+	return nil
+}

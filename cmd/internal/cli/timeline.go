@@ -1,0 +1,316 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+type timelineOptions struct {
+	f      *Factory
+	since  string
+	until  string
+	where  string
+	output string
+	limit  int
+	desc   bool
+}
+
+func newTimelineCmd(f *Factory, runF func(context.Context, *timelineOptions) error) *cobra.Command {
+	opts := &timelineOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "timeline",
+		Short: "List the records of the timeline, filtered with CEL",
+		Long: `List records in time order. --since and --until take an RFC 3339 time or a
+duration counted back from the end of the data (the last record held), so
+"--since 30m" is the last half hour of the incident, whenever it was.
+
+--where takes a CEL expression (the language of ValidatingAdmissionPolicy)
+over these record fields:
+` + fieldHelp() + `
+Comparisons, in, &&, ||, !, startsWith, endsWith and contains run inside
+SQLite; anything else (matches, annotations, stage) is evaluated row by row.`,
+		Example: `  # LIST calls that failed on the server side, from kubelets
+  faultline timeline --where 'verb == "list" && code >= 500 && user.startsWith("system:node:")'
+
+  # Throttled requests in the last 10 minutes of the data, newest first
+  faultline timeline --since 10m --where 'code == 429' --desc
+
+  # Slow writes to one namespace, as JSON Lines for jq
+  faultline timeline --where 'ns == "vision-train" && verb in ["create","update","patch"] && latency > duration("1s")' -o jsonl
+
+  # Between two instants
+  faultline timeline --since 2026-05-01T10:00:00Z --until 2026-05-01T10:05:00Z`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return timelineRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.since, "since", "", "start: RFC 3339 time, or a duration back from the end of the data (90m)")
+	cmd.Flags().StringVar(&opts.until, "until", "", "end (exclusive): RFC 3339 time, or a duration back from the end of the data")
+	cmd.Flags().StringVar(&opts.where, "where", "", "CEL filter over record fields (see above)")
+	cmd.Flags().StringVarP(&opts.output, "output", "o", "table", "output format: table, wide, json or jsonl")
+	cmd.Flags().IntVar(&opts.limit, "limit", 0, "print at most this many records (0: all)")
+	cmd.Flags().BoolVar(&opts.desc, "desc", false, "newest first")
+	return cmd
+}
+
+func fieldHelp() string {
+	var b strings.Builder
+	for _, fl := range timeline.Fields {
+		fmt.Fprintf(&b, "  %-12s %-10s %s\n", fl.Name, fl.Type.String(), fl.Doc)
+	}
+	return b.String()
+}
+
+// parseWhen reads a time flag: RFC 3339, or a duration back from end.
+func parseWhen(flag, s string, end time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			d = -d
+		}
+		return end.Add(-d), nil
+	}
+	return time.Time{}, usagef("faultline timeline --since 2h --where 'code == 429'",
+		"invalid --%s %q: want RFC 3339 (2026-05-01T10:00:00Z) or a duration (90m)", flag, s)
+}
+
+func checkOutput(o string, allowed ...string) error {
+	for _, a := range allowed {
+		if o == a {
+			return nil
+		}
+	}
+	return usagef("-o "+allowed[0], "invalid --output %q: want one of %s", o, strings.Join(allowed, ", "))
+}
+
+func timelineRun(ctx context.Context, opts *timelineOptions) error {
+	if err := checkOutput(opts.output, "table", "wide", "json", "jsonl"); err != nil {
+		return err
+	}
+	q := timeline.Query{Limit: opts.limit, Desc: opts.desc}
+	if opts.where != "" {
+		flt, err := timeline.CompileFilter(opts.where)
+		if err != nil {
+			return usagef(`faultline timeline --where 'verb == "list" && code >= 500'`, "--where: %v", err)
+		}
+		q.Where = flt
+	}
+	store, err := opts.f.OpenStoreReadOnly(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if opts.since != "" || opts.until != "" {
+		_, last, err := store.Bounds(ctx)
+		if err != nil {
+			return err
+		}
+		if q.Since, err = parseWhen("since", opts.since, last); err != nil {
+			return err
+		}
+		if q.Until, err = parseWhen("until", opts.until, last); err != nil {
+			return err
+		}
+		// "--until 0s" should include the last record itself.
+		if opts.until != "" && !q.Until.IsZero() && q.Until.Equal(last) {
+			q.Until = last.Add(1)
+		}
+	}
+	p := newRecordPrinter(opts.f.IO.Out, opts.output)
+	for r, err := range store.Records(ctx, q) {
+		if err != nil {
+			return err
+		}
+		if err := p.print(r); err != nil {
+			return err
+		}
+	}
+	return p.close()
+}
+
+// recordJSON is the stable JSON form of a record.
+type recordJSON struct {
+	ID         int64              `json:"id"`
+	Time       string             `json:"time"`
+	Source     string             `json:"source"`
+	Verb       string             `json:"verb,omitempty"`
+	Reason     string             `json:"reason,omitempty"`
+	Code       int                `json:"code,omitempty"`
+	LatencyMs  float64            `json:"latencyMs,omitempty"`
+	User       string             `json:"user,omitempty"`
+	UserAgent  string             `json:"userAgent,omitempty"`
+	SourceIP   string             `json:"sourceIP,omitempty"`
+	Object     timeline.ObjectRef `json:"object"`
+	Type       string             `json:"type,omitempty"`
+	Level      string             `json:"level,omitempty"`
+	Stage      string             `json:"stage,omitempty"`
+	AuditID    string             `json:"auditID,omitempty"`
+	RequestURI string             `json:"requestURI,omitempty"`
+	Message    string             `json:"message,omitempty"`
+	Extra      json.RawMessage    `json:"extra,omitempty"`
+	Evidence   timeline.Evidence  `json:"evidence"`
+}
+
+func toJSON(r *timeline.Record) recordJSON {
+	return recordJSON{
+		ID: r.ID, Time: r.Time.UTC().Format(time.RFC3339Nano), Source: string(r.Source), Verb: r.Verb,
+		Reason: r.Reason, Code: r.Code, LatencyMs: float64(r.Latency.Microseconds()) / 1000, User: r.User,
+		UserAgent: r.UserAgent, SourceIP: r.SourceIP, Object: r.Object, Type: r.Type, Level: r.Level,
+		Stage: r.Stage(), AuditID: r.AuditID, RequestURI: r.URI, Message: r.Message, Extra: r.Extra,
+		Evidence: r.Evidence,
+	}
+}
+
+type recordPrinter struct {
+	w      io.Writer
+	format string
+	tw     *tabwriter.Writer
+	enc    *json.Encoder
+	n      int
+}
+
+func newRecordPrinter(w io.Writer, format string) *recordPrinter {
+	p := &recordPrinter{w: w, format: format}
+	switch format {
+	case "table", "wide":
+		p.tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	case "json", "jsonl":
+		p.enc = json.NewEncoder(w)
+		p.enc.SetEscapeHTML(false)
+	}
+	return p
+}
+
+// flushEvery bounds how many table rows are buffered to align columns.
+const flushEvery = 1000
+
+func (p *recordPrinter) print(r *timeline.Record) error {
+	defer func() { p.n++ }()
+	switch p.format {
+	case "jsonl":
+		return p.enc.Encode(toJSON(r))
+	case "json":
+		sep := ",\n"
+		if p.n == 0 {
+			sep = "[\n"
+		}
+		if _, err := io.WriteString(p.w, sep); err != nil {
+			return err
+		}
+		b, err := json.Marshal(toJSON(r))
+		if err != nil {
+			return err
+		}
+		_, err = p.w.Write(b)
+		return err
+	}
+	if p.n == 0 {
+		hdr := "TIME\tSOURCE\tVERB/REASON\tCODE\tLATENCY\tUSER\tOBJECT"
+		if p.format == "wide" {
+			hdr += "\tUSER-AGENT\tSTAGE\tAUDIT-ID\tEVIDENCE"
+		}
+		fmt.Fprintln(p.tw, hdr)
+	}
+	action := r.Verb
+	if action == "" {
+		action = r.Reason
+	}
+	code := "-"
+	if r.Code != 0 {
+		code = fmt.Sprint(r.Code)
+	} else if r.Type != "" {
+		code = r.Type
+	}
+	lat := "-"
+	if r.Latency > 0 {
+		lat = formatLatency(r.Latency)
+	}
+	fmt.Fprintf(p.tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s", r.Time.UTC().Format("2006-01-02T15:04:05.000Z"), r.Source,
+		dash(action), code, lat, dash(r.User), objectString(r))
+	if p.format == "wide" {
+		fmt.Fprintf(p.tw, "\t%s\t%s\t%s\trun %d line %d", dash(r.UserAgent), dash(r.Stage()), dash(r.AuditID),
+			r.Evidence.Run, r.Evidence.Line)
+	}
+	fmt.Fprintln(p.tw)
+	if (p.n+1)%flushEvery == 0 {
+		return p.tw.Flush()
+	}
+	return nil
+}
+
+func (p *recordPrinter) close() error {
+	switch p.format {
+	case "json":
+		if p.n == 0 {
+			_, err := io.WriteString(p.w, "[]\n")
+			return err
+		}
+		_, err := io.WriteString(p.w, "\n]\n")
+		return err
+	case "table", "wide":
+		return p.tw.Flush()
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func formatLatency(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000)
+	}
+	return fmt.Sprintf("%dµs", d.Microseconds())
+}
+
+// objectString renders resource[/subresource] ns/name, or the request URI.
+func objectString(r *timeline.Record) string {
+	o := r.Object
+	if o.Resource == "" {
+		if r.URI != "" {
+			return r.URI
+		}
+		return "-"
+	}
+	res := o.Resource
+	if o.Group != "" {
+		res += "." + o.Group
+	}
+	if o.Subresource != "" {
+		res += "/" + o.Subresource
+	}
+	switch {
+	case o.Namespace != "" && o.Name != "":
+		return res + " " + o.Namespace + "/" + o.Name
+	case o.Name != "":
+		return res + " " + o.Name
+	case o.Namespace != "":
+		return res + " -n " + o.Namespace
+	}
+	return res
+}

@@ -1,0 +1,225 @@
+package timeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/interpreter"
+)
+
+// Field describes one variable a filter expression can use.
+type Field struct {
+	Name string
+	Type *cel.Type
+	Doc  string
+	// Column is the record column the field reads in timeline/sqlite; empty
+	// for fields evaluated row by row only.
+	Column string
+	// Interned fields are stored as ids into the string dictionary.
+	Interned bool
+}
+
+// Fields lists the variables of a record filter, in documentation order.
+// "namespace" is a reserved word in CEL, so the namespace is "ns".
+var Fields = []Field{
+	{"time", cel.TimestampType, "when it happened (audit: request received)", "time_ns", false},
+	{"source", cel.StringType, `evidence kind: "audit", "event", ...`, "source", true},
+	{"group", cel.StringType, `API group ("" for core)`, "api_group", true},
+	{"version", cel.StringType, "API version", "api_version", true},
+	{"resource", cel.StringType, `resource, plural ("pods")`, "resource", true},
+	{"subresource", cel.StringType, `subresource ("status", "binding", "log")`, "subresource", true},
+	{"kind", cel.StringType, "object kind, where known", "kind", true},
+	{"ns", cel.StringType, "namespace", "namespace", true},
+	{"name", cel.StringType, "object name", "name", true},
+	{"uid", cel.StringType, "object uid", "uid", false},
+	{"verb", cel.StringType, `API verb ("get", "list", "watch", "create", ...)`, "verb", true},
+	{"reason", cel.StringType, `event reason ("BackOff", "FailedScheduling", ...)`, "reason", true},
+	{"user", cel.StringType, "authenticated user name", "user", true},
+	{"userAgent", cel.StringType, "client user agent", "user_agent", true},
+	{"sourceIP", cel.StringType, "first source IP", "source_ip", true},
+	{"code", cel.IntType, "HTTP status code (0 if none)", "code", false},
+	{"type", cel.StringType, `event type ("Normal", "Warning")`, "type", true},
+	{"level", cel.StringType, `audit level ("Metadata", "Request", ...)`, "level", true},
+	{"stage", cel.StringType, "latest audit stage joined into the record", "", false},
+	{"latency", cel.DurationType, "request latency (stage timestamp - received)", "latency_ns", false},
+	{"auditID", cel.StringType, "audit ID", "audit_id", false},
+	{"requestURI", cel.StringType, "request URI with query", "uri", false},
+	{"message", cel.StringType, "event message or status message", "message", false},
+	{"annotations", cel.MapType(cel.StringType, cel.StringType), "audit annotations", "", false},
+	{"run", cel.IntType, "ingest run id", "run_id", false},
+	{"line", cel.IntType, "line in the ingested source", "line", false},
+}
+
+var filterEnv = func() *cel.Env {
+	opts := make([]cel.EnvOption, 0, len(Fields))
+	for _, f := range Fields {
+		opts = append(opts, cel.Variable(f.Name, f.Type))
+	}
+	env, err := cel.NewEnv(opts...)
+	if err != nil {
+		panic(fmt.Sprintf("timeline: building CEL environment: %v", err)) // static declarations: a bug, not input
+	}
+	return env
+}()
+
+// Filter is a compiled, type-checked CEL expression over records.
+type Filter struct {
+	src  string
+	ast  *cel.Ast
+	prog cel.Program
+}
+
+// CompileFilter parses and type-checks a CEL boolean expression over the
+// record fields (see Fields). The error is CEL's, with the column marked.
+func CompileFilter(expr string) (*Filter, error) {
+	checked, iss := filterEnv.Compile(expr)
+	if iss != nil && iss.Err() != nil {
+		msg := iss.Err().Error()
+		if strings.Contains(msg, "reserved identifier: namespace") {
+			msg += "\nhint: the namespace field is called ns (ns == \"default\")"
+		}
+		return nil, fmt.Errorf("invalid filter: %s", msg)
+	}
+	if !checked.OutputType().IsExactType(cel.BoolType) {
+		return nil, fmt.Errorf("invalid filter %q: want a bool expression, got %s", expr, checked.OutputType())
+	}
+	prog, err := filterEnv.Program(checked, cel.EvalOptions(cel.OptOptimize))
+	if err != nil {
+		return nil, fmt.Errorf("invalid filter %q: %w", expr, err)
+	}
+	return &Filter{src: expr, ast: checked, prog: prog}, nil
+}
+
+// String returns the expression's source.
+func (f *Filter) String() string { return f.src }
+
+// Expr returns the checked expression tree, for compilers to other languages.
+func (f *Filter) Expr() ast.Expr { return f.ast.NativeRep().Expr() }
+
+// Match evaluates the filter on one record. A runtime error (no such key in
+// annotations, say) counts as no match and is returned.
+func (f *Filter) Match(r *Record) (bool, error) {
+	out, _, err := f.prog.Eval(recordActivation{r})
+	if err != nil {
+		return false, err
+	}
+	b, ok := out.Value().(bool)
+	return ok && b, nil
+}
+
+// recordActivation resolves filter variables from a record lazily.
+type recordActivation struct{ r *Record }
+
+func (a recordActivation) ResolveName(name string) (any, bool) {
+	r := a.r
+	switch name {
+	case "time":
+		return r.Time, true
+	case "source":
+		return string(r.Source), true
+	case "group":
+		return r.Object.Group, true
+	case "version":
+		return r.Object.Version, true
+	case "resource":
+		return r.Object.Resource, true
+	case "subresource":
+		return r.Object.Subresource, true
+	case "kind":
+		return r.Object.Kind, true
+	case "ns":
+		return r.Object.Namespace, true
+	case "name":
+		return r.Object.Name, true
+	case "uid":
+		return r.Object.UID, true
+	case "verb":
+		return r.Verb, true
+	case "reason":
+		return r.Reason, true
+	case "user":
+		return r.User, true
+	case "userAgent":
+		return r.UserAgent, true
+	case "sourceIP":
+		return r.SourceIP, true
+	case "code":
+		return int64(r.Code), true
+	case "type":
+		return r.Type, true
+	case "level":
+		return r.Level, true
+	case "stage":
+		return r.Stage(), true
+	case "latency":
+		return r.Latency, true
+	case "auditID":
+		return r.AuditID, true
+	case "requestURI":
+		return r.URI, true
+	case "message":
+		return r.Message, true
+	case "annotations":
+		return r.Annotations(), true
+	case "run":
+		return r.Evidence.Run, true
+	case "line":
+		return r.Evidence.Line, true
+	}
+	return nil, false
+}
+
+func (a recordActivation) Parent() interpreter.Activation { return nil }
+
+// Annotations returns the audit annotations kept in Extra, or an empty map.
+func (r *Record) Annotations() map[string]string {
+	var x struct {
+		Annotations map[string]string `json:"annotations"`
+	}
+	if len(r.Extra) > 0 {
+		_ = json.Unmarshal(r.Extra, &x) // Extra is written by ingesters as JSON; a bad one reads as empty
+	}
+	if x.Annotations == nil {
+		return map[string]string{}
+	}
+	return x.Annotations
+}
+
+// Constant folds a call of timestamp() or duration() on a string literal, as
+// a filter compiler needs: it returns the value and true, or false.
+func Constant(e ast.Expr) (ref.Val, bool) {
+	switch e.Kind() {
+	case ast.LiteralKind:
+		return e.AsLiteral(), true
+	case ast.CallKind:
+		c := e.AsCall()
+		if len(c.Args()) != 1 || c.Args()[0].Kind() != ast.LiteralKind {
+			return nil, false
+		}
+		s, ok := c.Args()[0].AsLiteral().(types.String)
+		if !ok {
+			return nil, false
+		}
+		switch c.FunctionName() {
+		case "timestamp":
+			t, err := time.Parse(time.RFC3339Nano, string(s))
+			if err != nil {
+				return nil, false
+			}
+			return types.Timestamp{Time: t}, true
+		case "duration":
+			d, err := time.ParseDuration(string(s))
+			if err != nil {
+				return nil, false
+			}
+			return types.Duration{Duration: d}, true
+		}
+	}
+	return nil, false
+}

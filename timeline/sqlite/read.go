@@ -1,0 +1,201 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+// recordColumns lists what Records selects, interned columns resolved.
+var recordColumns = func() string {
+	str := func(col string) string { return "(SELECT s FROM strs WHERE id = r." + col + ")" }
+	cols := []string{"r.id", "r.time_ns", str("source"), str("api_group"), str("api_version"), str("resource"),
+		str("subresource"), str("kind"), str("namespace"), str("name"), "r.uid", str("verb"), str("reason"),
+		str("user"), str("user_agent"), str("source_ip"), "r.code", str("type"), str("level"), "r.latency_ns",
+		"r.stages", "r.audit_id", "r.uri", "r.message", "r.run_id", "r.line", "r.extra"}
+	return strings.Join(cols, ", ")
+}()
+
+func scanRecord(rows *sql.Rows) (*timeline.Record, error) {
+	var (
+		r                  timeline.Record
+		t, lat, stages     int64
+		source             string
+		extra              sql.NullString
+		o                  = &r.Object
+		run, line, code, i int64
+	)
+	err := rows.Scan(&i, &t, &source, &o.Group, &o.Version, &o.Resource, &o.Subresource, &o.Kind, &o.Namespace,
+		&o.Name, &o.UID, &r.Verb, &r.Reason, &r.User, &r.UserAgent, &r.SourceIP, &code, &r.Type, &r.Level, &lat,
+		&stages, &r.AuditID, &r.URI, &r.Message, &run, &line, &extra)
+	if err != nil {
+		return nil, err
+	}
+	r.ID, r.Time, r.Source, r.Code = i, fromNS(t), timeline.SourceKind(source), int(code)
+	r.Latency, r.Stages = time.Duration(lat), timeline.Stage(stages)
+	r.Evidence = timeline.Evidence{Run: run, Line: line}
+	if extra.Valid {
+		r.Extra = []byte(extra.String)
+	}
+	return &r, nil
+}
+
+// recordQuery builds the SQL for q. residual reports whether rows must still
+// be checked with q.Where.Match, because part of the filter has no SQL form.
+func recordQuery(q timeline.Query) (query string, args []any, residual bool) {
+	var where []string
+	if !q.Since.IsZero() {
+		where = append(where, "r.time_ns >= ?")
+		args = append(args, q.Since.UnixNano())
+	}
+	if !q.Until.IsZero() {
+		where = append(where, "r.time_ns < ?")
+		args = append(args, q.Until.UnixNano())
+	}
+	if q.Where != nil {
+		w, wargs, complete := compileWhere(q.Where.Expr())
+		if w != "" {
+			where = append(where, "("+w+")")
+			args = append(args, wargs...)
+		}
+		residual = !complete
+	}
+	var b strings.Builder
+	b.WriteString("SELECT " + recordColumns + " FROM record r")
+	if len(where) > 0 {
+		b.WriteString(" WHERE " + strings.Join(where, " AND "))
+	}
+	if q.Desc {
+		b.WriteString(" ORDER BY r.time_ns DESC, r.id DESC")
+	} else {
+		b.WriteString(" ORDER BY r.time_ns, r.id")
+	}
+	if q.Limit > 0 && !residual {
+		fmt.Fprintf(&b, " LIMIT %d", q.Limit)
+	}
+	return b.String(), args, residual
+}
+
+// Records yields the records matching q in time order (id breaks ties). A
+// filter part with no SQL form is evaluated row by row; a row on which it
+// fails at run time (a missing annotation key, say) does not match.
+func (s *Store) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeline.Record, error] {
+	return func(yield func(*timeline.Record, error) bool) {
+		query, args, residual := recordQuery(q)
+		rows, err := s.db.QueryContext(ctx, query, args...)
+		if err != nil {
+			yield(nil, fmt.Errorf("query records: %w", err))
+			return
+		}
+		defer rows.Close()
+		n := 0
+		for rows.Next() {
+			r, err := scanRecord(rows)
+			if err != nil {
+				yield(nil, fmt.Errorf("read record: %w", err))
+				return
+			}
+			if residual {
+				if ok, _ := q.Where.Match(r); !ok {
+					continue
+				}
+			}
+			if !yield(r, nil) {
+				return
+			}
+			if n++; q.Limit > 0 && n >= q.Limit {
+				return
+			}
+		}
+		if err := rows.Err(); err != nil {
+			yield(nil, fmt.Errorf("query records: %w", err))
+		}
+	}
+}
+
+// Bounds returns the times of the first and last record held; both are zero
+// for an empty timeline.
+func (s *Store) Bounds(ctx context.Context) (first, last time.Time, err error) {
+	var lo, hi sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, "SELECT min(time_ns), max(time_ns) FROM record").Scan(&lo, &hi); err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("timeline bounds: %w", err)
+	}
+	return fromNS(lo.Int64), fromNS(hi.Int64), nil
+}
+
+// Runs lists the ingest runs, oldest first.
+func (s *Store) Runs(ctx context.Context) ([]timeline.IngestRun, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, source, path, size, sha256, started_ns, finished_ns, first_ns,
+		last_ns, lines, records, merged, duplicates, versions, bad_lines, status, error FROM ingest_run ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("list ingest runs: %w", err)
+	}
+	defer rows.Close()
+	var runs []timeline.IngestRun
+	for rows.Next() {
+		var (
+			r                            timeline.IngestRun
+			src, status                  string
+			started, finished, first, la int64
+		)
+		if err := rows.Scan(&r.ID, &src, &r.Path, &r.Size, &r.SHA256, &started, &finished, &first, &la,
+			&r.Lines, &r.Records, &r.Merged, &r.Duplicates, &r.Versions, &r.BadLines, &status, &r.Error); err != nil {
+			return nil, fmt.Errorf("list ingest runs: %w", err)
+		}
+		r.Source, r.Status = timeline.SourceKind(src), timeline.RunStatus(status)
+		r.Started, r.Finished, r.First, r.Last = fromNS(started), fromNS(finished), fromNS(first), fromNS(la)
+		runs = append(runs, r)
+	}
+	return runs, rows.Err()
+}
+
+// Gaps lists, per source kind, the spans of at least min between two
+// consecutive records.
+func (s *Store) Gaps(ctx context.Context, min time.Duration) ([]timeline.Gap, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, s FROM strs WHERE id IN (SELECT DISTINCT source FROM record) ORDER BY s`)
+	if err != nil {
+		return nil, fmt.Errorf("list gaps: %w", err)
+	}
+	type src struct {
+		id   int64
+		name string
+	}
+	var srcs []src
+	for rows.Next() {
+		var x src
+		if err := rows.Scan(&x.id, &x.name); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("list gaps: %w", err)
+		}
+		srcs = append(srcs, x)
+	}
+	rows.Close()
+	var gaps []timeline.Gap
+	for _, x := range srcs {
+		rows, err := s.db.QueryContext(ctx, `SELECT prev, t FROM (
+			SELECT time_ns AS t, LAG(time_ns) OVER (ORDER BY time_ns) AS prev FROM record WHERE source = ?)
+			WHERE t - prev >= ? ORDER BY t`, x.id, int64(min))
+		if err != nil {
+			return nil, fmt.Errorf("list gaps of %s: %w", x.name, err)
+		}
+		for rows.Next() {
+			var a, b int64
+			if err := rows.Scan(&a, &b); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("list gaps of %s: %w", x.name, err)
+			}
+			gaps = append(gaps, timeline.Gap{Source: timeline.SourceKind(x.name), Start: fromNS(a), End: fromNS(b)})
+		}
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		rows.Close()
+	}
+	return gaps, nil
+}

@@ -1,0 +1,252 @@
+// Package sqlite keeps the timeline in a SQLite file: the schema and its
+// embedded migrations, the batched writer, and the queries. SCHEMA.md beside
+// this file documents the tables.
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"embed"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+
+	sqlite3 "github.com/mattn/go-sqlite3"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+// ApplicationID marks a SQLite file as a faultline timeline ("Fltl").
+const ApplicationID = 0x466c746c
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func migrations() ([]migration, error) {
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	for _, n := range names {
+		base := path.Base(n)
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("migration %s: name must start with NNNN_", base)
+		}
+		b, err := migrationFS.ReadFile(n)
+		if err != nil {
+			return nil, err
+		}
+		if len(ms) > 0 && ms[len(ms)-1].version+1 != v {
+			return nil, fmt.Errorf("migration %s: want version %d", base, ms[len(ms)-1].version+1)
+		}
+		ms = append(ms, migration{version: v, name: base, sql: string(b)})
+	}
+	return ms, nil
+}
+
+// SchemaVersion is the schema version this binary writes.
+func SchemaVersion() int {
+	ms, err := migrations()
+	if err != nil || len(ms) == 0 {
+		return 0
+	}
+	return ms[len(ms)-1].version
+}
+
+// Store is the SQLite timeline. It implements timeline.Store.
+type Store struct {
+	db   *sql.DB
+	path string
+	log  *slog.Logger
+	salt  []byte // per-database salt for hashing secret values
+	cache *strCache
+}
+
+var _ timeline.Store = (*Store)(nil)
+
+// Options tune Open.
+type Options struct {
+	Logger   *slog.Logger // nil discards
+	ReadOnly bool         // refuse to create or migrate; open for reading
+}
+
+// ErrNotTimeline is returned for a file that is not a faultline database.
+var ErrNotTimeline = errors.New("not a faultline database")
+
+// Open opens (creating and migrating where needed) the timeline at path.
+func Open(ctx context.Context, file string, opt Options) (*Store, error) {
+	log := opt.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opt.ReadOnly {
+		if _, err := os.Stat(file); err != nil {
+			return nil, fmt.Errorf("open timeline: %w", err)
+		}
+	}
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_foreign_keys", "on")
+	q.Set("_busy_timeout", "10000")
+	q.Set("_txlock", "immediate")
+	q.Set("_synchronous", "NORMAL")
+	q.Set("_cache_size", "-32768") // KiB: 32 MiB per connection
+	if opt.ReadOnly {
+		q.Set("mode", "ro")
+	}
+	dsn := "file:" + (&url.URL{Path: file}).EscapedPath() + "?" + q.Encode()
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open timeline %s: %w", file, err)
+	}
+	db.SetMaxOpenConns(4)
+	s := &Store{db: db, path: file, log: log, cache: &strCache{m: map[string]int64{}}}
+	if err := s.migrate(ctx, opt.ReadOnly); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open timeline %s: %w", file, err)
+	}
+	if err := s.loadSalt(ctx, opt.ReadOnly); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open timeline %s: %w", file, err)
+	}
+	return s, nil
+}
+
+// Path returns the database file's path.
+func (s *Store) Path() string { return s.path }
+
+// DB exposes the database handle to this module's tests and tools.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+func (s *Store) migrate(ctx context.Context, readOnly bool) error {
+	var appID, version int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+		var se sqlite3.Error
+		if errors.As(err, &se) && se.Code == sqlite3.ErrNotADB {
+			return fmt.Errorf("%w: not a SQLite file", ErrNotTimeline)
+		}
+		return err
+	}
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return err
+	}
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	latest := ms[len(ms)-1].version
+	switch {
+	case appID == ApplicationID:
+	case appID == 0 && version == 0:
+		var n int
+		if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("%w: a SQLite file with %d other tables (application_id 0)", ErrNotTimeline, n)
+		}
+	default:
+		return fmt.Errorf("%w: SQLite application_id is %#x, want %#x", ErrNotTimeline, appID, ApplicationID)
+	}
+	if version > latest {
+		return fmt.Errorf("schema version %d is newer than this faultline knows (%d): upgrade faultline", version, latest)
+	}
+	if version == latest {
+		return nil
+	}
+	if readOnly {
+		return fmt.Errorf("schema version %d needs migrating to %d: open it once without read-only", version, latest)
+	}
+	for _, m := range ms[version:] {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d; PRAGMA application_id = %d", m.version, ApplicationID)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migration %s: %w", m.name, err)
+		}
+		s.log.Debug("migrated timeline", "file", s.path, "to", m.name)
+	}
+	return nil
+}
+
+// loadSalt reads (or creates) the per-database salt used to hash secret
+// values: a hash that leaves the database cannot be matched against a
+// dictionary built for another database.
+func (s *Store) loadSalt(ctx context.Context, readOnly bool) error {
+	var v string
+	err := s.db.QueryRowContext(ctx, "SELECT v FROM meta WHERE k = 'salt'").Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) && !readOnly {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			return err
+		}
+		v = hex.EncodeToString(b)
+		if _, err := s.db.ExecContext(ctx, "INSERT INTO meta (k, v) VALUES ('salt', ?) ON CONFLICT (k) DO NOTHING", v); err != nil {
+			return err
+		}
+		err = s.db.QueryRowContext(ctx, "SELECT v FROM meta WHERE k = 'salt'").Scan(&v)
+	}
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("read salt: %w", err)
+	}
+	s.salt, _ = hex.DecodeString(v)
+	return nil
+}
+
+// Salt returns the per-database salt for hashing secret values.
+func (s *Store) Salt() []byte { return s.salt }
+
+// IntegrityCheck runs PRAGMA integrity_check and returns its verdict ("ok").
+func (s *Store) IntegrityCheck(ctx context.Context) (string, error) {
+	rows, err := s.db.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return "", err
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n"), rows.Err()
+}
+
+// keyHash maps a natural key to the 64-bit integer the unique indexes hold.
+func keyHash(key string) int64 {
+	sum := sha256.Sum256([]byte(key))
+	return int64(binary.BigEndian.Uint64(sum[:8]))
+}

@@ -1,0 +1,241 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+func openTest(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func collect(t *testing.T, s *Store, q timeline.Query) []*timeline.Record {
+	t.Helper()
+	var out []*timeline.Record
+	for r, err := range s.Records(context.Background(), q) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func TestAddRecordJoinsStagesAndSkipsDuplicates(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	run := &timeline.IngestRun{Source: timeline.SourceAudit, Path: "audit.log"}
+	if err := s.BeginRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 5, 1, 10, 0, 0, 123456000, time.UTC)
+	base := timeline.Record{
+		Key: "audit\x00a1", Time: t0, Source: timeline.SourceAudit, Verb: "list", User: "system:node:n1",
+		Object: timeline.ObjectRef{Resource: "pods", Namespace: "default"}, Stages: timeline.StageRequestReceived,
+		Evidence: timeline.Evidence{Line: 1},
+	}
+	complete := base
+	complete.Stages, complete.Code, complete.Latency = timeline.StageResponseComplete, 500, 250*time.Millisecond
+	complete.Evidence.Line = 2
+
+	b, err := s.Batch(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []timeline.AddResult
+	for _, r := range []timeline.Record{base, complete, complete, base} {
+		res, err := b.AddRecord(ctx, &r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, res)
+	}
+	if err := b.Commit(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	want := []timeline.AddResult{timeline.Added, timeline.Merged, timeline.Duplicate, timeline.Duplicate}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want +got)\n%s", diff)
+	}
+	recs := collect(t, s, timeline.Query{})
+	if len(recs) != 1 {
+		t.Fatalf("got %d records, want 1", len(recs))
+	}
+	r := recs[0]
+	if r.Code != 500 || r.Latency != 250*time.Millisecond || r.Stage() != "ResponseComplete" || !r.Time.Equal(t0) {
+		t.Errorf("joined record = code %d latency %v stage %s time %v", r.Code, r.Latency, r.Stage(), r.Time)
+	}
+	if r.User != "system:node:n1" || r.Object.Resource != "pods" || r.Evidence.Run != run.ID {
+		t.Errorf("joined record fields: %+v", r)
+	}
+}
+
+func TestRollbackForgetsInternedStrings(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	run := &timeline.IngestRun{Source: timeline.SourceAudit, Path: "x"}
+	if err := s.BeginRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	r := timeline.Record{Key: "k1", Time: time.Unix(1, 0), Source: timeline.SourceAudit, User: "fresh-user"}
+	b, _ := s.Batch(ctx, run.ID)
+	if _, err := b.AddRecord(ctx, &r); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = s.Batch(ctx, run.ID)
+	if _, err := b.AddRecord(ctx, &r); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	recs := collect(t, s, timeline.Query{})
+	if len(recs) != 1 || recs[0].User != "fresh-user" {
+		t.Fatalf("after rollback and retry: %+v", recs)
+	}
+}
+
+func TestVersionsAreRedactedAndIdempotent(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	run := &timeline.IngestRun{Source: timeline.SourceAudit, Path: "x"}
+	if err := s.BeginRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	v := timeline.ObjectVersion{
+		Object:          timeline.ObjectRef{Resource: "secrets", Kind: "Secret", Namespace: "ns", Name: "s", UID: "u1"},
+		ResourceVersion: "7", Time: time.Unix(5, 0),
+		Content: []byte(`{"kind":"Secret","metadata":{"name":"s"},"data":{"password":"aHVudGVyMg=="}}`),
+	}
+	for i, want := range []bool{true, false} {
+		b, _ := s.Batch(ctx, run.ID)
+		vv := v
+		added, err := b.AddVersion(ctx, &vv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		if added != want {
+			t.Errorf("add #%d: added = %v, want %v", i, added, want)
+		}
+	}
+	var body string
+	if err := s.DB().QueryRow("SELECT body FROM content").Scan(&body); err != nil {
+		t.Fatal(err)
+	}
+	if want := "hmac-sha256:"; !contains(body, want) || contains(body, "aHVudGVyMg==") {
+		t.Errorf("stored content not redacted: %s", body)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestOpenRefusesForeignFiles(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+
+	text := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(text, []byte("these are not the tables you are looking for, padded out past one SQLite header of 100 bytes........"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, text, Options{}); !errors.Is(err, ErrNotTimeline) {
+		t.Errorf("text file: err = %v, want ErrNotTimeline", err)
+	}
+
+	other := filepath.Join(dir, "other.db")
+	db, err := sql.Open("sqlite3", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE TABLE users (id INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := Open(ctx, other, Options{}); !errors.Is(err, ErrNotTimeline) {
+		t.Errorf("other sqlite db: err = %v, want ErrNotTimeline", err)
+	}
+
+	good := filepath.Join(dir, "good.db")
+	s, err := Open(ctx, good, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	salt := s.Salt()
+	s.Close()
+	s, err = Open(ctx, good, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s.Close()
+	if diff := cmp.Diff(salt, s.Salt()); diff != "" || len(salt) != 32 {
+		t.Errorf("salt changed across opens (-want +got)\n%s", diff)
+	}
+	if v, err := s.IntegrityCheck(ctx); err != nil || v != "ok" {
+		t.Errorf("integrity_check = %q, %v", v, err)
+	}
+}
+
+func TestRunsAndGaps(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	run := &timeline.IngestRun{Source: timeline.SourceAudit, Path: "a.log", Size: 10}
+	if err := s.BeginRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := s.Batch(ctx, run.ID)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, off := range []time.Duration{0, time.Minute, 2 * time.Minute, 30 * time.Minute, 31 * time.Minute} {
+		r := timeline.Record{Key: string(rune('a' + i)), Time: t0.Add(off), Source: timeline.SourceAudit}
+		if _, err := b.AddRecord(ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run.Records, run.Status, run.First, run.Last = 5, timeline.RunDone, t0, t0.Add(31*time.Minute)
+	if err := b.Commit(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := s.Runs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]timeline.IngestRun{*run}, runs, cmpopts.EquateApproxTime(time.Microsecond)); diff != "" {
+		t.Errorf("runs (-want +got)\n%s", diff)
+	}
+	gaps, err := s.Gaps(ctx, 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []timeline.Gap{{Source: timeline.SourceAudit, Start: t0.Add(2 * time.Minute), End: t0.Add(30 * time.Minute)}}
+	if diff := cmp.Diff(want, gaps); diff != "" {
+		t.Errorf("gaps (-want +got)\n%s", diff)
+	}
+	first, last, err := s.Bounds(ctx)
+	if err != nil || !first.Equal(t0) || !last.Equal(t0.Add(31*time.Minute)) {
+		t.Errorf("bounds = %v %v %v", first, last, err)
+	}
+}

@@ -1,0 +1,701 @@
+package sqlite
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+// Filters are translated conjunct by conjunct. A translated conjunct is an
+// SQL boolean that is true exactly when the CEL conjunct is: every column is
+// NOT NULL and every SQL form below is total (never NULL), so NOT and OR keep
+// CEL's meaning. A conjunct with no exact SQL form is left out of the SQL,
+// which makes the SQL a superset of the matches, and the caller checks each
+// row against the whole filter.
+//
+// CEL form                               SQL form (r is the record row)
+//   true, false                            1, 0
+//   a && b, a || b, !a, c ? a : b          (a AND b), (a OR b), (NOT a), CASE
+//   code OP 500 (int; run, line too)       r.code OP 500, inlined: the partial index needs a literal
+//   uid OP "x" (auditID, requestURI, message)  r.uid OP ?
+//   user == "x"                            r.user = COALESCE((SELECT id FROM strs WHERE s = ?), -1)
+//   user == ""                             r.user = 0
+//   user < "x" (<=, >, >=)                 r.user IN (SELECT id FROM strs WHERE s < ?)
+//   user in ["a", "b"]                     r.user IN (SELECT id FROM strs WHERE s IN (?, ?))
+//   code in [404, 500]                     r.code IN (404, 500)
+//   user.startsWith("p")                   r.user IN (SELECT id FROM strs WHERE s >= ? AND s < ?), [p, p+1)
+//   user.endsWith("s")                     r.user IN (SELECT id FROM strs WHERE substr(CAST(s AS BLOB), -n) = ?blob)
+//   user.contains("s")                     r.user IN (SELECT id FROM strs WHERE instr(CAST(s AS BLOB), ?blob) > 0)
+//   uri.startsWith("p") etc.               the same tests on r.uri itself
+//   x.startsWith("") etc.                  1
+//   time OP timestamp("...")               r.time_ns OP ?, adjusted for time_ns 0 (see timeCompare)
+//   latency OP duration("...")             r.latency_ns OP ?
+//   field OP field (same type)             r.a OP r.b; interned ordering compares the strings
+//   constant OP constant                   1 or 0, evaluated by CEL itself
+//
+// String tests compare bytes, as CEL (Go strings) does: BINARY collation
+// compares TEXT with memcmp, and CAST(... AS BLOB) makes substr and instr
+// count bytes rather than characters. LIKE (case-insensitive) and GLOB
+// (wildcards) are never used, and no text is spliced into the SQL.
+//
+// Nothing else translates: stage and annotations have no column; size()
+// counts code points, which SQLite's length() does not do for NULs or
+// malformed UTF-8; matches() is RE2; int fields compared with uint or double
+// constants, or in lists of mixed types, take CEL's cross-type numeric rules;
+// arithmetic, conversions and macros (has, all, exists...) stay in CEL.
+
+// fieldKind is how a filter variable is stored.
+type fieldKind int
+
+const (
+	kindNone     fieldKind = iota // no column: evaluated row by row only
+	kindInterned                  // string, id into strs
+	kindText                      // string, stored as TEXT
+	kindInt                       // int, INTEGER
+	kindTime                      // timestamp, INTEGER UTC nanoseconds, 0 for the zero time
+	kindDuration                  // duration, INTEGER nanoseconds
+)
+
+type whereField struct {
+	name   string
+	column string // "r.<column>"
+	kind   fieldKind
+}
+
+var whereFields = func() map[string]whereField {
+	m := make(map[string]whereField, len(timeline.Fields))
+	for _, f := range timeline.Fields {
+		k := kindNone
+		switch {
+		case f.Column == "":
+		case f.Type.IsExactType(types.StringType) && f.Interned:
+			k = kindInterned
+		case f.Type.IsExactType(types.StringType):
+			k = kindText
+		case f.Type.IsExactType(types.IntType):
+			k = kindInt
+		case f.Type.IsExactType(types.TimestampType):
+			k = kindTime
+		case f.Type.IsExactType(types.DurationType):
+			k = kindDuration
+		}
+		if k != kindNone {
+			m[f.Name] = whereField{name: f.Name, column: "r." + f.Column, kind: k}
+		}
+	}
+	return m
+}()
+
+const (
+	// maxWhereDepth bounds the nesting translated, well inside SQLite's
+	// expression depth limit (1000).
+	maxWhereDepth = 100
+	// maxWhereArgs bounds the placeholders of one query, well inside SQLite's
+	// limit (32766); conjuncts past it are left to CEL.
+	maxWhereArgs = 10000
+)
+
+// facts are conditions a translated expression implies that the planner
+// cannot see itself: the WHERE clauses of the partial indexes.
+type facts uint8
+
+const (
+	factError     facts = 1 << iota // code >= 400: record_error
+	factReason                      // reason != "": record_reason
+	factsAll      = factError | factReason
+	factErrorSQL  = "r.code >= 400" // spelled as in 0001_init.sql, so the planner can match it
+	factReasonSQL = "r.reason != 0"
+)
+
+// compileWhere translates the conjuncts of a checked CEL expression that have
+// an SQL form into an SQL boolean over record alias r. complete reports that
+// the whole expression was translated.
+func compileWhere(e ast.Expr) (sql string, args []any, complete bool) {
+	var conj []ast.Expr
+	conjuncts(e, &conj)
+	complete = true
+	var parts []string
+	for _, c := range conj {
+		w := whereBuilder{}
+		s, fs, ok := w.pred(c, 0)
+		if !ok || len(args)+len(w.args) > maxWhereArgs {
+			complete = false
+			continue
+		}
+		switch s {
+		case "1":
+			continue
+		case "0":
+			return "0", nil, true // the whole filter is false
+		}
+		parts = append(parts, s)
+		args = append(args, w.args...)
+		// A partial index is usable only when a term of the WHERE clause is
+		// (or trivially implies) the index's own WHERE clause.
+		if fs&factError != 0 {
+			parts = append(parts, factErrorSQL)
+		}
+		if fs&factReason != 0 {
+			parts = append(parts, factReasonSQL)
+		}
+	}
+	return strings.Join(parts, " AND "), args, complete
+}
+
+// conjuncts appends the operands of the top-level && chain of e.
+func conjuncts(e ast.Expr, out *[]ast.Expr) {
+	if e.Kind() == ast.CallKind {
+		if c := e.AsCall(); c.FunctionName() == operators.LogicalAnd && len(c.Args()) == 2 && !c.IsMemberFunction() {
+			conjuncts(c.Args()[0], out)
+			conjuncts(c.Args()[1], out)
+			return
+		}
+	}
+	*out = append(*out, e)
+}
+
+type whereBuilder struct {
+	args []any
+}
+
+func (w *whereBuilder) arg(v any) string {
+	w.args = append(w.args, v)
+	return "?"
+}
+
+// pred translates a bool expression. ok is false when it has no exact SQL
+// form; w.args may then hold junk and must be dropped.
+func (w *whereBuilder) pred(e ast.Expr, depth int) (sql string, fs facts, ok bool) {
+	if depth > maxWhereDepth {
+		return "", 0, false
+	}
+	switch e.Kind() {
+	case ast.LiteralKind:
+		if b, isBool := e.AsLiteral().(types.Bool); isBool {
+			return boolSQL(bool(b))
+		}
+		return "", 0, false
+	case ast.CallKind:
+	default:
+		return "", 0, false
+	}
+	c := e.AsCall()
+	a := c.Args()
+	if c.IsMemberFunction() {
+		if len(a) != 1 {
+			return "", 0, false
+		}
+		switch c.FunctionName() {
+		case "startsWith", "endsWith", "contains":
+			return w.stringTest(c.FunctionName(), c.Target(), a[0])
+		}
+		return "", 0, false
+	}
+	switch op := c.FunctionName(); {
+	case (op == operators.LogicalAnd || op == operators.LogicalOr) && len(a) == 2:
+		l, lf, ok := w.pred(a[0], depth+1)
+		if !ok {
+			return "", 0, false
+		}
+		r, rf, ok := w.pred(a[1], depth+1)
+		if !ok {
+			return "", 0, false
+		}
+		if op == operators.LogicalAnd {
+			return "(" + l + " AND " + r + ")", lf | rf, true
+		}
+		return "(" + l + " OR " + r + ")", lf & rf, true
+	case op == operators.LogicalNot && len(a) == 1:
+		s, _, ok := w.pred(a[0], depth+1)
+		if !ok {
+			return "", 0, false
+		}
+		return "(NOT " + s + ")", 0, true
+	case op == operators.Conditional && len(a) == 3:
+		cond, _, ok := w.pred(a[0], depth+1)
+		if !ok {
+			return "", 0, false
+		}
+		t, tf, ok := w.pred(a[1], depth+1)
+		if !ok {
+			return "", 0, false
+		}
+		f, ff, ok := w.pred(a[2], depth+1)
+		if !ok {
+			return "", 0, false
+		}
+		return "(CASE WHEN " + cond + " THEN " + t + " ELSE " + f + " END)", tf & ff, true
+	case op == operators.In && len(a) == 2:
+		return w.in(a[0], a[1])
+	case len(a) == 2:
+		if sqlOp, isCmp := compareOps[op]; isCmp {
+			return w.compare(sqlOp, a[0], a[1])
+		}
+	}
+	return "", 0, false
+}
+
+func boolSQL(b bool) (string, facts, bool) {
+	if b {
+		return "1", 0, true
+	}
+	return "0", factsAll, true // false implies anything
+}
+
+// compareOps maps CEL comparison functions to SQL operators.
+var compareOps = map[string]string{
+	operators.Equals:        "=",
+	operators.NotEquals:     "!=",
+	operators.Less:          "<",
+	operators.LessEquals:    "<=",
+	operators.Greater:       ">",
+	operators.GreaterEquals: ">=",
+}
+
+// swapped gives op with its operands exchanged: 1 < x is x > 1.
+func swapped(op string) string {
+	switch op {
+	case "<":
+		return ">"
+	case "<=":
+		return ">="
+	case ">":
+		return "<"
+	case ">=":
+		return "<="
+	}
+	return op
+}
+
+// holds reports whether a comparison whose operands compare as cmp (-1, 0,
+// 1) satisfies op.
+func holds(op string, cmp int) bool {
+	switch op {
+	case "=":
+		return cmp == 0
+	case "!=":
+		return cmp != 0
+	case "<":
+		return cmp < 0
+	case "<=":
+		return cmp <= 0
+	case ">":
+		return cmp > 0
+	case ">=":
+		return cmp >= 0
+	}
+	panic("sqlite: unknown comparison " + op) // compareOps holds every op
+}
+
+// field returns the record field e names, if it has a column.
+func field(e ast.Expr) (whereField, bool) {
+	if e.Kind() != ast.IdentKind {
+		return whereField{}, false
+	}
+	f, ok := whereFields[strings.TrimPrefix(e.AsIdent(), ".")] // ".user" is the root-scoped user
+	return f, ok
+}
+
+// constant folds a literal or a timestamp()/duration() call on a string
+// literal. timeline.Constant parses with Go's time package, which accepts
+// strings CEL rejects at run time ("2026-05-01T10:00:00,5Z", year 0): the
+// value is kept only where CEL's own conversion gives the same.
+func constant(e ast.Expr) (ref.Val, bool) {
+	v, ok := timeline.Constant(e)
+	if !ok || types.IsError(v) || types.IsUnknown(v) {
+		return nil, false
+	}
+	if e.Kind() != ast.CallKind {
+		return v, true
+	}
+	c := e.AsCall()
+	if c.IsMemberFunction() {
+		return nil, false
+	}
+	s, isStr := c.Args()[0].AsLiteral().(types.String)
+	if !isStr {
+		return nil, false
+	}
+	var cel ref.Val
+	switch c.FunctionName() {
+	case "timestamp":
+		cel = s.ConvertToType(types.TimestampType)
+	case "duration":
+		cel = s.ConvertToType(types.DurationType)
+	default:
+		return nil, false
+	}
+	if types.IsError(cel) || cel.Type() != v.Type() || cel.Equal(v) != types.True {
+		return nil, false
+	}
+	return v, true
+}
+
+func (w *whereBuilder) compare(op string, l, r ast.Expr) (string, facts, bool) {
+	lf, lField := field(l)
+	rf, rField := field(r)
+	switch {
+	case lField && rField:
+		return w.compareFields(op, lf, rf)
+	case lField:
+		if v, ok := constant(r); ok {
+			return w.compareConst(op, lf, v)
+		}
+	case rField:
+		if v, ok := constant(l); ok {
+			return w.compareConst(swapped(op), rf, v)
+		}
+	default:
+		lv, lok := constant(l)
+		rv, rok := constant(r)
+		if lok && rok {
+			return compareConsts(op, lv, rv)
+		}
+	}
+	return "", 0, false
+}
+
+// compareConsts evaluates a comparison of two constants as CEL does.
+func compareConsts(op string, l, r ref.Val) (string, facts, bool) {
+	switch op {
+	case "=", "!=":
+		eq := l.Equal(r)
+		if types.IsError(eq) {
+			return "", 0, false
+		}
+		return boolSQL((eq == types.True) == (op == "="))
+	}
+	cmp, ok := l.(traits.Comparer)
+	if !ok {
+		return "", 0, false
+	}
+	n, ok := cmp.Compare(r).(types.Int)
+	if !ok {
+		return "", 0, false
+	}
+	return boolSQL(holds(op, int(n)))
+}
+
+// strValue is an SQL expression for a string field's text.
+func strValue(f whereField) string {
+	if f.kind == kindInterned {
+		return "(SELECT s FROM strs WHERE id = " + f.column + ")"
+	}
+	return f.column
+}
+
+func isString(k fieldKind) bool { return k == kindInterned || k == kindText }
+
+func (w *whereBuilder) compareFields(op string, l, r whereField) (string, facts, bool) {
+	switch {
+	case l.kind == kindInterned && r.kind == kindInterned && (op == "=" || op == "!="):
+		return l.column + " " + op + " " + r.column, 0, true // one dictionary: equal ids are equal strings
+	case isString(l.kind) && isString(r.kind):
+		return strValue(l) + " " + op + " " + strValue(r), 0, true
+	case l.kind == r.kind && (l.kind == kindInt || l.kind == kindDuration):
+		return l.column + " " + op + " " + r.column, 0, true
+	case l.kind == kindTime && l == r:
+		return boolSQL(holds(op, 0))
+	}
+	return "", 0, false
+}
+
+// compareConst translates f op v, v a constant of f's type.
+func (w *whereBuilder) compareConst(op string, f whereField, v ref.Val) (string, facts, bool) {
+	switch f.kind {
+	case kindInt:
+		n, ok := v.(types.Int)
+		if !ok {
+			return "", 0, false
+		}
+		var fs facts
+		if f.name == "code" && impliesError(op, int64(n)) {
+			fs = factError
+		}
+		return f.column + " " + op + " " + intSQL(int64(n)), fs, true
+	case kindDuration:
+		d, ok := v.(types.Duration)
+		if !ok {
+			return "", 0, false
+		}
+		return f.column + " " + op + " " + w.arg(int64(d.Duration)), 0, true
+	case kindTime:
+		t, ok := v.(types.Timestamp)
+		if !ok {
+			return "", 0, false
+		}
+		return w.timeCompare(op, f, t.Time)
+	case kindText:
+		s, ok := v.(types.String)
+		if !ok {
+			return "", 0, false
+		}
+		return f.column + " " + op + " " + w.arg(string(s)), 0, true
+	case kindInterned:
+		s, ok := v.(types.String)
+		if !ok {
+			return "", 0, false
+		}
+		return w.internedCompare(op, f, string(s))
+	}
+	return "", 0, false
+}
+
+// impliesError reports whether code op n implies code >= 400.
+func impliesError(op string, n int64) bool {
+	switch op {
+	case "=", ">=":
+		return n >= 400
+	case ">":
+		return n >= 399
+	}
+	return false
+}
+
+// intSQL spells an int64 as an SQL integer literal. Ints are inlined, not
+// bound, so the planner can match them against partial index clauses.
+func intSQL(n int64) string {
+	if n < 0 {
+		return "(" + strconv.FormatInt(n, 10) + ")" // SQLite reads -9223372036854775808 as an integer
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func (w *whereBuilder) internedCompare(op string, f whereField, s string) (string, facts, bool) {
+	var fs facts
+	if f.name == "reason" && internedImpliesNonEmpty(op, s) {
+		fs = factReason
+	}
+	if s == "" { // id 0; every string is >= ""
+		switch op {
+		case "=", "<=":
+			return f.column + " = 0", fs, true
+		case "!=", ">":
+			return f.column + " != 0", fs, true
+		case ">=":
+			return "1", fs, true
+		case "<":
+			return "0", factsAll, true
+		}
+	}
+	switch op {
+	case "=", "!=":
+		// An absent string has no id: -1 matches no row, so == is false and
+		// != true, and neither is ever NULL.
+		return f.column + " " + op + " COALESCE((SELECT id FROM strs WHERE s = " + w.arg(s) + "), -1)", fs, true
+	}
+	return f.column + " IN (SELECT id FROM strs WHERE s " + op + " " + w.arg(s) + ")", fs, true
+}
+
+// internedImpliesNonEmpty reports whether x op s implies x != "".
+func internedImpliesNonEmpty(op, s string) bool {
+	switch op {
+	case "=", ">=":
+		return s != ""
+	case ">":
+		return true
+	case "!=":
+		return s == ""
+	}
+	return false
+}
+
+// timeCompare translates time op t. A stored time_ns of 0 is the zero time
+// (year 1, before every other stored time), not the Unix epoch: that is what
+// Records reads back and what CEL then compares. The other rows hold
+// time.Unix(0, ns) with ns in int64 range.
+func (w *whereBuilder) timeCompare(op string, f whereField, t time.Time) (string, facts, bool) {
+	zeroMatches := holds(op, (time.Time{}).Compare(t))
+	var (
+		nonZero string // the test for rows with time_ns != 0, or "" for a constant
+		always  bool   // that constant
+	)
+	switch lo, hi := time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64); {
+	case t.Before(lo):
+		always = holds(op, 1)
+	case t.After(hi):
+		always = holds(op, -1)
+	default:
+		ns := t.UnixNano()
+		nonZero = f.column + " " + op + " " + w.arg(ns)
+		switch zeroRowPasses := holds(op, cmpInt(0, ns)); {
+		case zeroRowPasses == zeroMatches:
+			return nonZero, 0, true
+		case zeroMatches:
+			return "(" + nonZero + " OR " + f.column + " = 0)", 0, true
+		default:
+			return "(" + nonZero + " AND " + f.column + " != 0)", 0, true
+		}
+	}
+	switch {
+	case always && zeroMatches:
+		return "1", 0, true
+	case always:
+		return f.column + " != 0", 0, true
+	case zeroMatches:
+		return f.column + " = 0", 0, true
+	}
+	return "0", factsAll, true
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// in translates x in [c1, c2, ...], constants of x's type.
+func (w *whereBuilder) in(l, r ast.Expr) (string, facts, bool) {
+	f, ok := field(l)
+	if !ok || r.Kind() != ast.ListKind || len(r.AsList().OptionalIndices()) > 0 {
+		return "", 0, false
+	}
+	elems := r.AsList().Elements()
+	vals := make([]ref.Val, len(elems))
+	for i, e := range elems {
+		v, ok := constant(e)
+		if !ok || !sameKind(f.kind, v) {
+			return "", 0, false // mixed types take CEL's cross-type equality
+		}
+		vals[i] = v
+	}
+	if len(vals) == 0 {
+		return "0", factsAll, true
+	}
+	var fs facts
+	switch f.name {
+	case "code":
+		fs = factError
+		for _, v := range vals {
+			if v.(types.Int) < 400 {
+				fs = 0
+			}
+		}
+	case "reason":
+		fs = factReason
+		for _, v := range vals {
+			if v.(types.String) == "" {
+				fs = 0
+			}
+		}
+	}
+	list := make([]string, len(vals))
+	switch f.kind {
+	case kindInt:
+		for i, v := range vals {
+			list[i] = intSQL(int64(v.(types.Int)))
+		}
+	case kindDuration:
+		for i, v := range vals {
+			list[i] = w.arg(int64(v.(types.Duration).Duration))
+		}
+	case kindText, kindInterned:
+		for i, v := range vals {
+			list[i] = w.arg(string(v.(types.String)))
+		}
+	case kindTime:
+		for i, v := range vals {
+			s, _, ok := w.timeCompare("=", f, v.(types.Timestamp).Time)
+			if !ok {
+				return "", 0, false
+			}
+			list[i] = s
+		}
+		return "(" + strings.Join(list, " OR ") + ")", 0, true
+	default:
+		return "", 0, false
+	}
+	in := "(" + strings.Join(list, ", ") + ")"
+	if f.kind == kindInterned {
+		return f.column + " IN (SELECT id FROM strs WHERE s IN " + in + ")", fs, true
+	}
+	return f.column + " IN " + in, fs, true
+}
+
+// sameKind reports whether v is a value of a field of kind k.
+func sameKind(k fieldKind, v ref.Val) bool {
+	switch v.(type) {
+	case types.Int:
+		return k == kindInt
+	case types.String:
+		return isString(k)
+	case types.Timestamp:
+		return k == kindTime
+	case types.Duration:
+		return k == kindDuration
+	}
+	return false
+}
+
+// stringTest translates x.startsWith(c), x.endsWith(c) and x.contains(c).
+// CEL tests bytes (Go's strings package); so does the SQL.
+func (w *whereBuilder) stringTest(fn string, target, argExpr ast.Expr) (string, facts, bool) {
+	f, ok := field(target)
+	if !ok || !isString(f.kind) {
+		return "", 0, false
+	}
+	v, ok := constant(argExpr)
+	if !ok {
+		return "", 0, false
+	}
+	s, ok := v.(types.String)
+	if !ok {
+		return "", 0, false
+	}
+	if s == "" {
+		return "1", 0, true // every string starts with, ends with and contains ""
+	}
+	var fs facts
+	if f.name == "reason" {
+		fs = factReason
+	}
+	col := "s" // test the dictionary, then match ids
+	if f.kind == kindText {
+		col = f.column
+	}
+	var test string
+	switch fn {
+	case "startsWith":
+		// The strings with prefix p are the range [p, p+1) in byte order.
+		test = col + " >= " + w.arg(string(s))
+		if end, ok := prefixEnd(string(s)); ok {
+			test = "(" + test + " AND " + col + " < " + w.arg(end) + ")"
+		}
+	case "endsWith":
+		test = "substr(CAST(" + col + " AS BLOB), " + w.arg(-int64(len(s))) + ") = " + w.arg([]byte(s))
+	case "contains":
+		test = "instr(CAST(" + col + " AS BLOB), " + w.arg([]byte(s)) + ") > 0"
+	default:
+		return "", 0, false
+	}
+	if f.kind == kindInterned {
+		return f.column + " IN (SELECT id FROM strs WHERE " + test + ")", fs, true
+	}
+	return test, fs, true
+}
+
+// prefixEnd returns the least string greater than every string with prefix
+// p, in byte order, or false if there is none (p is all 0xff bytes).
+func prefixEnd(p string) (string, bool) {
+	b := []byte(p)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1]), true
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,230 @@
+// Package timeline holds faultline's domain: records of what happened at a
+// time, the versions of objects seen, and the ingest runs that brought them in.
+// It declares the Store that keeps them; timeline/sqlite implements it.
+//
+// The package imports only the standard library and cel-go (filters are CEL
+// expressions over records).
+package timeline
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"time"
+)
+
+// SourceKind says which kind of evidence a record or ingest run came from.
+type SourceKind string
+
+// Evidence kinds known to faultline.
+const (
+	SourceAudit    SourceKind = "audit"    // kube-apiserver audit log
+	SourceEvent    SourceKind = "event"    // core/v1 or events.k8s.io/v1 Event
+	SourceObject   SourceKind = "object"   // object snapshot (LIST/WATCH or dump)
+	SourceVersions SourceKind = "versions" // artifact versions and job runs
+)
+
+// ObjectRef names the Kubernetes object a record concerns.
+type ObjectRef struct {
+	Group       string `json:"group,omitempty"`
+	Version     string `json:"version,omitempty"`
+	Resource    string `json:"resource,omitempty"`
+	Subresource string `json:"subresource,omitempty"`
+	Kind        string `json:"kind,omitempty"`
+	Namespace   string `json:"namespace,omitempty"`
+	Name        string `json:"name,omitempty"`
+	UID         string `json:"uid,omitempty"`
+}
+
+// Stage is a set of audit stages, as bits: the stages of one request that
+// arrive as separate audit lines are joined into one record.
+type Stage uint8
+
+// Audit stages in the order the apiserver emits them.
+const (
+	StageRequestReceived Stage = 1 << iota
+	StageResponseStarted
+	StageResponseComplete
+	StagePanic
+)
+
+var stageNames = []struct {
+	s    Stage
+	name string
+}{
+	{StageRequestReceived, "RequestReceived"},
+	{StageResponseStarted, "ResponseStarted"},
+	{StageResponseComplete, "ResponseComplete"},
+	{StagePanic, "Panic"},
+}
+
+// ParseStage returns the stage bit for an audit stage name, or 0.
+func ParseStage(name string) Stage {
+	for _, s := range stageNames {
+		if s.name == name {
+			return s.s
+		}
+	}
+	return 0
+}
+
+// Last returns the name of the latest stage in the set, or "".
+func (s Stage) Last() string {
+	for i := len(stageNames) - 1; i >= 0; i-- {
+		if s&stageNames[i].s != 0 {
+			return stageNames[i].name
+		}
+	}
+	return ""
+}
+
+// Evidence points at the place a record or version was read from: the ingest
+// run and the line (or item) number within its source.
+type Evidence struct {
+	Run  int64 `json:"run"`
+	Line int64 `json:"line"`
+}
+
+// Record is one thing that happened at a time: an API request, an Event, an
+// artifact version. Empty strings and zero numbers mean "not known".
+type Record struct {
+	ID        int64         `json:"id"`
+	Key       string        `json:"-"` // natural key: equal keys are the same record
+	Time      time.Time     `json:"time"`
+	Source    SourceKind    `json:"source"`
+	Object    ObjectRef     `json:"object"`
+	Verb      string        `json:"verb,omitempty"`
+	Reason    string        `json:"reason,omitempty"`
+	User      string        `json:"user,omitempty"`
+	UserAgent string        `json:"userAgent,omitempty"`
+	SourceIP  string        `json:"sourceIP,omitempty"`
+	Code      int           `json:"code,omitempty"` // HTTP status
+	Type      string        `json:"type,omitempty"` // event type (Normal, Warning)
+	Level     string        `json:"level,omitempty"`
+	Latency   time.Duration `json:"latency,omitempty"`
+	Stages    Stage         `json:"-"`
+	AuditID   string        `json:"auditID,omitempty"`
+	URI       string        `json:"requestURI,omitempty"`
+	Message   string        `json:"message,omitempty"`
+	// Extra holds the rest of the source record as a JSON object
+	// (annotations, groups, status details). Never object contents.
+	Extra    json.RawMessage `json:"extra,omitempty"`
+	Evidence Evidence        `json:"evidence"`
+}
+
+// Stage returns the name of the latest stage joined into the record.
+func (r *Record) Stage() string { return r.Stages.Last() }
+
+// ObjectVersion is one observed version of an object, redacted: Secret values
+// are never kept and ConfigMap values are replaced by per-key hashes.
+type ObjectVersion struct {
+	Key             string          `json:"-"` // natural key; see VersionKey
+	Object          ObjectRef       `json:"object"`
+	ResourceVersion string          `json:"resourceVersion,omitempty"`
+	Time            time.Time       `json:"time"`
+	Hash            string          `json:"hash"` // sha256 of Content
+	Content         json.RawMessage `json:"content"`
+	Evidence        Evidence        `json:"evidence"`
+}
+
+// VersionKey is the natural key of an object version: the uid and
+// resourceVersion where both are known, else the object's name and content.
+func VersionKey(v *ObjectVersion) string {
+	o := v.Object
+	if o.UID != "" && v.ResourceVersion != "" {
+		return "uid\x00" + o.UID + "\x00" + v.ResourceVersion
+	}
+	return "ref\x00" + o.Group + "\x00" + o.Resource + "\x00" + o.Namespace + "\x00" + o.Name + "\x00" + v.Hash
+}
+
+// RunStatus is the state of an ingest run.
+type RunStatus string
+
+// Ingest run states. A run left "running" by a killed process stays so; the
+// rerun that completes its source is a separate, "done" run.
+const (
+	RunRunning RunStatus = "running"
+	RunDone    RunStatus = "done"
+	RunFailed  RunStatus = "failed"
+)
+
+// IngestRun describes one pass over one source: what was read, from where,
+// and what came of it. Every record points at the run that brought it.
+type IngestRun struct {
+	ID         int64      `json:"id"`
+	Source     SourceKind `json:"source"`
+	Path       string     `json:"path"`
+	Size       int64      `json:"size"`
+	SHA256     string     `json:"sha256,omitempty"`
+	Started    time.Time  `json:"started"`
+	Finished   time.Time  `json:"finished,omitzero"`
+	First      time.Time  `json:"first,omitzero"`
+	Last       time.Time  `json:"last,omitzero"`
+	Lines      int64      `json:"lines"`
+	Records    int64      `json:"records"`
+	Merged     int64      `json:"merged"` // audit stages joined into an existing record
+	Duplicates int64      `json:"duplicates"`
+	Versions   int64      `json:"versions"`
+	BadLines   int64      `json:"badLines"`
+	Status     RunStatus  `json:"status"`
+	Error      string     `json:"error,omitempty"`
+}
+
+// AddResult says what became of one record handed to a Batch.
+type AddResult int
+
+// Outcomes of Batch.AddRecord.
+const (
+	Added     AddResult = iota // a new record
+	Merged                     // a new stage joined to an existing record
+	Duplicate                  // already held: nothing changed
+)
+
+// Batch is a unit of writing: everything added to it commits together or
+// not at all. A batch is used by one goroutine.
+type Batch interface {
+	AddRecord(ctx context.Context, r *Record) (AddResult, error)
+	// AddVersion stores an object version; it reports false for a version
+	// already held.
+	AddVersion(ctx context.Context, v *ObjectVersion) (bool, error)
+	// Commit writes the batch and the run's progress in one transaction.
+	Commit(ctx context.Context, progress *IngestRun) error
+	// Rollback abandons the batch.
+	Rollback() error
+}
+
+// Query selects records. Zero values mean unbounded.
+type Query struct {
+	Since, Until time.Time // Since inclusive, Until exclusive
+	Where        *Filter
+	Limit        int
+	Desc         bool // newest first
+}
+
+// Gap is a span of time, inside the data of one source kind, in which no
+// record arrived.
+type Gap struct {
+	Source     SourceKind `json:"source"`
+	Start, End time.Time
+}
+
+// Store keeps the timeline. timeline/sqlite implements it.
+type Store interface {
+	// BeginRun records the start of an ingest run and returns its id.
+	BeginRun(ctx context.Context, run *IngestRun) error
+	// FinishRun records the run's final state.
+	FinishRun(ctx context.Context, run *IngestRun) error
+	// Batch opens a write batch for the run.
+	Batch(ctx context.Context, run int64) (Batch, error)
+
+	// Records yields the records matching q, in time order.
+	Records(ctx context.Context, q Query) iter.Seq2[*Record, error]
+	// Bounds returns the times of the first and last record held.
+	Bounds(ctx context.Context) (first, last time.Time, err error)
+	// Runs lists the ingest runs, oldest first.
+	Runs(ctx context.Context) ([]IngestRun, error)
+	// Gaps lists spans of at least min with no records, per source kind.
+	Gaps(ctx context.Context, min time.Duration) ([]Gap, error)
+
+	Close() error
+}
