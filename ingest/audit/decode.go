@@ -87,6 +87,9 @@ type envelope struct {
 	Operation    *struct {
 		ID string `json:"id"`
 	} `json:"operation"` // GKE
+	// Timestamp shadows the event's: a string in GKE exports and legacy
+	// events, epoch milliseconds in CloudWatch ones.
+	Timestamp json.RawMessage `json:"timestamp"`
 	Message   json.RawMessage `json:"message"`   // CloudWatch: the event as a string
 	LogEvents []cwEvent       `json:"logEvents"` // CloudWatch subscription batch
 	Events    []cwEvent       `json:"events"`    // CloudWatch filter-log-events output
@@ -155,6 +158,11 @@ func decodeDepth(line []byte, depth int) ([]event, error) {
 	var env envelope
 	if err := json.Unmarshal(line, &env); err != nil {
 		return nil, jsonError(err)
+	}
+	if len(env.Timestamp) > 0 && env.Timestamp[0] == '"' {
+		if err := json.Unmarshal(env.Timestamp, &env.event.Timestamp); err != nil {
+			return nil, &FieldError{"timestamp", err.Error()}
+		}
 	}
 	switch {
 	case env.ProtoPayload != nil:
@@ -233,8 +241,11 @@ func nested(raw json.RawMessage, field string, f Format, envTime string, depth i
 func prefix(field string, err error) error {
 	var fe *FieldError
 	if errors.As(err, &fe) {
-		if fe.Field == "line" {
+		switch fe.Field {
+		case "line":
 			return &FieldError{field, fe.Problem}
+		case "json":
+			return &FieldError{field, "json: " + fe.Problem}
 		}
 		return &FieldError{field + "." + fe.Field, fe.Problem}
 	}
@@ -247,7 +258,7 @@ func jsonError(err error) error {
 	var se *json.SyntaxError
 	switch {
 	case errors.As(err, &te):
-		field := te.Field
+		field := strings.TrimPrefix(te.Field, "event.")
 		if field == "" {
 			field = "line"
 		}
@@ -304,7 +315,7 @@ func (env *envelope) gke() (event, error) {
 		Stage:     "ResponseComplete",
 		UserAgent: p.RequestMetadata.CallerSuppliedUserAgent,
 		User:      userInfo{Username: p.AuthenticationInfo.PrincipalEmail},
-		Timestamp: env.Timestamp,
+		Timestamp: env.event.Timestamp,
 		format:    FormatGKE,
 	}
 	ev.Annotations = env.Labels
@@ -343,6 +354,9 @@ func gkeResource(name string) (*objectRef, string) {
 	rest := parts[2:]
 	if rest[0] == "namespaces" && len(rest) >= 3 {
 		ref.Namespace, rest = rest[1], rest[2:]
+	}
+	if rest[0] == "" {
+		return nil, "/" + strings.Trim(name, "/")
 	}
 	ref.Resource = rest[0]
 	if len(rest) > 1 {

@@ -35,7 +35,7 @@ func parseTime(field, s string) (time.Time, error) {
 	if err != nil {
 		var pe *time.ParseError
 		if errors.As(err, &pe) && pe.Message != "" {
-			return time.Time{}, &FieldError{field, fmt.Sprintf("parsing %q:%s", s, pe.Message)}
+			return time.Time{}, &FieldError{field, fmt.Sprintf("parsing %q%s", s, pe.Message)}
 		}
 		return time.Time{}, &FieldError{field, fmt.Sprintf("parsing %q: want RFC 3339 (2026-05-01T10:00:00.123456Z)", s)}
 	}

@@ -74,9 +74,9 @@ func SchemaVersion() int {
 
 // Store is the SQLite timeline. It implements timeline.Store.
 type Store struct {
-	db   *sql.DB
-	path string
-	log  *slog.Logger
+	db    *sql.DB
+	path  string
+	log   *slog.Logger
 	salt  []byte // per-database salt for hashing secret values
 	cache *strCache
 }

@@ -1,0 +1,99 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/faultline/faultline/ingest/input"
+	"github.com/faultline/faultline/timeline/sqlite"
+)
+
+// benchFile is the audit log the benchmarks read: $FAULTLINE_BENCH_AUDIT
+// (hack/bench/run makes a realistic one), or a small synthetic file.
+func benchFile(b *testing.B) string {
+	if p := os.Getenv("FAULTLINE_BENCH_AUDIT"); p != "" {
+		return p
+	}
+	path := filepath.Join(b.TempDir(), "audit.log")
+	var buf bytes.Buffer
+	for i := range 20000 {
+		buf.WriteString(goodLine("b" + string(rune('a'+i%26)) + itoa(i)))
+		buf.WriteByte('\n')
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+func itoa(i int) string {
+	var b [20]byte
+	n := len(b)
+	for {
+		n--
+		b[n] = byte('0' + i%10)
+		if i /= 10; i == 0 {
+			break
+		}
+	}
+	return string(b[n:])
+}
+
+// BenchmarkDecode is the floor: reading and decoding every line on one
+// goroutine, storing nothing.
+func BenchmarkDecode(b *testing.B) {
+	path := benchFile(b)
+	fi, _ := os.Stat(path)
+	b.SetBytes(fi.Size())
+	for b.Loop() {
+		src, err := input.Open(path, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		lines := 0
+		for {
+			line, _, err := src.Line()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			evs, err := decode(line)
+			if err != nil {
+				continue
+			}
+			for i := range evs {
+				toRecord(&evs[i], line)
+			}
+			lines++
+		}
+		src.Close()
+		b.ReportMetric(float64(lines), "lines/op")
+	}
+}
+
+// BenchmarkIngest is the whole ingest into a fresh database.
+func BenchmarkIngest(b *testing.B) {
+	path := benchFile(b)
+	fi, _ := os.Stat(path)
+	b.SetBytes(fi.Size())
+	for b.Loop() {
+		b.StopTimer()
+		s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "b.db"), sqlite.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		runs, err := Ingest(context.Background(), s, []string{path}, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(runs[0].Lines), "lines/op")
+		s.Close()
+		b.StartTimer()
+	}
+}

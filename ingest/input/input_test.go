@@ -1,0 +1,132 @@
+package input
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func write(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func gz(data string) []byte {
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	w.Write([]byte(data))
+	w.Close()
+	return b.Bytes()
+}
+
+func readAll(t *testing.T, s *Source) (lines []string, errs []string) {
+	t.Helper()
+	for {
+		l, no, err := s.Line()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		var tl *ErrLineTooLong
+		if errors.As(err, &tl) {
+			errs = append(errs, "too long at "+itoa(no))
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, itoa(no)+":"+string(l))
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func TestLines(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("a", 3<<20) // longer than the 1 MiB read buffer
+	tests := []struct {
+		name     string
+		data     []byte
+		max      int
+		want     []string
+		wantErrs []string
+	}{
+		{"plain", []byte("a\nb\n"), 0, []string{"1:a", "2:b"}, nil},
+		{"no final newline", []byte("a\nb"), 0, []string{"1:a", "2:b"}, nil},
+		{"crlf", []byte("a\r\nb\r\n"), 0, []string{"1:a", "2:b"}, nil},
+		{"bom", []byte("\xef\xbb\xbfa\n"), 0, []string{"1:a"}, nil},
+		{"gzip by magic, not name", gz("a\nb\n"), 0, []string{"1:a", "2:b"}, nil},
+		{"empty", nil, 0, nil, nil},
+		{"long line kept", []byte("a\n" + long + "\nb\n"), 0, []string{"1:a", "2:" + long, "3:b"}, nil},
+		{"over-long line skipped", []byte("a\n" + long + "\nb\n"), 1 << 20, []string{"1:a", "3:b"}, []string{"too long at 2"}},
+		{"over-long last line", []byte("a\n" + long), 1 << 20, []string{"1:a"}, []string{"too long at 2"}},
+		{"small limit", []byte("abcdef\nab\n"), 4, []string{"2:ab"}, []string{"too long at 1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "_")+".log")
+			write(t, path, tt.data)
+			s, err := Open(path, tt.max)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			got, errs := readAll(t, s)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("lines (-want +got)\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantErrs, errs); diff != "" {
+				t.Errorf("errors (-want +got)\n%s", diff)
+			}
+			s.Drain()
+			if s.BytesRead() != int64(len(tt.data)) || len(s.SHA256()) != 64 {
+				t.Errorf("read %d of %d bytes", s.BytesRead(), len(tt.data))
+			}
+		})
+	}
+}
+
+func TestExpandOrdersRotatedLogsByFirstRecord(t *testing.T) {
+	dir := t.TempDir()
+	// lumberjack backups, a logrotate number and the live file: names sort
+	// in no useful order, first records do.
+	files := map[string]string{
+		"audit.log":                         "3",
+		"audit-2026-05-01T10-00-00.000.log": "1",
+		"audit.log.1.gz":                    "2",
+		"README.md":                         "",
+		".hidden":                           "0",
+	}
+	for name, first := range files {
+		write(t, filepath.Join(dir, name), []byte(first))
+	}
+	got, skipped, err := Expand([]string{dir, "-"}, func(path string) (int64, bool) {
+		b, _ := os.ReadFile(path)
+		if len(b) == 0 {
+			return 0, false
+		}
+		return int64(b[0]), true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(dir, "audit-2026-05-01T10-00-00.000.log"), filepath.Join(dir, "audit.log.1.gz"), filepath.Join(dir, "audit.log"), "-"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("order (-want +got)\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{filepath.Join(dir, "README.md")}, skipped); diff != "" {
+		t.Errorf("skipped (-want +got)\n%s", diff)
+	}
+	if _, _, err := Expand([]string{filepath.Join(dir, "nope")}, nil); err == nil {
+		t.Error("missing path: want an error")
+	}
+}
