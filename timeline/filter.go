@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
@@ -206,20 +205,19 @@ func Constant(e ast.Expr) (ref.Val, bool) {
 		if !ok {
 			return nil, false
 		}
+		var v ref.Val
 		switch c.FunctionName() {
 		case "timestamp":
-			t, err := time.Parse(time.RFC3339Nano, string(s))
-			if err != nil {
-				return nil, false
-			}
-			return types.Timestamp{Time: t}, true
+			v = s.ConvertToType(types.TimestampType) // CEL's own parsing, not Go's
 		case "duration":
-			d, err := time.ParseDuration(string(s))
-			if err != nil {
-				return nil, false
-			}
-			return types.Duration{Duration: d}, true
+			v = s.ConvertToType(types.DurationType)
+		default:
+			return nil, false
 		}
+		if types.IsError(v) {
+			return nil, false
+		}
+		return v, true
 	}
 	return nil, false
 }

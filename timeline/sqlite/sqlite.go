@@ -250,3 +250,13 @@ func keyHash(key string) int64 {
 	sum := sha256.Sum256([]byte(key))
 	return int64(binary.BigEndian.Uint64(sum[:8]))
 }
+
+// Analyze refreshes the query planner's statistics, approximately and in
+// bounded time, so that filters pick the index that fits them. Run it after
+// an ingest.
+func (s *Store) Analyze(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, "PRAGMA analysis_limit = 1000; ANALYZE"); err != nil {
+		return fmt.Errorf("analyze timeline: %w", err)
+	}
+	return nil
+}

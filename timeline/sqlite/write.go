@@ -87,8 +87,7 @@ ON CONFLICT (key) DO UPDATE SET
 	latency_ns = CASE WHEN excluded.stages > stages THEN excluded.latency_ns ELSE latency_ns END,
 	message = CASE WHEN excluded.stages > stages THEN excluded.message ELSE message END,
 	extra = CASE WHEN excluded.stages > stages THEN excluded.extra ELSE extra END
-WHERE excluded.stages != 0 AND (stages & excluded.stages) = 0
-RETURNING stages`
+WHERE excluded.stages != 0 AND (stages & excluded.stages) = 0`
 
 type batch struct {
 	s       *Store
@@ -96,12 +95,14 @@ type batch struct {
 	run     int64
 	strs    *strCache
 	newStrs []string // interned in this transaction: forgotten on rollback
-	rec     *sql.Stmt
-	getStr  *sql.Stmt
-	putStr  *sql.Stmt
-	getCont *sql.Stmt
-	putCont *sql.Stmt
-	putVer  *sql.Stmt
+	// lastRowid is last_insert_rowid after this batch's previous record.
+	lastRowid *int64
+	rec       *sql.Stmt
+	getStr    *sql.Stmt
+	putStr    *sql.Stmt
+	getCont   *sql.Stmt
+	putCont   *sql.Stmt
+	putVer    *sql.Stmt
 }
 
 func (b *batch) stmt(ctx context.Context, p **sql.Stmt, query string) (*sql.Stmt, error) {
@@ -162,6 +163,7 @@ func (b *batch) internAll(ctx context.Context, ss ...string) ([]int64, error) {
 }
 
 func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.AddResult, error) {
+	ctx = context.WithoutCancel(ctx) // callers check cancellation between records
 	if r.Key == "" {
 		return 0, errors.New("add record: empty natural key")
 	}
@@ -183,24 +185,49 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 	if run == 0 {
 		run = b.run
 	}
-	var stages int64
-	err = st.QueryRowContext(ctx, keyHash(r.Key), ns(r.Time), ids[0], ids[1], ids[2], ids[3], ids[4], ids[5],
+	res, err := st.ExecContext(ctx, keyHash(r.Key), ns(r.Time), ids[0], ids[1], ids[2], ids[3], ids[4], ids[5],
 		ids[6], ids[7], o.UID, ids[8], ids[9], ids[10], ids[11], ids[12], r.Code, ids[13], ids[14],
-		int64(r.Latency), int64(r.Stages), r.AuditID, r.URI, r.Message, run, r.Evidence.Line, extra).Scan(&stages)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return timeline.Duplicate, nil
-	case err != nil:
+		int64(r.Latency), int64(r.Stages), r.AuditID, r.URI, r.Message, run, r.Evidence.Line, extra)
+	if err != nil {
 		return 0, fmt.Errorf("add record: %w", err)
-	case timeline.Stage(stages) != r.Stages:
+	}
+	// No RETURNING: it costs more than the insert. Nothing changed means a
+	// duplicate; an upsert that updated leaves last_insert_rowid as it was,
+	// an insert moves it to the new row.
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("add record: %w", err)
+	}
+	if n == 0 {
+		return timeline.Duplicate, nil
+	}
+	rowid, err := res.LastInsertId()
+	if err != nil {
+		return 0, fmt.Errorf("add record: %w", err)
+	}
+	if r.Stages != 0 && b.lastRowid != nil && rowid == *b.lastRowid {
 		return timeline.Merged, nil
 	}
+	if b.lastRowid == nil && r.Stages != 0 {
+		// First write of the batch: ask whether the id is a new row.
+		var isNew bool
+		if err := b.tx.QueryRowContext(ctx, "SELECT stages = ? FROM record WHERE id = ?", int64(r.Stages), rowid).Scan(&isNew); err != nil {
+			return 0, fmt.Errorf("add record: %w", err)
+		}
+		b.lastRowid = &rowid
+		if !isNew {
+			return timeline.Merged, nil
+		}
+		return timeline.Added, nil
+	}
+	b.lastRowid = &rowid
 	return timeline.Added, nil
 }
 
 // AddVersion redacts the version's content, stores it once by hash, and adds
 // the version. It fills v.Content and v.Hash with what was stored.
 func (b *batch) AddVersion(ctx context.Context, v *timeline.ObjectVersion) (bool, error) {
+	ctx = context.WithoutCancel(ctx) // callers check cancellation between records
 	body, err := redact.Object(v.Content, b.s.salt)
 	if err != nil {
 		return false, fmt.Errorf("add version of %s/%s: %w", v.Object.Resource, v.Object.Name, err)

@@ -139,10 +139,10 @@ func ingestAuditRun(ctx context.Context, opts *ingestAuditOptions) error {
 	for _, r := range runs {
 		printRunSummary(errOut, &r, opts.maxBad)
 	}
-	if err != nil {
-		return err
+	if aerr := store.Analyze(context.WithoutCancel(ctx)); aerr != nil && err == nil {
+		err = aerr
 	}
-	return nil
+	return err
 }
 
 func displayPath(p string) string {

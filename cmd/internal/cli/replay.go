@@ -117,6 +117,9 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 	}
 	runs, err := audit.Ingest(ctx, store, logs, audit.Options{Logger: f.Logger(),
 		OnBadLine: func(b *audit.BadLine) { fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", b) }})
+	if err == nil {
+		err = store.Analyze(ctx)
+	}
 	store.Close()
 	for _, r := range runs {
 		printRunSummary(f.IO.ErrOut, &r, 20)

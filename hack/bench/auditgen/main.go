@@ -50,6 +50,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -92,17 +93,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	out := opts.out
+	if out == "" || out == "-" {
+		out = "stdout"
+	}
 	began := time.Now()
 	n, err := writeLog(ctx, opts, stdout)
 	if err != nil {
 		if ctx.Err() != nil {
-			log.Error("interrupted", "lines", n, "out", opts.out)
+			log.Error("interrupted", "lines", n, "out", out)
 			return exitInterrupt
 		}
-		log.Error("writing audit log", "out", opts.out, "lines", n, "err", err)
+		log.Error("writing audit log", "out", out, "lines", n, "err", err)
 		return exitFailure
 	}
-	log.Info("wrote audit log", "lines", n, "out", opts.out, "seed", opts.seed,
+	log.Info("wrote audit log", "lines", n, "out", out, "seed", opts.seed,
 		"elapsed", time.Since(began).Round(time.Millisecond))
 	return exitOK
 }
@@ -601,27 +606,29 @@ var groupOf = map[string]string{
 // The generator.
 
 type generator struct {
-	opts     options
-	rng      *rand.Rand
-	seedTag  [8]byte
-	now      int64 // arrival time of the latest request, Unix ns
-	burstLo  int64
-	burstHi  int64
-	seq      uint64
-	rv       uint64            // cluster-wide resourceVersion (etcd revision)
-	rv0      uint64            // rv when the log starts
-	lastRV   map[string]uint64 // resourceVersion of objects written during the log; bounded by the object pool
-	pending  pendingHeap
-	podActs  map[string]actor // per pod; bounded by the pod pool
-	base     table
-	fanout   table
-	nodes    []nodeInfo
-	podTotal int // training pods (launchers and workers)
-	actors   actors
+	opts      options
+	rng       *rand.Rand
+	seedTag   [8]byte
+	now       int64 // arrival time of the latest request, Unix ns
+	burstLo   int64
+	burstHi   int64
+	seq       uint64
+	rv        uint64            // cluster-wide resourceVersion (etcd revision)
+	rv0       uint64            // rv when the log starts
+	lastRV    map[string]uint64 // resourceVersion of objects written during the log; bounded by the object pool
+	pending   pendingHeap
+	podActs   map[string]actor // per pod; bounded by the pod pool
+	base      table
+	fanout    table
+	nodes     []nodeInfo
+	podTotal  int   // training pods (launchers and workers)
+	trainPods []pod // launchers and workers of trainJobs, in order
+	actors    actors
 }
 
 type nodeInfo struct {
 	name, ip, uid string
+	ips           []string
 	user          *userInfo
 }
 
@@ -659,16 +666,24 @@ func newGenerator(o options) *generator {
 	g.rv0 = g.rv
 	for i := range o.nodes {
 		name := fmt.Sprintf("node-%04d", i)
+		ip := fmt.Sprintf("10.%d.%d.%d", 20+i/60000, i/240%250, 10+i%240)
 		g.nodes = append(g.nodes, nodeInfo{
-			name: name,
-			ip:   fmt.Sprintf("10.%d.%d.%d", 20+i/60000, i/240%250, 10+i%240),
+			name: name, ip: ip, ips: []string{ip},
 			uid:  g.uid("nodes", "", name),
 			user: &userInfo{Username: "system:node:" + name, Groups: []string{"system:nodes", "system:authenticated"}},
 		})
 	}
-	for _, j := range trainJobs {
-		g.podTotal += 1 + j.workers
+	for j := range trainJobs {
+		job := &trainJobs[j]
+		for i := range 1 + job.workers {
+			name := job.name + "-launcher"
+			if i > 0 {
+				name = fmt.Sprintf("%s-worker-%d", job.name, i-1)
+			}
+			g.trainPods = append(g.trainPods, pod{ns: job.ns, name: name, node: int(g.hash("placement", job.ns, name) % uint64(len(g.nodes))), job: job, ordinal: i})
+		}
 	}
+	g.podTotal = len(g.trainPods)
 	g.actors = g.newActors()
 	return g
 }
@@ -815,6 +830,7 @@ func (h pendingHeap) Less(i, j int) bool {
 	}
 	return h[i].seq < h[j].seq
 }
+
 func (h pendingHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *pendingHeap) Push(x any)   { *h = append(*h, x.(pendingLine)) }
 func (h *pendingHeap) Pop() any {
@@ -878,7 +894,7 @@ type request struct {
 	pod      *pod
 	node     int
 	job      *trainJob
-	patch    any
+	patch    func(g *generator, r *request) any // built only when the level logs bodies
 	delOpts  any
 	evReason string
 	podSec   string
@@ -932,21 +948,7 @@ type pod struct {
 	ordinal  int // 0 is the launcher
 }
 
-func (g *generator) trainPod(i int) pod {
-	for j := range trainJobs {
-		job := &trainJobs[j]
-		if i > job.workers {
-			i -= job.workers + 1
-			continue
-		}
-		name := job.name + "-launcher"
-		if i > 0 {
-			name = fmt.Sprintf("%s-worker-%d", job.name, i-1)
-		}
-		return pod{ns: job.ns, name: name, node: int(g.hash("placement", job.ns, name) % uint64(len(g.nodes))), job: job, ordinal: i}
-	}
-	panic("trainPod: index out of range") // unreachable: i < g.podTotal
-}
+func (g *generator) trainPod(i int) pod { return g.trainPods[i] }
 
 func (g *generator) dsPod(d, node int) pod {
 	ds := &daemonSets[d]
@@ -992,7 +994,7 @@ func (g *generator) newPodActor(p pod) actor {
 
 func (g *generator) nodeActor(n int) actor {
 	nd := g.nodes[n]
-	return actor{user: nd.user, ua: uaKubelet, ips: []string{nd.ip}}
+	return actor{user: nd.user, ua: uaKubelet, ips: nd.ips}
 }
 
 func (g *generator) podIP(node, slot int) string {
@@ -1469,43 +1471,52 @@ func (g *generator) kubeletPatchPodStatus(r *request) {
 	p := g.anyPod()
 	r.actor, r.t, r.pod = g.nodeActor(p.node), core("pods", p.ns, p.name), &p
 	r.t.sub, r.pNotFound, r.pConflict = "status", 0.005, 0.003
-	r.patch = g.podStatusPatch(p, r.at)
+	r.patch = func(g *generator, r *request) any { return g.podStatusPatch(*r.pod, r.at) }
 }
 
 func (g *generator) kubeletPatchNodeStatus(r *request) {
 	n := g.anyNode()
 	r.actor, r.t, r.node = g.nodeActor(n), core("nodes", "", g.nodes[n].name), n
 	r.t.sub = "status"
-	r.patch = nodeStatusPatch(r.at)
+	r.patch = func(_ *generator, r *request) any { return nodeStatusPatch(r.at) }
 }
 
 func (g *generator) kubeletPatchEvent(r *request) {
 	p := g.anyPod()
 	r.actor, r.t, r.pod = g.nodeActor(p.node), core("events", p.ns, g.eventName(p)), &p
 	r.evReason, r.untracked, r.pNotFound = "BackOff", true, 0.01
-	r.patch = map[string]any{"count": 2 + g.rng.IntN(40), "lastTimestamp": rfc3339(r.at)}
+	r.patch = func(g *generator, r *request) any {
+		return map[string]any{"count": 2 + g.rng.IntN(40), "lastTimestamp": rfc3339(r.at)}
+	}
 }
 
 func (g *generator) controllerPatch(r *request) {
 	if g.rng.IntN(5) < 3 {
 		n := g.anyNode()
 		r.actor, r.t, r.node = g.actors.controllers["node-lifecycle-controller"], core("nodes", "", g.nodes[n].name), n
-		r.patch = map[string]any{"spec": map[string]any{"taints": []any{map[string]any{"effect": "NoSchedule", "key": "node.kubernetes.io/unreachable", "timeAdded": rfc3339(r.at)}}}}
+		r.patch = func(_ *generator, r *request) any {
+			return map[string]any{"spec": map[string]any{"taints": []any{map[string]any{"effect": "NoSchedule", "key": "node.kubernetes.io/unreachable", "timeAdded": rfc3339(r.at)}}}}
+		}
 		return
 	}
 	p := g.anyTrainPod()
 	r.actor, r.t, r.pod = g.actors.controllers["generic-garbage-collector"], core("pods", p.ns, p.name), &p
-	r.patch = map[string]any{"metadata": map[string]any{"ownerReferences": []any{map[string]any{"$patch": "delete", "uid": g.uid("mpijobs", p.ns, p.job.name)}}, "uid": g.uid("pods", p.ns, p.name)}}
+	r.patch = func(g *generator, r *request) any {
+		p := r.pod
+		return map[string]any{"metadata": map[string]any{"ownerReferences": []any{map[string]any{"$patch": "delete", "uid": g.uid("mpijobs", p.ns, p.job.name)}}, "uid": g.uid("pods", p.ns, p.name)}}
+	}
 	r.pNotFound = 0.02
 }
 
 func (g *generator) trainerPatchPod(r *request) {
 	p := g.anyTrainPod()
 	r.actor, r.t, r.pod = g.podActor(p), core("pods", p.ns, p.name), &p
-	r.patch = map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-		"trainer.example.com/step": strconv.Itoa(g.rng.IntN(50000)),
-		"trainer.example.com/loss": strconv.FormatFloat(1+3*g.rng.Float64(), 'f', 4, 64),
-	}}}
+	r.patch = func(g *generator, _ *request) any {
+		return map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+			"trainer.example.com/step": strconv.Itoa(g.rng.IntN(50000)),
+			"trainer.example.com/loss": strconv.FormatFloat(1+3*g.rng.Float64(), 'f', 4, 64),
+		}}}
+	}
 }
 
 func (g *generator) adminApply(r *request) {
@@ -1516,8 +1527,10 @@ func (g *generator) adminApply(r *request) {
 	}
 	r.actor, r.t = a, grouped(w.resource, w.ns, w.name)
 	r.query = g.listQuery("fieldManager", "kubectl", "fieldValidation", "Strict", "force", "false")
-	r.patch = map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": w.name, "namespace": w.ns},
-		"spec": map[string]any{"replicas": 1 + g.rng.IntN(3)}}
+	r.patch = func(g *generator, r *request) any {
+		return map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": r.t.name, "namespace": r.t.ns},
+			"spec": map[string]any{"replicas": 1 + g.rng.IntN(3)}}
+	}
 	r.pConflict = 0.02
 }
 
@@ -1525,8 +1538,10 @@ func (g *generator) controllerPatchPodStatus(r *request) {
 	p := g.anyPod()
 	r.actor, r.t, r.pod = g.actors.controllers["pod-garbage-collector"], core("pods", p.ns, p.name), &p
 	r.t.sub, r.pNotFound = "status", 0.05
-	r.patch = map[string]any{"status": map[string]any{"conditions": []any{map[string]any{
-		"type": "DisruptionTarget", "status": "True", "reason": "DeletionByPodGC", "message": "PodGC: node no longer exists", "lastTransitionTime": rfc3339(r.at)}}}}
+	r.patch = func(_ *generator, r *request) any {
+		return map[string]any{"status": map[string]any{"conditions": []any{map[string]any{
+			"type": "DisruptionTarget", "status": "True", "reason": "DeletionByPodGC", "message": "PodGC: node no longer exists", "lastTransitionTime": rfc3339(r.at)}}}}
+	}
 }
 
 func (g *generator) kubeletDeletePod(r *request) {
@@ -1689,7 +1704,7 @@ func (g *generator) emit(r *request, budget int) int {
 	if r.longRunning {
 		rs := *ev
 		rs.Stage = "ResponseStarted"
-		rs.ResponseStatus = &status{Code: out.code}
+		rs.ResponseStatus = codeStatus(out.code)
 		started := min(out.latency, g.lognormal(2*time.Millisecond, 0.6))
 		if r.t.sub == "log" {
 			started = min(out.latency, g.lognormal(30*time.Millisecond, 0.6))
@@ -1738,7 +1753,7 @@ func (g *generator) outcome(r *request, burst bool) outcome {
 	u := g.rng.Float64()
 	switch {
 	case !apfExempt && u < fr.tooMany:
-		o.code, o.status, o.etcd = 429, &status{Code: 429}, false
+		o.code, o.status, o.etcd = 429, codeStatus(429), false
 		if g.rng.IntN(2) == 0 { // queues full: rejected at once
 			o.apfWait = 0
 			o.latency = g.lognormal(700*time.Microsecond, 0.5)
@@ -1813,7 +1828,7 @@ func (g *generator) outcome(r *request, burst bool) outcome {
 			} else {
 				o.latency = int64(r.watchTimeout)*int64(time.Second) + g.lognormal(3*time.Millisecond, 0.6)
 			}
-			o.status = &status{Code: 200}
+			o.status = codeStatus(200)
 			return o
 		}
 	}
@@ -1852,6 +1867,23 @@ func (g *generator) successStatus(r *request, code int) *status {
 	case r.verb == "delete" && r.t.resource != "pods":
 		return &status{Status: "Success", Code: 200,
 			Details: &statusDetails{Name: r.t.name, Group: r.t.group, Kind: r.t.resource, UID: g.uid(r.t.resource, r.t.ns, r.t.name)}}
+	}
+	return codeStatus(code)
+}
+
+// Statuses that carry only a code are shared; nothing modifies a status
+// once it is made.
+var (
+	status200 = &status{Code: 200}
+	status201 = &status{Code: 201}
+)
+
+func codeStatus(code int) *status {
+	switch code {
+	case 200:
+		return status200
+	case 201:
+		return status201
 	}
 	return &status{Code: code}
 }
@@ -2002,7 +2034,7 @@ func (g *generator) requestBody(r *request, sentRV uint64) json.RawMessage {
 	case "update":
 		return g.marshal(g.object(r, sentRV, r.at, false))
 	case "patch":
-		return g.marshal(r.patch)
+		return g.marshal(r.patch(g, r))
 	case "delete":
 		if r.delOpts != nil {
 			return g.marshal(r.delOpts)
@@ -2808,7 +2840,8 @@ func appendUser(b []byte, u *userInfo) []byte {
 	if len(u.Extra) > 0 {
 		b = appendKey(b, &first, "extra")
 		b = append(b, '{')
-		for i, k := range sortedKeys(u.Extra) {
+		var arr [8]string
+		for i, k := range sortedKeys(arr[:0], u.Extra) {
 			if i > 0 {
 				b = append(b, ',')
 			}
@@ -2888,7 +2921,8 @@ func appendStrings(b []byte, ss []string) []byte {
 
 func appendStringMap(b []byte, m map[string]string) []byte {
 	b = append(b, '{')
-	for i, k := range sortedKeys(m) {
+	var arr [16]string
+	for i, k := range sortedKeys(arr[:0], m) {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -2899,12 +2933,12 @@ func appendStringMap(b []byte, m map[string]string) []byte {
 	return append(b, '}')
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+// sortedKeys appends m's keys to keys, sorted as encoding/json sorts them.
+func sortedKeys[V any](keys []string, m map[string]V) []string {
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	return keys
 }
 

@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+func TestParseWhen(t *testing.T) {
+	end := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		in      string
+		want    time.Time
+		wantErr bool
+	}{
+		{"", time.Time{}, false},
+		{"90m", end.Add(-90 * time.Minute), false},
+		{"-90m", end.Add(-90 * time.Minute), false},
+		{"2026-05-01T10:00:00Z", time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC), false},
+		{"2026-05-01T10:00:00.5+02:00", time.Date(2026, 5, 1, 8, 0, 0, 5e8, time.UTC), false},
+		{"yesterday", time.Time{}, true},
+		{"2026-05-01", time.Time{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := parseWhen("since", tt.in, end)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
+			}
+			var ue *usageError
+			if err != nil && !errors.As(err, &ue) {
+				t.Errorf("error %v is not a usage error", err)
+			}
+			if !got.Equal(tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	tests := map[string]int{"32MiB": 32 << 20, "512KiB": 512 << 10, "1GiB": 1 << 30, "4096": 4096, "2MB": 2e6, "0": -1, "x": -1, "-1MiB": -1}
+	for in, want := range tests {
+		got, err := parseSize(in)
+		if want < 0 {
+			if err == nil {
+				t.Errorf("parseSize(%q) = %d, want an error", in, got)
+			}
+			continue
+		}
+		if err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+}
+
+func TestHumanInt(t *testing.T) {
+	for in, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -1234: "-1,234"} {
+		if got := humanInt(in); got != want {
+			t.Errorf("humanInt(%d) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestObjectString(t *testing.T) {
+	tests := []struct {
+		r    timeline.Record
+		want string
+	}{
+		{timeline.Record{Object: timeline.ObjectRef{Resource: "pods", Namespace: "ml", Name: "w-0"}}, "pods ml/w-0"},
+		{timeline.Record{Object: timeline.ObjectRef{Group: "apps", Resource: "deployments", Subresource: "scale", Namespace: "ml", Name: "d"}}, "deployments.apps/scale ml/d"},
+		{timeline.Record{Object: timeline.ObjectRef{Resource: "nodes", Name: "n1"}}, "nodes n1"},
+		{timeline.Record{Object: timeline.ObjectRef{Resource: "pods", Namespace: "ml"}}, "pods -n ml"},
+		{timeline.Record{Object: timeline.ObjectRef{Resource: "pods"}}, "pods"},
+		{timeline.Record{URI: "/readyz"}, "/readyz"},
+		{timeline.Record{}, "-"},
+	}
+	for _, tt := range tests {
+		if got := objectString(&tt.r); got != tt.want {
+			t.Errorf("objectString(%+v) = %q, want %q", tt.r.Object, got, tt.want)
+		}
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	tests := []struct {
+		err  error
+		want int
+		out  string
+	}{
+		{nil, 0, ""},
+		{usagef("faultline x", "bad %s", "thing"), 2, "error: bad thing\nTry: faultline x\n"},
+		{context.Canceled, 130, "interrupted: what was committed is kept; rerun to complete it\n"},
+		{errors.New("boom"), 1, "error: boom\n"},
+		{&silentError{code: 1}, 1, ""},
+	}
+	for _, tt := range tests {
+		var b bytes.Buffer
+		if got := exitCode(tt.err, &b); got != tt.want {
+			t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
+		}
+		if diff := cmp.Diff(tt.out, b.String()); diff != "" {
+			t.Errorf("exitCode(%v) output (-want +got)\n%s", tt.err, diff)
+		}
+	}
+}
+
+func TestHelpTeachesByExample(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"ingest", "audit", "--help"}, {"timeline", "--help"}, {"sources", "--help"}, {"replay", "--help"}} {
+		var out, errOut bytes.Buffer
+		f := &Factory{IO: IOStreams{Out: &out, ErrOut: &errOut}, Getenv: func(string) string { return "" }, Now: time.Now}
+		if code := Run(context.Background(), args, f); code != 0 {
+			t.Errorf("%v: exit %d: %s", args, code, errOut.String())
+		}
+		if !bytes.Contains(out.Bytes(), []byte("Examples:")) {
+			t.Errorf("%v: help has no examples:\n%s", args, out.String())
+		}
+	}
+}
