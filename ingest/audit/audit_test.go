@@ -238,9 +238,18 @@ func TestReingestIsANoop(t *testing.T) {
 	s := openStore(t)
 	ctx := context.Background()
 	files := []string{filepath.Join(dir, "elastic-test-audit.log"), filepath.Join(dir, "falco-create_configmap_sensitive_values.json")}
-	first, err := Ingest(ctx, s, files, Options{})
+	var reports int
+	first, err := Ingest(ctx, s, files, Options{OnProgress: func(p Progress) {
+		reports++
+		if p.Bytes < 0 || p.Path == "" {
+			t.Errorf("progress report %+v", p)
+		}
+	}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if reports < len(files) {
+		t.Errorf("%d progress reports for %d files, want one at least per file", reports, len(files))
 	}
 	before := len(records(t, s))
 	second, err := Ingest(ctx, s, files, Options{})

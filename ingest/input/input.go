@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 )
 
 // Stdin is the path that names standard input.
@@ -152,7 +153,8 @@ func (s *Source) Close() error {
 }
 
 // BytesRead is how many bytes of the file (compressed, for gzip) were read.
-func (s *Source) BytesRead() int64 { return s.count.n }
+// It may be called from any goroutine.
+func (s *Source) BytesRead() int64 { return s.count.n.Load() }
 
 // SHA256 returns the hash of the bytes read so far: of the whole file once
 // it is read to its end.
@@ -233,11 +235,11 @@ func trimEOL(b []byte) []byte {
 
 type countingReader struct {
 	r io.Reader
-	n int64
+	n atomic.Int64 // read by progress reports on other goroutines
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
-	c.n += int64(n)
+	c.n.Add(int64(n))
 	return n, err
 }

@@ -69,7 +69,16 @@ SQLite; anything else (matches, annotations, stage) is evaluated row by row.`,
 func fieldHelp() string {
 	var b strings.Builder
 	for _, fl := range timeline.Fields {
-		fmt.Fprintf(&b, "  %-12s %-10s %s\n", fl.Name, fl.Type.String(), fl.Doc)
+		typ := fl.Type.String()
+		switch typ {
+		case "google.protobuf.Timestamp":
+			typ = "timestamp"
+		case "google.protobuf.Duration":
+			typ = "duration"
+		case "map(string, string)":
+			typ = "map"
+		}
+		fmt.Fprintf(&b, "  %-12s %-10s %s\n", fl.Name, typ, fl.Doc)
 	}
 	return b.String()
 }
