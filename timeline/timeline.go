@@ -187,6 +187,8 @@ type Batch interface {
 	// AddVersion stores an object version; it reports false for a version
 	// already held.
 	AddVersion(ctx context.Context, v *ObjectVersion) (bool, error)
+	// SetCursor records where a watch stands, committed with the batch.
+	SetCursor(ctx context.Context, name, resourceVersion string) error
 	// Commit writes the batch and the run's progress in one transaction.
 	Commit(ctx context.Context, progress *IngestRun) error
 	// Rollback abandons the batch.
@@ -223,6 +225,8 @@ type Store interface {
 	Bounds(ctx context.Context) (first, last time.Time, err error)
 	// Runs lists the ingest runs, oldest first.
 	Runs(ctx context.Context) ([]IngestRun, error)
+	// Cursor returns the resourceVersion a watch last committed, or "".
+	Cursor(ctx context.Context, name string) (string, error)
 	// Gaps lists spans of at least min with no records, per source kind.
 	Gaps(ctx context.Context, min time.Duration) ([]Gap, error)
 

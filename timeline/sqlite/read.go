@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"iter"
 	"strings"
@@ -198,4 +199,17 @@ func (s *Store) Gaps(ctx context.Context, min time.Duration) ([]timeline.Gap, er
 		rows.Close()
 	}
 	return gaps, nil
+}
+
+// Cursor returns the resourceVersion a watch last committed, or "".
+func (s *Store) Cursor(ctx context.Context, name string) (string, error) {
+	var rv string
+	err := s.db.QueryRowContext(ctx, "SELECT resource_version FROM watch_cursor WHERE name = ?", name).Scan(&rv)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read cursor %s: %w", name, err)
+	}
+	return rv, nil
 }

@@ -239,3 +239,32 @@ func TestRunsAndGaps(t *testing.T) {
 		t.Errorf("bounds = %v %v %v", first, last, err)
 	}
 }
+
+func TestCursorCommitsWithTheBatch(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	run := &timeline.IngestRun{Source: timeline.SourceObject, Path: "cluster"}
+	if err := s.BeginRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := s.Batch(ctx, run.ID)
+	if err := b.SetCursor(ctx, "/v1/pods", "41"); err != nil {
+		t.Fatal(err)
+	}
+	b.Rollback()
+	if rv, err := s.Cursor(ctx, "/v1/pods"); err != nil || rv != "" {
+		t.Fatalf("after rollback: cursor %q, %v", rv, err)
+	}
+	for _, rv := range []string{"42", "43"} {
+		b, _ = s.Batch(ctx, run.ID)
+		if err := b.SetCursor(ctx, "/v1/pods", rv); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rv, err := s.Cursor(ctx, "/v1/pods"); err != nil || rv != "43" {
+		t.Fatalf("cursor %q, %v; want 43", rv, err)
+	}
+}

@@ -68,9 +68,11 @@ func updateRun(ctx context.Context, db execer, run *timeline.IngestRun) error {
 	return err
 }
 
-// Batch opens a write transaction for the run.
+// Batch opens a write transaction for the run. The transaction ends only by
+// Commit or Rollback: database/sql would roll it back by itself when ctx is
+// cancelled, and an interrupted ingest must still commit what it has.
 func (s *Store) Batch(ctx context.Context, run int64) (timeline.Batch, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.db.BeginTx(context.WithoutCancel(ctx), nil)
 	if err != nil {
 		return nil, fmt.Errorf("begin batch: %w", err)
 	}
@@ -278,6 +280,16 @@ func (b *batch) AddVersion(ctx context.Context, v *timeline.ObjectVersion) (bool
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err
+}
+
+func (b *batch) SetCursor(ctx context.Context, name, resourceVersion string) error {
+	_, err := b.tx.ExecContext(context.WithoutCancel(ctx), `INSERT INTO watch_cursor (name, resource_version, updated_ns)
+		VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET resource_version = excluded.resource_version,
+		updated_ns = excluded.updated_ns`, name, resourceVersion, time.Now().UnixNano())
+	if err != nil {
+		return fmt.Errorf("set cursor %s: %w", name, err)
+	}
+	return nil
 }
 
 func (b *batch) Commit(ctx context.Context, progress *timeline.IngestRun) error {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,5 +123,30 @@ func TestHelpTeachesByExample(t *testing.T) {
 		if !bytes.Contains(out.Bytes(), []byte("Examples:")) {
 			t.Errorf("%v: help has no examples:\n%s", args, out.String())
 		}
+	}
+}
+
+type okTransport struct{ calls int }
+
+func (o *okTransport) RoundTrip(*http.Request) (*http.Response, error) {
+	o.calls++
+	return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+}
+
+func TestReadOnlyTransportRefusesWrites(t *testing.T) {
+	next := &okTransport{}
+	rt := readOnly{next}
+	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		req, _ := http.NewRequest(m, "https://127.0.0.1/api/v1/namespaces/ml/pods", nil)
+		if _, err := rt.RoundTrip(req); err == nil || !strings.Contains(err.Error(), "read-only") {
+			t.Errorf("%s: err = %v, want a read-only refusal", m, err)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, "https://127.0.0.1/api/v1/pods?watch=true", nil)
+	if _, err := rt.RoundTrip(req); err != nil {
+		t.Errorf("GET refused: %v", err)
+	}
+	if next.calls != 1 {
+		t.Errorf("%d requests reached the server, want only the GET", next.calls)
 	}
 }

@@ -1,0 +1,166 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/faultline/faultline/ingest/kube"
+)
+
+type ingestClusterOptions struct {
+	f        *Factory
+	kube     *genericclioptions.ConfigFlags
+	allNS    bool
+	follow   bool
+	qps      float32
+	burst    int
+	pageSize int64
+}
+
+func newIngestClusterCmd(f *Factory) *cobra.Command {
+	opts := &ingestClusterOptions{f: f, kube: genericclioptions.NewConfigFlags(true)}
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Ingest a live cluster's objects and events through its API",
+		Long: `Ingest a live cluster through its API, read-only (get, list and watch only).
+
+A snapshot lists, 500 objects a page: Events (core/v1 and events.k8s.io/v1,
+each update of an Event a record of its own, keeping its count and
+lastTimestamp), Pods, Nodes, Jobs, CronJobs, Deployments, ReplicaSets,
+StatefulSets, DaemonSets, ConfigMaps and Secrets (the store keeps per-key
+hashes, never values), and the gang-job CRDs that ML clusters run (MPIJob,
+PyTorchJob, TFJob, JobSet, PodGroup) where the API serves them. A resource
+the credentials may not list is skipped with a warning.
+
+With --follow it then watches, with bookmarks, until interrupted: a restart
+resumes from the position the database holds, an expired watch (410 Gone) is
+listed again, and throttling or server errors are retried with backoff.
+Ctrl-C stops it with everything seen committed.
+
+Without -n, all namespaces are read.`,
+		Example: `  faultline ingest cluster
+  faultline ingest cluster --context prod-east -n llm-pretrain
+  faultline ingest cluster --follow --db incident.db`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return ingestClusterRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	opts.kube.AddFlags(fl)
+	fl.BoolVarP(&opts.allNS, "all-namespaces", "A", false, "read all namespaces (the default without -n)")
+	fl.BoolVar(&opts.follow, "follow", false, "after the snapshot, watch for changes until interrupted")
+	fl.Float32Var(&opts.qps, "qps", 20, "client-side requests per second to the apiserver")
+	fl.IntVar(&opts.burst, "burst", 40, "client-side request burst")
+	fl.Int64Var(&opts.pageSize, "page-size", 500, "objects per LIST page")
+	return cmd
+}
+
+// readOnly refuses, below client-go, any request that is not a GET: the
+// ingester must never change the cluster it investigates.
+type readOnly struct{ next http.RoundTripper }
+
+func (r readOnly) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodGet {
+		return nil, fmt.Errorf("faultline is read-only: refused to send %s %s", req.Method, req.URL.Path)
+	}
+	return r.next.RoundTrip(req)
+}
+
+func (o *ingestClusterOptions) restConfig() (*rest.Config, error) {
+	cfg, err := o.kube.ToRESTConfig()
+	if err != nil {
+		return nil, usagef("faultline ingest cluster --kubeconfig ~/.kube/config --context NAME", "no usable cluster configuration: %v", err)
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "faultline/" + o.f.Version
+	cfg.QPS, cfg.Burst = o.qps, o.burst
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return readOnly{rt} })
+	return cfg, nil
+}
+
+func ingestClusterRun(ctx context.Context, o *ingestClusterOptions) error {
+	f := o.f
+	if o.allNS && o.kube.Namespace != nil && *o.kube.Namespace != "" {
+		return usagef("faultline ingest cluster -A", "-A and -n %s contradict each other", *o.kube.Namespace)
+	}
+	cfg, err := o.restConfig()
+	if err != nil {
+		return err
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ns := ""
+	if o.kube.Namespace != nil {
+		ns = *o.kube.Namespace
+	}
+	if _, err := disc.ServerVersion(); err != nil {
+		return clusterError(cfg.Host, err)
+	}
+	store, err := f.OpenStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	host := cfg.Host
+	if u, err := url.Parse(cfg.Host); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	in := kube.New(store, dyn, disc, host, kube.Options{
+		Namespace: ns,
+		PageSize:  o.pageSize,
+		Logger:    f.Logger(),
+		OnWarning: func(msg string) { fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", msg) },
+		Now:       f.Now,
+	})
+	if o.follow {
+		fmt.Fprintf(f.IO.ErrOut, "following %s (Ctrl-C to stop)\n", host)
+		err = in.Follow(ctx)
+		if err == nil {
+			fmt.Fprintln(f.IO.ErrOut, "stopped; everything seen is committed")
+		}
+	} else {
+		runs, serr := in.Snapshot(ctx)
+		for _, r := range runs {
+			printRunSummary(f.IO.ErrOut, &r, 0)
+		}
+		err = serr
+	}
+	if err != nil {
+		return clusterError(cfg.Host, err)
+	}
+	return store.Analyze(context.WithoutCancel(ctx))
+}
+
+// clusterError says what a failure to talk to the cluster means.
+func clusterError(host string, err error) error {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return err
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("the cluster at %s rejected the credentials (expired token?): %w", host, err)
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("the cluster at %s forbids this: %w", host, err)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("cannot reach the cluster at %s (check --kubeconfig, --context, and that it is up): %w", host, err)
+	}
+	return err
+}

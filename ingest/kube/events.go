@@ -1,0 +1,147 @@
+package kube
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+func restMapper(disc discovery.DiscoveryInterface) (meta.RESTMapper, error) {
+	return restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)), nil
+}
+
+// eventExtra is what an Event record keeps beyond its columns: the counts
+// and times that event exporters lose when they keep only the first sight.
+type eventExtra struct {
+	Count             int32  `json:"count,omitempty"`
+	FirstTimestamp    string `json:"firstTimestamp,omitempty"`
+	LastTimestamp     string `json:"lastTimestamp,omitempty"`
+	EventName         string `json:"eventName"`
+	EventNamespace    string `json:"eventNamespace,omitempty"`
+	ResourceVersion   string `json:"resourceVersion,omitempty"`
+	ReportingInstance string `json:"reportingInstance,omitempty"`
+	Host              string `json:"host,omitempty"`
+	Action            string `json:"action,omitempty"`
+	Related           string `json:"related,omitempty"`
+}
+
+// eventRecord maps a core/v1 or events.k8s.io/v1 Event to a record. Each
+// version of an Event (its count going up) is a record of its own: the key
+// is the Event's uid and resourceVersion, so both API groups' views of one
+// version are one record.
+func eventRecord(u *unstructured.Unstructured, mapper meta.RESTMapper) (*timeline.Record, error) {
+	var (
+		ref             timeline.ObjectRef
+		reason, typ     string
+		msg, controller string
+		t               time.Time
+		x               = eventExtra{EventName: u.GetName(), EventNamespace: u.GetNamespace(), ResourceVersion: u.GetResourceVersion()}
+		apiVersion      string
+	)
+	switch u.GetAPIVersion() {
+	case "events.k8s.io/v1":
+		var e eventsv1.Event
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &e); err != nil {
+			return nil, err
+		}
+		ref = objectRef(e.Regarding)
+		apiVersion = e.Regarding.APIVersion
+		reason, typ, msg, controller = e.Reason, e.Type, e.Note, e.ReportingController
+		x.ReportingInstance, x.Action = e.ReportingInstance, e.Action
+		x.Count = e.DeprecatedCount
+		if e.Series != nil {
+			x.Count = e.Series.Count
+			t = e.Series.LastObservedTime.Time
+		}
+		x.FirstTimestamp, x.LastTimestamp = rfc(e.DeprecatedFirstTimestamp.Time), rfc(e.DeprecatedLastTimestamp.Time)
+		t = latest(t, e.DeprecatedLastTimestamp.Time, e.EventTime.Time, e.DeprecatedFirstTimestamp.Time, e.CreationTimestamp.Time)
+		x.Host = e.DeprecatedSource.Host
+		if e.Related != nil {
+			x.Related = e.Related.Kind + "/" + e.Related.Namespace + "/" + e.Related.Name
+		}
+	case "v1", "":
+		var e corev1.Event
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &e); err != nil {
+			return nil, err
+		}
+		ref = objectRef(e.InvolvedObject)
+		apiVersion = e.InvolvedObject.APIVersion
+		reason, typ, msg = e.Reason, e.Type, e.Message
+		controller = e.ReportingController
+		if controller == "" {
+			controller = e.Source.Component
+		}
+		x.ReportingInstance, x.Action, x.Host = e.ReportingInstance, e.Action, e.Source.Host
+		x.Count = e.Count
+		var series time.Time
+		if e.Series != nil {
+			x.Count = e.Series.Count
+			series = e.Series.LastObservedTime.Time
+		}
+		x.FirstTimestamp, x.LastTimestamp = rfc(e.FirstTimestamp.Time), rfc(e.LastTimestamp.Time)
+		t = latest(series, e.LastTimestamp.Time, e.EventTime.Time, e.FirstTimestamp.Time, e.CreationTimestamp.Time)
+		if e.Related != nil {
+			x.Related = e.Related.Kind + "/" + e.Related.Namespace + "/" + e.Related.Name
+		}
+	default:
+		return nil, errors.New("apiVersion " + u.GetAPIVersion() + " is not an Event")
+	}
+	if t.IsZero() {
+		return nil, errors.New("no timestamp")
+	}
+	gv, _ := schema.ParseGroupVersion(apiVersion)
+	ref.Group, ref.Version = gv.Group, gv.Version
+	if mapper != nil && ref.Kind != "" {
+		if m, err := mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: ref.Kind}, gv.Version); err == nil {
+			ref.Resource = m.Resource.Resource
+		}
+	}
+	extra, err := json.Marshal(x)
+	if err != nil {
+		return nil, err
+	}
+	return &timeline.Record{
+		Key:       "event\x00" + string(u.GetUID()) + "\x00" + u.GetResourceVersion(),
+		Time:      t.UTC(),
+		Source:    timeline.SourceEvent,
+		Object:    ref,
+		Reason:    reason,
+		Type:      typ,
+		Message:   msg,
+		UserAgent: controller,
+		Extra:     extra,
+	}, nil
+}
+
+func objectRef(o corev1.ObjectReference) timeline.ObjectRef {
+	return timeline.ObjectRef{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: string(o.UID)}
+}
+
+func latest(ts ...time.Time) time.Time {
+	var out time.Time
+	for _, t := range ts {
+		if t.After(out) {
+			out = t
+		}
+	}
+	return out
+}
+
+func rfc(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}

@@ -1,0 +1,122 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/sqlite"
+)
+
+func obj(t *testing.T, s string) *unstructured.Unstructured {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatal(err)
+	}
+	return &unstructured.Unstructured{Object: m}
+}
+
+func TestEventRecordBothAPIGroupsAgree(t *testing.T) {
+	core := obj(t, `{"apiVersion":"v1","kind":"Event","metadata":{"name":"w-0.17a","namespace":"ml","uid":"e1","resourceVersion":"900","creationTimestamp":"2026-05-01T10:00:00Z"},
+		"involvedObject":{"kind":"Pod","namespace":"ml","name":"w-0","uid":"p1","apiVersion":"v1"},"reason":"BackOff","message":"Back-off restarting failed container",
+		"type":"Warning","count":7,"firstTimestamp":"2026-05-01T10:00:00Z","lastTimestamp":"2026-05-01T10:04:00Z","source":{"component":"kubelet","host":"gpu-1"}}`)
+	ev := obj(t, `{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"w-0.17a","namespace":"ml","uid":"e1","resourceVersion":"900","creationTimestamp":"2026-05-01T10:00:00Z"},
+		"regarding":{"kind":"Pod","namespace":"ml","name":"w-0","uid":"p1","apiVersion":"v1"},"reason":"BackOff","note":"Back-off restarting failed container",
+		"type":"Warning","deprecatedCount":7,"deprecatedFirstTimestamp":"2026-05-01T10:00:00Z","deprecatedLastTimestamp":"2026-05-01T10:04:00Z","deprecatedSource":{"component":"kubelet","host":"gpu-1"},"reportingController":"kubelet","eventTime":null}`)
+	a, err := eventRecord(core, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := eventRecord(ev, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &timeline.Record{
+		Key: "event\x00e1\x00900", Time: time.Date(2026, 5, 1, 10, 4, 0, 0, time.UTC), Source: timeline.SourceEvent,
+		Object: timeline.ObjectRef{Version: "v1", Kind: "Pod", Namespace: "ml", Name: "w-0", UID: "p1"},
+		Reason: "BackOff", Type: "Warning", Message: "Back-off restarting failed container", UserAgent: "kubelet",
+	}
+	for _, got := range []*timeline.Record{a, b} {
+		extra := got.Extra
+		got.Extra = nil
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("(-want +got)\n%s", diff)
+		}
+		if !strings.Contains(string(extra), `"count":7`) || !strings.Contains(string(extra), `"lastTimestamp":"2026-05-01T10:04:00Z"`) {
+			t.Errorf("extra lost the count or lastTimestamp: %s", extra)
+		}
+	}
+}
+
+func TestVersionTimeIsTheObjectsLatestOwnTime(t *testing.T) {
+	u := obj(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","namespace":"ml","uid":"u","resourceVersion":"5",
+		"creationTimestamp":"2026-05-01T09:00:00Z","managedFields":[{"manager":"kubectl","time":"2026-05-01T09:30:00Z"},{"manager":"kube-controller-manager","time":"2026-05-01T09:45:00Z"}]}}`)
+	v, err := version(u, target{gvr: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Date(2026, 5, 1, 9, 45, 0, 0, time.UTC); !v.Time.Equal(want) {
+		t.Errorf("time = %v, want %v", v.Time, want)
+	}
+	wantRef := timeline.ObjectRef{Group: "apps", Version: "v1", Resource: "deployments", Kind: "Deployment", Namespace: "ml", Name: "d", UID: "u"}
+	if diff := cmp.Diff(wantRef, v.Object); diff != "" || v.ResourceVersion != "5" {
+		t.Errorf("ref (-want +got)\n%s", diff)
+	}
+}
+
+// TestSnapshotSkipsForbiddenResources runs a snapshot against client-go's
+// fakes with Secrets forbidden: the rest must still be ingested. (Paging is
+// tested against the real apiserver; the fake ignores Limit and Continue.)
+func TestSnapshotSkipsForbiddenResources(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	pod := obj(t, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"w-0","namespace":"ml","uid":"p1","resourceVersion":"3","creationTimestamp":"2026-05-01T10:00:00Z"}}`)
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
+		map[schema.GroupVersionResource]string{pods: "PodList", secrets: "SecretList"}, pod)
+	dyn.PrependReactor("list", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "", nil)
+	})
+	disc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{}}
+	disc.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{
+		{Name: "pods", Kind: "Pod", Namespaced: true, Verbs: metav1.Verbs{"get", "list", "watch"}},
+		{Name: "secrets", Kind: "Secret", Namespaced: true, Verbs: metav1.Verbs{"get", "list", "watch"}},
+	}}}
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "t.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var warnings []string
+	in := New(store, dyn, disc, "fake", Options{
+		Resources: []Wanted{{"", "pods", false}, {"", "secrets", false}, {"kubeflow.org", "mpijobs", true}},
+		OnWarning: func(s string) { warnings = append(warnings, s) },
+	})
+	runs, err := in.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 2 || runs[0].Versions != 1 || runs[0].Status != timeline.RunDone || runs[1].Status != timeline.RunFailed {
+		t.Errorf("runs: %+v", runs)
+	}
+	want := []string{"secrets: forbidden for these credentials (RBAC): skipped; the rest is ingested"}
+	if diff := cmp.Diff(want, warnings); diff != "" {
+		t.Errorf("warnings (-want +got)\n%s", diff)
+	}
+}
