@@ -152,6 +152,10 @@ func (s *Source) Close() error {
 	return nil
 }
 
+// Reader returns the decompressed content, for readers of whole documents.
+// Use either Reader or Line on a source, not both.
+func (s *Source) Reader() io.Reader { return s.r }
+
 // BytesRead is how many bytes of the file (compressed, for gzip) were read.
 // It may be called from any goroutine.
 func (s *Source) BytesRead() int64 { return s.count.n.Load() }

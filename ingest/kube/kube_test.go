@@ -3,6 +3,8 @@ package kube
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -118,5 +120,60 @@ func TestSnapshotSkipsForbiddenResources(t *testing.T) {
 	want := []string{"secrets: forbidden for these credentials (RBAC): skipped; the rest is ingested"}
 	if diff := cmp.Diff(want, warnings); diff != "" {
 		t.Errorf("warnings (-want +got)\n%s", diff)
+	}
+}
+
+func TestIngestFiles(t *testing.T) {
+	dir := t.TempDir()
+	podList := `{"apiVersion":"v1","kind":"List","items":[
+ {"apiVersion":"v1","kind":"Pod","metadata":{"name":"w-0","namespace":"ml","uid":"p0","resourceVersion":"10","creationTimestamp":"2026-05-01T10:00:00Z"}},
+ {"apiVersion":"v1","kind":"Pod","metadata":{"name":"w-1","namespace":"ml","uid":"p1","resourceVersion":"11","creationTimestamp":"2026-05-01T10:00:01Z"}}]}`
+	events := `{"apiVersion":"v1","kind":"EventList","items":[{"apiVersion":"v1","kind":"Event","metadata":{"name":"w-0.1","namespace":"ml","uid":"e0","resourceVersion":"12"},
+ "involvedObject":{"kind":"Pod","namespace":"ml","name":"w-0","apiVersion":"v1"},"reason":"OOMKilled","type":"Warning","lastTimestamp":"2026-05-01T10:02:00Z"}]}`
+	gather := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: trainer-env\n  namespace: ml\n  uid: c0\n  resourceVersion: \"5\"\ndata:\n  LR: \"0.1\"\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n  namespace: ml\n  uid: d0\n  resourceVersion: \"6\"\n"
+	os.MkdirAll(filepath.Join(dir, "must-gather", "namespaces", "ml"), 0o755)
+	os.WriteFile(filepath.Join(dir, "pods.json"), []byte(podList), 0o644)
+	os.WriteFile(filepath.Join(dir, "events.json"), []byte(events), 0o644)
+	os.WriteFile(filepath.Join(dir, "must-gather", "namespaces", "ml", "core.yaml"), []byte(gather), 0o644)
+	os.WriteFile(filepath.Join(dir, "must-gather", "notes.txt"), []byte("not read"), 0o644)
+	os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("kind: [unclosed\n"), 0o644)
+
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var bad []string
+	runs, err := IngestFiles(context.Background(), s, []string{filepath.Join(dir, "pods.json"), filepath.Join(dir, "events.json"),
+		filepath.Join(dir, "must-gather"), filepath.Join(dir, "bad.yaml")}, FileOptions{
+		OnBad: func(path string, doc int, err error) { bad = append(bad, fmt.Sprintf("%s doc %d", filepath.Base(path), doc)) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range runs {
+		got = append(got, fmt.Sprintf("%s versions=%d records=%d bad=%d", filepath.Base(r.Path), r.Versions, r.Records, r.BadLines))
+	}
+	want := []string{"pods.json versions=2 records=0 bad=0", "events.json versions=0 records=1 bad=0", "core.yaml versions=2 records=0 bad=0", "bad.yaml versions=0 records=0 bad=1"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("runs (-want +got)\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"bad.yaml doc 1"}, bad); diff != "" {
+		t.Errorf("bad (-want +got)\n%s", diff)
+	}
+	var resource string
+	s.DB().QueryRow(`SELECT (SELECT s FROM strs WHERE id = resource) FROM record`).Scan(&resource)
+	if resource != "pods" {
+		t.Errorf("event's object resource = %q, want pods", resource)
+	}
+}
+
+func TestResourceFor(t *testing.T) {
+	for kind, want := range map[string]string{"Pod": "pods", "Ingress": "ingresses", "NetworkPolicy": "networkpolicies",
+		"Endpoints": "endpoints", "Gateway": "gateways", "MPIJob": "mpijobs", "PodGroup": "podgroups", "": ""} {
+		if got := resourceFor(kind); got != want {
+			t.Errorf("resourceFor(%q) = %q, want %q", kind, got, want)
+		}
 	}
 }

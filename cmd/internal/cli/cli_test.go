@@ -114,7 +114,7 @@ func TestExitCodes(t *testing.T) {
 }
 
 func TestHelpTeachesByExample(t *testing.T) {
-	for _, args := range [][]string{{"--help"}, {"ingest", "audit", "--help"}, {"timeline", "--help"}, {"sources", "--help"}, {"replay", "--help"}} {
+	for _, args := range [][]string{{"--help"}, {"ingest", "audit", "--help"}, {"ingest", "cluster", "--help"}, {"ingest", "objects", "--help"}, {"timeline", "--help"}, {"sources", "--help"}, {"replay", "--help"}} {
 		var out, errOut bytes.Buffer
 		f := &Factory{IO: IOStreams{Out: &out, ErrOut: &errOut}, Getenv: func(string) string { return "" }, Now: time.Now}
 		if code := Run(context.Background(), args, f); code != 0 {

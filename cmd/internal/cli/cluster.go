@@ -164,3 +164,41 @@ func clusterError(host string, err error) error {
 	}
 	return err
 }
+
+func newIngestObjectsCmd(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "objects PATH...",
+		Short: "Ingest offline dumps of Kubernetes objects and events",
+		Long: `Ingest objects and events saved from a cluster, for when all you have is
+artifacts: the output of kubectl get -o json or -o yaml (Lists or single
+objects), multi-document YAML, .gz files, and folders of them such as a
+must-gather (walked for *.json, *.yaml and *.yml). Events become records,
+everything else object versions, exactly as ingest cluster stores them.`,
+		Example: `  kubectl get pods,nodes,jobs,configmaps -A -o json > snapshot.json
+  kubectl get events -A -o json > events.json
+  faultline ingest objects snapshot.json events.json
+  faultline ingest objects ./must-gather.local.5512/`,
+		Args: argsAtLeast(1, "faultline ingest objects snapshot.json"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			store, err := f.OpenStore(ctx)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			runs, err := kube.IngestFiles(ctx, store, args, kube.FileOptions{
+				Now: f.Now,
+				OnBad: func(path string, doc int, err error) {
+					fmt.Fprintf(f.IO.ErrOut, "warning: %s: document %d: %v\n", path, doc, err)
+				},
+			})
+			for _, r := range runs {
+				printRunSummary(f.IO.ErrOut, &r, 0)
+			}
+			if err != nil {
+				return err
+			}
+			return store.Analyze(context.WithoutCancel(ctx))
+		},
+	}
+}

@@ -1,0 +1,461 @@
+package kube
+
+// Tests against the real control plane of hack/cluster. hack/test starts it
+// and sets FAULTLINE_CLUSTER_DIR; without it these tests skip (and fail in
+// CI, where the control plane must be there).
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/sqlite"
+)
+
+type cluster struct {
+	dir   string
+	admin *rest.Config
+	kube  *kubernetes.Clientset
+}
+
+func realCluster(t *testing.T) *cluster {
+	t.Helper()
+	dir := os.Getenv("FAULTLINE_CLUSTER_DIR")
+	if dir == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI must run these tests against hack/cluster (FAULTLINE_CLUSTER_DIR unset)")
+		}
+		t.Skip("no control plane: run hack/cluster/up and eval \"$(bash hack/cluster/env)\"")
+	}
+	cfg := config(t, dir, "admin")
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cluster{dir: dir, admin: cfg, kube: kc}
+}
+
+func config(t *testing.T, dir, identity string) *rest.Config {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, identity+".kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	return cfg
+}
+
+// ingester builds faultline's ingester with its own user agent, so that its
+// requests can be found in the audit log.
+func (c *cluster) ingester(t *testing.T, identity, agent string, store timeline.Store, opt Options) *Ingester {
+	t.Helper()
+	cfg := rest.CopyConfig(config(t, c.dir, identity))
+	cfg.UserAgent = agent
+	cfg.QPS, cfg.Burst = 50, 100
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(store, dyn, disc, "test", opt)
+}
+
+func newStore(t *testing.T) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// scenario makes kwok nodes in three zones and two pools, a namespace with a
+// Job of `pods` pods, ConfigMaps, Secrets, and waits until the pods run.
+func (c *cluster) scenario(t *testing.T, ns string, nodes, pods int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range nodes {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("kwok-%s-%03d", ns, i),
+			Labels: map[string]string{"type": "kwok", "topology.kubernetes.io/zone": []string{"zone-a", "zone-b", "zone-c"}[i%3],
+				"pool": []string{"h100-a", "a100-b"}[i%2], "nvidia.com/cuda.driver.major": "550"},
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+		}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{}}}
+		if _, err := c.kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	poll(t, 60*time.Second, func() bool {
+		_, err := c.kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil
+	})
+	for i := range 3 {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("trainer-env-%d", i)}, Data: map[string]string{"LR": "0.001", "BATCH": "512"}}
+		if _, err := c.kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("wandb-%d", i)}, StringData: map[string]string{"token": "SECRETVALUE-live-cluster"}}
+		if _, err := c.kube.CoreV1().Secrets(ns).Create(ctx, sec, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "train"},
+		Spec: batchv1.JobSpec{
+			Parallelism: ptr.To(int32(pods)), Completions: ptr.To(int32(pods)), CompletionMode: ptr.To(batchv1.IndexedCompletion),
+			BackoffLimit: ptr.To(int32(0)),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				NodeSelector:  map[string]string{"type": "kwok"},
+				Containers: []corev1.Container{{Name: "trainer", Image: "registry.example/trainer:1.4",
+					EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "trainer-env-0"}}}}}},
+			}},
+		},
+	}
+	if _, err := c.kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	poll(t, 3*time.Minute, func() bool {
+		l, err := c.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "status.phase=Running"})
+		return err == nil && len(l.Items) >= pods
+	})
+}
+
+func poll(t *testing.T, limit time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met in %s", limit)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// heldUIDs reads the uids of the versions the store holds per resource.
+func heldUIDs(t *testing.T, s *sqlite.Store, resource, ns string) map[string]bool {
+	t.Helper()
+	rows, err := s.DB().Query(`SELECT v.uid FROM object_version v JOIN strs r ON r.id = v.resource JOIN strs n ON n.id = v.namespace
+		WHERE r.s = ? AND (? = '' OR n.s = ?)`, resource, ns, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var uid string
+		rows.Scan(&uid)
+		out[uid] = true
+	}
+	return out
+}
+
+// auditFootprint reads the audit log for the requests of one user agent:
+// verbs seen, and LIST requests per resource.
+func auditFootprint(t *testing.T, dir, agent string) (verbs map[string]int, lists map[string]int) {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "audit.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	verbs, lists = map[string]int{}, map[string]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		if !strings.Contains(sc.Text(), agent) {
+			continue
+		}
+		var ev struct {
+			Verb      string `json:"verb"`
+			UserAgent string `json:"userAgent"`
+			Stage     string `json:"stage"`
+			ObjectRef *struct {
+				Resource string `json:"resource"`
+				APIGroup string `json:"apiGroup"`
+			} `json:"objectRef"`
+		}
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.UserAgent != agent || ev.Stage != "ResponseComplete" {
+			continue
+		}
+		verbs[ev.Verb]++
+		if ev.Verb == "list" && ev.ObjectRef != nil {
+			lists[groupResource(ev.ObjectRef.APIGroup, ev.ObjectRef.Resource)]++
+		}
+	}
+	return verbs, lists
+}
+
+func TestSnapshotAgainstRealAPIServer(t *testing.T) {
+	c := realCluster(t)
+	ctx := context.Background()
+	const ns, pods = "fl-snapshot", 620 // two pages of pods
+	c.scenario(t, ns, 60, pods)
+
+	s := newStore(t)
+	agent := fmt.Sprintf("faultline/test-%d", time.Now().UnixNano())
+	in := c.ingester(t, "admin", agent, s, Options{})
+	runs, err := in.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Every object the apiserver holds is in the store, by uid.
+	dyn, _ := dynamic.NewForConfig(c.admin)
+	counts := map[string]int{}
+	for _, gvr := range []schema.GroupVersionResource{
+		{Version: "v1", Resource: "pods"}, {Version: "v1", Resource: "nodes"}, {Version: "v1", Resource: "configmaps"},
+		{Version: "v1", Resource: "secrets"}, {Group: "batch", Version: "v1", Resource: "jobs"},
+		{Group: "apps", Version: "v1", Resource: "deployments"}, {Group: "apps", Version: "v1", Resource: "replicasets"},
+	} {
+		l, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := heldUIDs(t, s, gvr.Resource, "")
+		var missing []string
+		for _, it := range l.Items {
+			if !held[string(it.GetUID())] {
+				missing = append(missing, it.GetNamespace()+"/"+it.GetName())
+			}
+		}
+		if len(missing) > 0 {
+			t.Errorf("%s: %d of %d objects missing from the store, e.g. %v", gvr.Resource, len(missing), len(l.Items), missing[:min(3, len(missing))])
+		}
+		counts[gvr.Resource] = len(l.Items)
+	}
+	if counts["pods"] < pods {
+		t.Fatalf("scenario made %d pods, want >= %d", counts["pods"], pods)
+	}
+
+	// Every Event, by namespace and name.
+	events, err := c.kube.CoreV1().Events("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.DB().Query(`SELECT json_extract(extra, '$.eventNamespace'), json_extract(extra, '$.eventName') FROM record
+		WHERE source = (SELECT id FROM strs WHERE s = 'event')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heldEvents := map[string]bool{}
+	for rows.Next() {
+		var a, b string
+		rows.Scan(&a, &b)
+		heldEvents[a+"/"+b] = true
+	}
+	rows.Close()
+	var missing int
+	for _, e := range events.Items {
+		if !heldEvents[e.Namespace+"/"+e.Name] {
+			missing++
+		}
+	}
+	if missing > 0 || len(events.Items) == 0 {
+		t.Errorf("%d of %d events missing", missing, len(events.Items))
+	}
+
+	// The footprint, from the apiserver's own audit log: read-only, and no
+	// more LISTs than pages.
+	verbs, lists := auditFootprint(t, c.dir, agent)
+	for v := range verbs {
+		if v != "get" && v != "list" && v != "watch" {
+			t.Errorf("faultline sent a %q request", v)
+		}
+	}
+	for _, r := range runs {
+		if r.Status != timeline.RunDone {
+			t.Errorf("run %s: %s %s", r.Path, r.Status, r.Error)
+		}
+	}
+	pages := func(n int) int { return max(1, int(math.Ceil(float64(n)/500))) }
+	for res, n := range map[string]int{"pods": counts["pods"], "nodes": counts["nodes"], "configmaps": counts["configmaps"], "secrets": counts["secrets"]} {
+		if lists[res] > pages(n) {
+			t.Errorf("%s: %d LIST requests for %d objects, want at most %d pages", res, lists[res], n, pages(n))
+		}
+	}
+	var summary []string
+	for r, n := range lists {
+		summary = append(summary, fmt.Sprintf("%s=%d", r, n))
+	}
+	sort.Strings(summary)
+	t.Logf("LIST requests per resource: %s; verbs: %v", strings.Join(summary, " "), verbs)
+}
+
+func TestForbiddenResourceIsSkipped(t *testing.T) {
+	c := realCluster(t)
+	s := newStore(t)
+	var warnings []string
+	in := c.ingester(t, "no-secrets", "faultline/test-no-secrets", s, Options{
+		Resources: []Wanted{{"", "configmaps", false}, {"", "secrets", false}, {"", "pods", false}},
+		OnWarning: func(w string) { warnings = append(warnings, w) },
+	})
+	runs, err := in.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"secrets: forbidden for these credentials (RBAC): skipped; the rest is ingested"}
+	if diff := cmp.Diff(want, warnings); diff != "" {
+		t.Errorf("warnings (-want +got)\n%s", diff)
+	}
+	done := 0
+	for _, r := range runs {
+		if r.Status == timeline.RunDone {
+			done++
+		}
+	}
+	if done != 2 {
+		t.Errorf("%d resources ingested, want configmaps and pods: %+v", done, runs)
+	}
+}
+
+// TestFollowSurvivesAnAPIServerRestart follows one namespace while objects
+// change, kills the apiserver with SIGKILL and starts it again mid-way, and
+// checks that the store ends with exactly the apiserver's final state: every
+// object version and Event version that exists at the end is held, and
+// every deletion is recorded.
+func TestFollowSurvivesAnAPIServerRestart(t *testing.T) {
+	c := realCluster(t)
+	const ns = "fl-follow"
+	ctx := context.Background()
+	if _, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	s := newStore(t)
+	in := c.ingester(t, "admin", "faultline/test-follow", s, Options{
+		Namespace: ns,
+		Resources: []Wanted{{"", "configmaps", false}, {"", "events", false}},
+		OnWarning: func(w string) { t.Log(w) },
+	})
+	fctx, stop := context.WithCancel(ctx)
+	var (
+		wg   sync.WaitGroup
+		ferr error
+	)
+	wg.Add(1)
+	go func() { defer wg.Done(); ferr = in.Follow(fctx) }()
+
+	cms := c.kube.CoreV1().ConfigMaps(ns)
+	churn := func(from, to int) {
+		for i := from; i < to; i++ {
+			name := fmt.Sprintf("cm-%03d", i)
+			cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"v": "1"}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cm.Data["v"] = "2"
+			if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if i%5 == 0 {
+				if err := cms.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%d", name, i)},
+				InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", Namespace: ns, Name: name, APIVersion: "v1"},
+				Reason: "Changed", Message: "test", Type: "Normal", Count: 1,
+				FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Source: corev1.EventSource{Component: "test"}}
+			if _, err := c.kube.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	churn(0, 40)
+	restart := exec.Command("bash", "../../hack/cluster/restart", "kube-apiserver", "--down-for", "2")
+	restart.Env = append(os.Environ(), "FAULTLINE_CLUSTER_DIR="+c.dir)
+	if out, err := restart.CombinedOutput(); err != nil {
+		t.Fatalf("restart: %v\n%s", err, out)
+	}
+	poll(t, time.Minute, func() bool {
+		_, err := c.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return err == nil
+	})
+	churn(40, 80)
+
+	// Wait until the store holds the final resourceVersion of every
+	// ConfigMap, then stop following.
+	final, err := cms.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll(t, time.Minute, func() bool {
+		held := heldVersions(t, s, "configmaps")
+		for _, cm := range final.Items {
+			if !held[string(cm.UID)+"/"+cm.ResourceVersion] {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(2 * flushEvery)
+	stop()
+	wg.Wait()
+	if ferr != nil {
+		t.Fatalf("follow: %v", ferr)
+	}
+	events, err := c.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	s.DB().QueryRow(`SELECT count(*) FROM record WHERE source = (SELECT id FROM strs WHERE s = 'event')
+		AND json_extract(extra, '$.eventNamespace') = ?`, ns).Scan(&n)
+	if n != len(events.Items) {
+		t.Errorf("store holds %d event records for %s, the apiserver %d events (each created once)", n, ns, len(events.Items))
+	}
+	var deletions int
+	s.DB().QueryRow(`SELECT count(*) FROM record WHERE verb = (SELECT id FROM strs WHERE s = 'deleted')
+		AND namespace = (SELECT id FROM strs WHERE s = ?)`, ns).Scan(&deletions)
+	if deletions != 16 {
+		t.Errorf("%d deletions recorded, want 16", deletions)
+	}
+}
+
+func heldVersions(t *testing.T, s *sqlite.Store, resource string) map[string]bool {
+	t.Helper()
+	rows, err := s.DB().Query(`SELECT uid, resource_version FROM object_version WHERE resource = (SELECT id FROM strs WHERE s = ?)`, resource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var uid, rv string
+		rows.Scan(&uid, &rv)
+		out[uid+"/"+rv] = true
+	}
+	return out
+}
+
