@@ -385,7 +385,7 @@ func TestFollowSurvivesAnAPIServerRestart(t *testing.T) {
 			}
 			ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%d", name, i)},
 				InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", Namespace: ns, Name: name, APIVersion: "v1"},
-				Reason: "Changed", Message: "test", Type: "Normal", Count: 1,
+				Reason:         "Changed", Message: "test", Type: "Normal", Count: 1,
 				FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Source: corev1.EventSource{Component: "test"}}
 			if _, err := c.kube.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
@@ -458,4 +458,3 @@ func heldVersions(t *testing.T, s *sqlite.Store, resource string) map[string]boo
 	}
 	return out
 }
-

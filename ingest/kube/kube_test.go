@@ -146,7 +146,9 @@ func TestIngestFiles(t *testing.T) {
 	var bad []string
 	runs, err := IngestFiles(context.Background(), s, []string{filepath.Join(dir, "pods.json"), filepath.Join(dir, "events.json"),
 		filepath.Join(dir, "must-gather"), filepath.Join(dir, "bad.yaml")}, FileOptions{
-		OnBad: func(path string, doc int, err error) { bad = append(bad, fmt.Sprintf("%s doc %d", filepath.Base(path), doc)) },
+		OnBad: func(path string, doc int, err error) {
+			bad = append(bad, fmt.Sprintf("%s doc %d", filepath.Base(path), doc))
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
