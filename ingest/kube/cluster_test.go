@@ -365,6 +365,15 @@ func TestFollowSurvivesAnAPIServerRestart(t *testing.T) {
 	)
 	wg.Add(1)
 	go func() { defer wg.Done(); ferr = in.Follow(fctx) }()
+	// Change nothing before the follow holds a position: an object created
+	// and deleted before faultline first lists is invisible to anyone.
+	for _, res := range []string{"configmaps", "events"} {
+		name := target{gvr: schema.GroupVersionResource{Version: "v1", Resource: res}}.cursorName(ns)
+		poll(t, time.Minute, func() bool {
+			rv, err := s.Cursor(ctx, name)
+			return err == nil && rv != ""
+		})
+	}
 
 	cms := c.kube.CoreV1().ConfigMaps(ns)
 	churn := func(from, to int) {
@@ -393,6 +402,7 @@ func TestFollowSurvivesAnAPIServerRestart(t *testing.T) {
 		}
 	}
 	churn(0, 40)
+	// (deletions are every fifth ConfigMap: cm-000, cm-005, ...)
 	restart := exec.Command("bash", "../../hack/cluster/restart", "kube-apiserver", "--down-for", "2")
 	restart.Env = append(os.Environ(), "FAULTLINE_CLUSTER_DIR="+c.dir)
 	out, err := restart.CombinedOutput()
@@ -412,20 +422,62 @@ func TestFollowSurvivesAnAPIServerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poll(t, time.Minute, func() bool {
+	// Wait until the store holds the final resourceVersion of every
+	// ConfigMap and the deletion of every deleted one, then stop following.
+	// A change that never arrives fails here, naming what is missing.
+	var deleted []string
+	for i := 0; i < 80; i += 5 {
+		deleted = append(deleted, fmt.Sprintf("cm-%03d", i))
+	}
+	var missing []string
+	deadline := time.Now().Add(time.Minute)
+	for {
+		missing = missing[:0]
 		held := heldVersions(t, s, "configmaps")
 		for _, cm := range final.Items {
 			if !held[string(cm.UID)+"/"+cm.ResourceVersion] {
-				return false
+				missing = append(missing, "version "+cm.Name+"@"+cm.ResourceVersion)
 			}
 		}
-		return true
-	})
-	time.Sleep(2 * flushEvery)
+		gone := deletionsHeld(t, s, ns)
+		for _, name := range deleted {
+			if !gone[name] {
+				missing = append(missing, "deletion of "+name)
+			}
+		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 	stop()
 	wg.Wait()
 	if ferr != nil {
 		t.Fatalf("follow: %v", ferr)
+	}
+	if len(missing) > 0 {
+		t.Errorf("after a minute the store still lacks: %v", missing)
+	}
+
+	// faultline itself restarts: changes made while nobody followed arrive
+	// when it follows again, from the position it had committed, without a
+	// new LIST.
+	listsBefore := countLists(t, s)
+	churn(80, 90)
+	fctx, stop = context.WithCancel(ctx)
+	wg.Add(1)
+	go func() { defer wg.Done(); ferr = in.Follow(fctx) }()
+	poll(t, time.Minute, func() bool {
+		gone := deletionsHeld(t, s, ns)
+		return gone["cm-080"] && gone["cm-085"]
+	})
+	stop()
+	wg.Wait()
+	if ferr != nil {
+		t.Fatalf("second follow: %v", ferr)
+	}
+	if n := countLists(t, s) - listsBefore; n != 0 {
+		t.Errorf("the resumed follow listed configmaps %d times; it should watch from its cursor", n)
 	}
 	events, err := c.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -451,12 +503,41 @@ func TestFollowSurvivesAnAPIServerRestart(t *testing.T) {
 	if diff := cmp.Diff(want, held); diff != "" {
 		t.Errorf("event records of %s against the apiserver's events, each created once (-apiserver +store)\n%s", ns, diff)
 	}
-	var deletions int
-	s.DB().QueryRow(`SELECT count(*) FROM record WHERE verb = (SELECT id FROM strs WHERE s = 'deleted')
-		AND namespace = (SELECT id FROM strs WHERE s = ?)`, ns).Scan(&deletions)
-	if deletions != 16 {
-		t.Errorf("%d deletions recorded, want 16", deletions)
+}
+
+// countLists counts the ingest runs that listed configmaps.
+func countLists(t *testing.T, s *sqlite.Store) int {
+	t.Helper()
+	runs, err := s.Runs(context.Background())
+	if err != nil {
+		t.Fatal(err)
 	}
+	n := 0
+	for _, r := range runs {
+		if strings.Contains(r.Path, "/v1/configmaps?") {
+			n++
+		}
+	}
+	return n
+}
+
+// deletionsHeld returns the names of the objects of ns whose deletion the
+// store has recorded.
+func deletionsHeld(t *testing.T, s *sqlite.Store, ns string) map[string]bool {
+	t.Helper()
+	rows, err := s.DB().Query(`SELECT (SELECT s FROM strs WHERE id = name) FROM record
+		WHERE verb = (SELECT id FROM strs WHERE s = 'deleted') AND namespace = (SELECT id FROM strs WHERE s = ?)`, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var name string
+		rows.Scan(&name)
+		out[name] = true
+	}
+	return out
 }
 
 func heldVersions(t *testing.T, s *sqlite.Store, resource string) map[string]bool {
