@@ -92,6 +92,10 @@ type Options struct {
 // ErrNotTimeline is returned for a file that is not a faultline database.
 var ErrNotTimeline = errors.New("not a faultline database")
 
+// ErrNeedsMigration is returned by a read-only Open of a file whose schema
+// is older than this binary's.
+var ErrNeedsMigration = errors.New("the timeline's schema needs migrating")
+
 // Open opens (creating and migrating where needed) the timeline at path.
 func Open(ctx context.Context, file string, opt Options) (*Store, error) {
 	log := opt.Logger
@@ -177,7 +181,7 @@ func (s *Store) migrate(ctx context.Context, readOnly bool) error {
 		return nil
 	}
 	if readOnly {
-		return fmt.Errorf("schema version %d needs migrating to %d: open it once without read-only", version, latest)
+		return fmt.Errorf("%w: version %d, this faultline writes %d", ErrNeedsMigration, version, latest)
 	}
 	for _, m := range ms[version:] {
 		tx, err := s.db.BeginTx(ctx, nil)

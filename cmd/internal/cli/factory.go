@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -71,5 +72,15 @@ func (f *Factory) OpenStoreReadOnly(ctx context.Context) (*sqlite.Store, error) 
 		return nil, usagef("faultline ingest audit --db "+f.dbPath+" audit.log",
 			"no timeline at %s: ingest some evidence first, or point --db (or FAULTLINE_DB) at one", f.dbPath)
 	}
-	return sqlite.Open(ctx, f.dbPath, sqlite.Options{Logger: f.Logger(), ReadOnly: true})
+	s, err := sqlite.Open(ctx, f.dbPath, sqlite.Options{Logger: f.Logger(), ReadOnly: true})
+	if errors.Is(err, sqlite.ErrNeedsMigration) {
+		// An older timeline: migrate it once (migrations only add), then read.
+		rw, err := sqlite.Open(ctx, f.dbPath, sqlite.Options{Logger: f.Logger()})
+		if err != nil {
+			return nil, err
+		}
+		rw.Close()
+		return sqlite.Open(ctx, f.dbPath, sqlite.Options{Logger: f.Logger(), ReadOnly: true})
+	}
+	return s, err
 }
