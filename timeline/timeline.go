@@ -225,6 +225,9 @@ type Store interface {
 	Bounds(ctx context.Context) (first, last time.Time, err error)
 	// Runs lists the ingest runs, oldest first.
 	Runs(ctx context.Context) ([]IngestRun, error)
+	// LiveObjects lists the objects of a resource (in one namespace, or all
+	// for "") that have versions and no recorded deletion.
+	LiveObjects(ctx context.Context, group, resource, namespace string) ([]ObjectRef, error)
 	// Cursor returns the resourceVersion a watch last committed, or "".
 	Cursor(ctx context.Context, name string) (string, error)
 	// Gaps lists spans of at least min with no records, per source kind.

@@ -555,3 +555,16 @@ func heldVersions(t *testing.T, s *sqlite.Store, resource string) map[string]boo
 	}
 	return out
 }
+
+func TestRejectedCredentialsAreNamed(t *testing.T) {
+	c := realCluster(t)
+	cfg := rest.CopyConfig(c.admin)
+	cfg.BearerToken = "expired-or-revoked"
+	dyn, _ := dynamic.NewForConfig(cfg)
+	disc, _ := discovery.NewDiscoveryClientForConfig(cfg)
+	in := New(newStore(t), dyn, disc, "test", Options{})
+	_, err := in.Snapshot(context.Background())
+	if !apierrors.IsUnauthorized(err) {
+		t.Errorf("err = %v, want 401 Unauthorized", err)
+	}
+}

@@ -240,6 +240,7 @@ func (in *Ingester) list(ctx context.Context, t target) (*timeline.IngestRun, st
 	var (
 		listRV string
 		item   int64
+		listed = map[string]bool{}
 	)
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		l, err := ri.List(ctx, opts)
@@ -262,6 +263,7 @@ func (in *Ingester) list(ctx context.Context, t target) (*timeline.IngestRun, st
 			return fmt.Errorf("list %s: unexpected %T", t.gvr, obj)
 		}
 		item++
+		listed[string(u.GetUID())] = true
 		if err := in.add(ctx, batch, run, t, u, item); err != nil {
 			return err
 		}
@@ -280,6 +282,12 @@ func (in *Ingester) list(ctx context.Context, t target) (*timeline.IngestRun, st
 		run.Status, run.Error = timeline.RunFailed, err.Error()
 		in.store.FinishRun(context.WithoutCancel(ctx), run)
 		return run, "", fmt.Errorf("list %s: %w", groupResource(t.gvr.Group, t.gvr.Resource), err)
+	}
+	if !t.isEvent() {
+		if err := in.reconcile(ctx, batch, run, t, listed); err != nil {
+			batch.Rollback()
+			return run, "", err
+		}
 	}
 	if err := batch.Commit(ctx, run); err != nil {
 		return run, "", err
@@ -405,4 +413,30 @@ func objectTime(u *unstructured.Unstructured, now time.Time) time.Time {
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
 	return times[len(times)-1].UTC()
+}
+
+// reconcile records as deleted the objects the store holds as live that a
+// complete LIST no longer shows: deleted while nobody watched (a watch that
+// expired, a follow that was stopped, an earlier snapshot).
+func (in *Ingester) reconcile(ctx context.Context, b timeline.Batch, run *timeline.IngestRun, t target, listed map[string]bool) error {
+	ns := ""
+	if t.namespaced {
+		ns = in.opt.Namespace
+	}
+	live, err := in.store.LiveObjects(ctx, t.gvr.Group, t.gvr.Resource, ns)
+	if err != nil {
+		return err
+	}
+	now := in.opt.Now().UTC()
+	for _, ref := range live {
+		if listed[ref.UID] {
+			continue
+		}
+		res, err := b.AddRecord(ctx, deletionRecord(ref, now, true, timeline.Evidence{Run: run.ID}))
+		if err != nil {
+			return err
+		}
+		count(run, now, res)
+	}
+	return nil
 }

@@ -179,3 +179,51 @@ func TestResourceFor(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotInfersDeletions lists twice with an object deleted in between:
+// the second LIST records the deletion it can only infer, once.
+func TestSnapshotInfersDeletions(t *testing.T) {
+	ctx := context.Background()
+	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	mk := func(name, uid string) *unstructured.Unstructured {
+		return obj(t, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"`+name+`","namespace":"ml","uid":"`+uid+`","resourceVersion":"1","creationTimestamp":"2026-05-01T10:00:00Z"}}`)
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{pods: "PodList"}, mk("w-0", "p0"), mk("w-1", "p1"))
+	disc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{}}
+	disc.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{
+		{Name: "pods", Kind: "Pod", Namespaced: true, Verbs: metav1.Verbs{"list", "watch"}}}}}
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "t.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	at := time.Date(2026, 5, 1, 11, 0, 0, 0, time.UTC)
+	in := New(store, dyn, disc, "fake", Options{Resources: []Wanted{{"", "pods", false}}, Now: func() time.Time { return at }})
+	if _, err := in.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := dyn.Resource(pods).Namespace("ml").Delete(ctx, "w-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second time, nothing new is inferred
+		if _, err := in.Snapshot(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for r, err := range store.Records(ctx, timeline.Query{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s %s %s/%s %s %s", r.Time.Format(time.RFC3339), r.Verb, r.Object.Namespace, r.Object.Name, r.Object.UID, r.Message))
+	}
+	want := []string{"2026-05-01T11:00:00Z deleted ml/w-1 p1 absent when listed again: deleted at or before this time"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("records (-want +got)\n%s", diff)
+	}
+	live, err := store.LiveObjects(ctx, "", "pods", "ml")
+	if err != nil || len(live) != 1 || live[0].Name != "w-0" {
+		t.Errorf("live objects = %+v, %v; want w-0 alone", live, err)
+	}
+}

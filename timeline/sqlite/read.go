@@ -213,3 +213,45 @@ func (s *Store) Cursor(ctx context.Context, name string) (string, error) {
 	}
 	return rv, nil
 }
+
+// LiveObjects lists the objects of a resource that have versions and no
+// recorded deletion (a record with verb "deleted" and the object's uid).
+func (s *Store) LiveObjects(ctx context.Context, group, resource, namespace string) ([]timeline.ObjectRef, error) {
+	deleted := map[string]bool{}
+	rows, err := s.db.QueryContext(ctx, `SELECT r.uid FROM record r
+		WHERE r.resource = (SELECT id FROM strs WHERE s = ?) AND r.verb = (SELECT id FROM strs WHERE s = 'deleted')
+		AND r.api_group = (SELECT id FROM strs WHERE s = ?)`, resource, group)
+	if err != nil {
+		return nil, fmt.Errorf("live objects: %w", err)
+	}
+	for rows.Next() {
+		var uid string
+		if err := rows.Scan(&uid); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		deleted[uid] = true
+	}
+	rows.Close()
+	rows, err = s.db.QueryContext(ctx, `SELECT DISTINCT v.uid, (SELECT s FROM strs WHERE id = v.api_version),
+		(SELECT s FROM strs WHERE id = v.kind), (SELECT s FROM strs WHERE id = v.namespace), (SELECT s FROM strs WHERE id = v.name)
+		FROM object_version v
+		WHERE v.resource = (SELECT id FROM strs WHERE s = ?) AND v.api_group = COALESCE((SELECT id FROM strs WHERE s = ?), -1)
+		AND (? = '' OR v.namespace = (SELECT id FROM strs WHERE s = ?)) AND v.uid != ''
+		ORDER BY v.uid`, resource, group, namespace, namespace)
+	if err != nil {
+		return nil, fmt.Errorf("live objects: %w", err)
+	}
+	defer rows.Close()
+	var out []timeline.ObjectRef
+	for rows.Next() {
+		o := timeline.ObjectRef{Group: group, Resource: resource}
+		if err := rows.Scan(&o.UID, &o.Version, &o.Kind, &o.Namespace, &o.Name); err != nil {
+			return nil, err
+		}
+		if !deleted[o.UID] {
+			out = append(out, o)
+		}
+	}
+	return out, rows.Err()
+}

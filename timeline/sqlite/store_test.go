@@ -268,3 +268,26 @@ func TestCursorCommitsWithTheBatch(t *testing.T) {
 		t.Fatalf("cursor %q, %v; want 43", rv, err)
 	}
 }
+
+func TestCommitSurvivesACancelledContext(t *testing.T) {
+	s := openTest(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	run := &timeline.IngestRun{Source: timeline.SourceAudit, Path: "x"}
+	if err := s.BeginRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Batch(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AddRecord(ctx, &timeline.Record{Key: "k", Time: time.Unix(1, 0), Source: timeline.SourceAudit}); err != nil {
+		t.Fatal(err)
+	}
+	cancel() // Ctrl-C arrives
+	if err := b.Commit(ctx, run); err != nil {
+		t.Fatalf("commit after cancel: %v", err)
+	}
+	if n := len(collect(t, s, timeline.Query{})); n != 1 {
+		t.Errorf("%d records after an interrupted commit, want 1", n)
+	}
+}

@@ -292,7 +292,10 @@ func (b *batch) SetCursor(ctx context.Context, name, resourceVersion string) err
 	return nil
 }
 
+// Commit writes the batch even when ctx is cancelled: an interrupted ingest
+// keeps what it has read.
 func (b *batch) Commit(ctx context.Context, progress *timeline.IngestRun) error {
+	ctx = context.WithoutCancel(ctx)
 	if progress != nil {
 		if err := updateRun(ctx, b.tx, progress); err != nil {
 			b.Rollback()
