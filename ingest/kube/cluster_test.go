@@ -568,3 +568,48 @@ func TestRejectedCredentialsAreNamed(t *testing.T) {
 		t.Errorf("err = %v, want 401 Unauthorized", err)
 	}
 }
+
+// TestGangJobCRDsAreFoundThroughDiscovery installs an MPIJob CRD, creates a
+// 256-rank MPIJob, and checks the snapshot finds it through discovery and
+// the dynamic client, as it would Kubeflow's.
+func TestGangJobCRDsAreFoundThroughDiscovery(t *testing.T) {
+	c := realCluster(t)
+	ctx := context.Background()
+	dyn, err := dynamic.NewForConfig(c.admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	crd := obj(t, `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"mpijobs.kubeflow.org"},
+		"spec":{"group":"kubeflow.org","scope":"Namespaced","names":{"plural":"mpijobs","singular":"mpijob","kind":"MPIJob","listKind":"MPIJobList"},
+		"versions":[{"name":"v2beta1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}`)
+	if _, err := dyn.Resource(crds).Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	mpijobs := schema.GroupVersionResource{Group: "kubeflow.org", Version: "v2beta1", Resource: "mpijobs"}
+	const ns = "fl-gang"
+	if _, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	job := obj(t, `{"apiVersion":"kubeflow.org/v2beta1","kind":"MPIJob","metadata":{"name":"llm-pretrain"},
+		"spec":{"slotsPerWorker":8,"mpiReplicaSpecs":{"Launcher":{"replicas":1},"Worker":{"replicas":256}}}}`)
+	poll(t, 30*time.Second, func() bool { // the CRD is served once established
+		_, err := dyn.Resource(mpijobs).Namespace(ns).Create(ctx, job, metav1.CreateOptions{})
+		return err == nil || apierrors.IsAlreadyExists(err)
+	})
+	s := newStore(t)
+	in := c.ingester(t, "admin", "faultline/test-gang", s, Options{Namespace: ns,
+		Resources: []Wanted{{"kubeflow.org", "mpijobs", true}, {"jobset.x-k8s.io", "jobsets", true}}})
+	runs, err := in.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs[0].Versions != 1 || !strings.Contains(runs[0].Path, "kubeflow.org/v2beta1/mpijobs") {
+		t.Fatalf("runs: %+v", runs)
+	}
+	var kind string
+	s.DB().QueryRow(`SELECT (SELECT s FROM strs WHERE id = kind) FROM object_version`).Scan(&kind)
+	if kind != "MPIJob" {
+		t.Errorf("stored kind %q, want MPIJob", kind)
+	}
+}
