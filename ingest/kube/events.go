@@ -103,6 +103,7 @@ func eventRecord(u *unstructured.Unstructured, mapper meta.RESTMapper) (*timelin
 	}
 	gv, _ := schema.ParseGroupVersion(apiVersion)
 	ref.Group, ref.Version = gv.Group, gv.Version
+	ref.Resource = resourceFor(ref.Kind) // kubectl's guess when there is no API to ask
 	if mapper != nil && ref.Kind != "" {
 		if m, err := mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: ref.Kind}, gv.Version); err == nil {
 			ref.Resource = m.Resource.Resource

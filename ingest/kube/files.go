@@ -152,54 +152,26 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt File
 	return run, store.FinishRun(context.WithoutCancel(ctx), run)
 }
 
-// addObject stores one dumped object: an Event as a record, the rest as
-// versions, with the resource guessed from the kind (no API to ask).
+// addObject stores one dumped object, the resource guessed from its kind
+// (no API to ask).
 func addObject(ctx context.Context, b timeline.Batch, run *timeline.IngestRun, u *unstructured.Unstructured, item int64, now time.Time) error {
 	kind := u.GetKind()
 	if kind == "" || u.GetName() == "" {
 		return fmt.Errorf("item %d: not a Kubernetes object (kind %q, name %q)", item, kind, u.GetName())
 	}
-	ev := timeline.Evidence{Run: run.ID, Line: item}
 	gv, err := schema.ParseGroupVersion(u.GetAPIVersion())
 	if err != nil {
 		return fmt.Errorf("item %d: apiVersion: %w", item, err)
 	}
-	if kind == "Event" && (gv.Group == "" || gv.Group == "events.k8s.io") {
-		rec, err := eventRecord(u, nil)
-		if err != nil {
-			return fmt.Errorf("event %s/%s: %w", u.GetNamespace(), u.GetName(), err)
-		}
-		rec.Object.Resource = resourceFor(rec.Object.Kind)
-		rec.Evidence = ev
-		res, err := b.AddRecord(ctx, rec)
-		if err != nil {
-			return err
-		}
-		count(run, rec.Time, res)
-		return nil
-	}
 	t := target{gvr: gv.WithResource(resourceFor(kind)), kind: kind}
-	v, err := version(u, t, now)
-	if err != nil {
-		return err
+	if kind == "Event" && gv.Group != "" && gv.Group != "events.k8s.io" {
+		t.gvr.Resource = "custom-events" // an Event kind of another group is no core Event
 	}
-	v.Evidence = ev
-	added, err := b.AddVersion(ctx, v)
-	if err != nil {
-		return err
+	err = storeObject(ctx, b, run, t, u, timeline.Evidence{Run: run.ID, Line: item}, now, nil)
+	if bad := (*badObject)(nil); errors.As(err, &bad) {
+		return fmt.Errorf("%s %s/%s: %w", kind, u.GetNamespace(), u.GetName(), bad.err)
 	}
-	if added {
-		run.Versions++
-	} else {
-		run.Duplicates++
-	}
-	if run.First.IsZero() || v.Time.Before(run.First) {
-		run.First = v.Time
-	}
-	if v.Time.After(run.Last) {
-		run.Last = v.Time
-	}
-	return nil
+	return err
 }
 
 // resourceFor guesses the plural resource of a kind, as kubectl does when

@@ -317,15 +317,32 @@ func (in *Ingester) resource(t target) dynamic.ResourceInterface {
 	return r
 }
 
-// add stores one object: an Event as a record, anything else as a version.
+// add stores one listed or watched object; a malformed Event is skipped
+// with a warning.
 func (in *Ingester) add(ctx context.Context, b timeline.Batch, run *timeline.IngestRun, t target, u *unstructured.Unstructured, item int64) error {
-	ev := timeline.Evidence{Run: run.ID, Line: item}
+	err := storeObject(ctx, b, run, t, u, timeline.Evidence{Run: run.ID, Line: item}, in.opt.Now(), in.mapper)
+	var bad *badObject
+	if errors.As(err, &bad) {
+		run.BadLines++
+		in.opt.OnWarning(fmt.Sprintf("%s %s/%s: %v: skipped", t.gvr.Resource, u.GetNamespace(), u.GetName(), bad.err))
+		return nil
+	}
+	return err
+}
+
+// badObject is an object that cannot be stored; the rest go on.
+type badObject struct{ err error }
+
+func (b *badObject) Error() string { return b.err.Error() }
+
+// storeObject stores one object, wherever it came from: an Event as a
+// record, anything else as an object version, counted in run.
+func storeObject(ctx context.Context, b timeline.Batch, run *timeline.IngestRun, t target, u *unstructured.Unstructured,
+	ev timeline.Evidence, now time.Time, mapper meta.RESTMapper) error {
 	if t.isEvent() {
-		rec, err := eventRecord(u, in.mapper)
+		rec, err := eventRecord(u, mapper)
 		if err != nil {
-			run.BadLines++
-			in.opt.OnWarning(fmt.Sprintf("%s %s/%s: %v: skipped", t.gvr.Resource, u.GetNamespace(), u.GetName(), err))
-			return nil
+			return &badObject{err}
 		}
 		rec.Evidence = ev
 		res, err := b.AddRecord(ctx, rec)
@@ -335,9 +352,9 @@ func (in *Ingester) add(ctx context.Context, b timeline.Batch, run *timeline.Ing
 		count(run, rec.Time, res)
 		return nil
 	}
-	v, err := version(u, t, in.opt.Now())
+	v, err := version(u, t, now)
 	if err != nil {
-		return err
+		return &badObject{err}
 	}
 	v.Evidence = ev
 	added, err := b.AddVersion(ctx, v)
@@ -349,15 +366,11 @@ func (in *Ingester) add(ctx context.Context, b timeline.Batch, run *timeline.Ing
 	} else {
 		run.Duplicates++
 	}
-	if run.First.IsZero() || v.Time.Before(run.First) {
-		run.First = v.Time
-	}
-	if v.Time.After(run.Last) {
-		run.Last = v.Time
-	}
+	stretch(run, v.Time)
 	return nil
 }
 
+// count tallies a stored record in its run.
 func count(run *timeline.IngestRun, t time.Time, res timeline.AddResult) {
 	switch res {
 	case timeline.Added:
@@ -365,6 +378,11 @@ func count(run *timeline.IngestRun, t time.Time, res timeline.AddResult) {
 	case timeline.Duplicate:
 		run.Duplicates++
 	}
+	stretch(run, t)
+}
+
+// stretch widens the run's time range to t.
+func stretch(run *timeline.IngestRun, t time.Time) {
 	if !t.IsZero() && (run.First.IsZero() || t.Before(run.First)) {
 		run.First = t
 	}

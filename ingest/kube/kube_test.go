@@ -50,7 +50,7 @@ func TestEventRecordBothAPIGroupsAgree(t *testing.T) {
 	}
 	want := &timeline.Record{
 		Key: "event\x00e1\x00900", Time: time.Date(2026, 5, 1, 10, 4, 0, 0, time.UTC), Source: timeline.SourceEvent,
-		Object: timeline.ObjectRef{Version: "v1", Kind: "Pod", Namespace: "ml", Name: "w-0", UID: "p1"},
+		Object: timeline.ObjectRef{Version: "v1", Resource: "pods", Kind: "Pod", Namespace: "ml", Name: "w-0", UID: "p1"},
 		Reason: "BackOff", Type: "Warning", Message: "Back-off restarting failed container", UserAgent: "kubelet",
 	}
 	for _, got := range []*timeline.Record{a, b} {
