@@ -203,6 +203,16 @@ type Query struct {
 	Desc         bool // newest first
 }
 
+// VersionQuery selects object versions. Empty strings match anything.
+type VersionQuery struct {
+	Group, Resource, Namespace, Name, UID string
+	// At selects, per object, its latest version at or before At (zero:
+	// the latest held). Ignored with History.
+	At time.Time
+	// History returns every version of the matching objects, oldest first.
+	History bool
+}
+
 // Gap is a span of time, inside the data of one source kind, in which no
 // record arrived.
 type Gap struct {
@@ -225,6 +235,9 @@ type Store interface {
 	Bounds(ctx context.Context) (first, last time.Time, err error)
 	// Runs lists the ingest runs, oldest first.
 	Runs(ctx context.Context) ([]IngestRun, error)
+	// Versions returns object versions with their (redacted) contents,
+	// ordered by object then time.
+	Versions(ctx context.Context, q VersionQuery) ([]ObjectVersion, error)
 	// LiveObjects lists the objects of a resource (in one namespace, or all
 	// for "") that have versions and no recorded deletion.
 	LiveObjects(ctx context.Context, group, resource, namespace string) ([]ObjectRef, error)

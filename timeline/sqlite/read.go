@@ -255,3 +255,63 @@ func (s *Store) LiveObjects(ctx context.Context, group, resource, namespace stri
 	}
 	return out, rows.Err()
 }
+
+// Versions returns object versions with their contents. With q.At (or no
+// time at all), one version per object: the latest at or before At; objects
+// are told apart by uid, or by resource, namespace and name where the uid
+// is unknown.
+func (s *Store) Versions(ctx context.Context, q timeline.VersionQuery) ([]timeline.ObjectVersion, error) {
+	var (
+		where []string
+		args  []any
+	)
+	for _, f := range []struct{ col, val string }{{"api_group", q.Group}, {"resource", q.Resource}, {"namespace", q.Namespace}, {"name", q.Name}} {
+		if f.val != "" {
+			where = append(where, "v."+f.col+" = COALESCE((SELECT id FROM strs WHERE s = ?), -1)")
+			args = append(args, f.val)
+		}
+	}
+	if q.UID != "" {
+		where = append(where, "v.uid = ?")
+		args = append(args, q.UID)
+	}
+	if !q.History && !q.At.IsZero() {
+		where = append(where, "v.time_ns <= ?")
+		args = append(args, q.At.UnixNano())
+	}
+	cond := "1"
+	if len(where) > 0 {
+		cond = strings.Join(where, " AND ")
+	}
+	object := "CASE WHEN v.uid != '' THEN v.uid ELSE v.resource || '/' || v.namespace || '/' || v.name END"
+	inner := "SELECT v.*, ROW_NUMBER() OVER (PARTITION BY " + object + " ORDER BY v.time_ns DESC, v.id DESC) AS rn FROM object_version v WHERE " + cond
+	if q.History {
+		inner = "SELECT v.*, 1 AS rn FROM object_version v WHERE " + cond
+	}
+	str := func(col string) string { return "(SELECT s FROM strs WHERE id = x." + col + ")" }
+	query := "SELECT " + strings.Join([]string{str("api_group"), str("api_version"), str("resource"), str("kind"), str("namespace"),
+		str("name"), "x.uid", "x.resource_version", "x.time_ns", "c.hash", "c.body", "x.run_id", "x.line"}, ", ") +
+		" FROM (" + inner + ") x JOIN content c ON c.id = x.content_id WHERE x.rn = 1" +
+		" ORDER BY " + str("namespace") + ", " + str("name") + ", x.uid, x.time_ns, x.id"
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("query versions: %w", err)
+	}
+	defer rows.Close()
+	var out []timeline.ObjectVersion
+	for rows.Next() {
+		var (
+			v  timeline.ObjectVersion
+			o  = &v.Object
+			t  int64
+			bd []byte
+		)
+		if err := rows.Scan(&o.Group, &o.Version, &o.Resource, &o.Kind, &o.Namespace, &o.Name, &o.UID, &v.ResourceVersion,
+			&t, &v.Hash, &bd, &v.Evidence.Run, &v.Evidence.Line); err != nil {
+			return nil, fmt.Errorf("read version: %w", err)
+		}
+		v.Time, v.Content = fromNS(t), bd
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

@@ -291,3 +291,54 @@ func TestCommitSurvivesACancelledContext(t *testing.T) {
 		t.Errorf("%d records after an interrupted commit, want 1", n)
 	}
 }
+
+func TestVersionsAtAnInstant(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	run := &timeline.IngestRun{Source: timeline.SourceObject, Path: "x"}
+	if err := s.BeginRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	b, _ := s.Batch(ctx, run.ID)
+	add := func(name, uid, rv string, at time.Duration, data string) {
+		v := timeline.ObjectVersion{Object: timeline.ObjectRef{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespace: "ml", Name: name, UID: uid},
+			ResourceVersion: rv, Time: t0.Add(at), Content: []byte(`{"kind":"ConfigMap","data":{"k":"` + data + `"}}`)}
+		if _, err := b.AddVersion(ctx, &v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("a", "ua", "1", 0, "one")
+	add("a", "ua", "5", 10*time.Minute, "two")
+	add("b", "ub", "2", time.Minute, "x")
+	add("c", "", "", 2*time.Minute, "no-uid") // a create's request body
+	if err := b.Commit(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	names := func(vs []timeline.ObjectVersion) []string {
+		var out []string
+		for _, v := range vs {
+			out = append(out, v.Object.Name+"@"+v.ResourceVersion)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		q    timeline.VersionQuery
+		want []string
+	}{
+		{timeline.VersionQuery{Resource: "configmaps"}, []string{"a@5", "b@2", "c@"}},
+		{timeline.VersionQuery{Resource: "configmaps", At: t0.Add(5 * time.Minute)}, []string{"a@1", "b@2", "c@"}},
+		{timeline.VersionQuery{Resource: "configmaps", At: t0.Add(30 * time.Second)}, []string{"a@1"}},
+		{timeline.VersionQuery{Name: "a", History: true}, []string{"a@1", "a@5"}},
+		{timeline.VersionQuery{Resource: "pods"}, nil},
+		{timeline.VersionQuery{Namespace: "nope"}, nil},
+	} {
+		got, err := s.Versions(ctx, tc.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tc.want, names(got)); diff != "" {
+			t.Errorf("%+v (-want +got)\n%s", tc.q, diff)
+		}
+	}
+}

@@ -1,0 +1,340 @@
+// Package identity answers "what exactly was this running on?" for a pod, a
+// job (the set of its pods), a gang job, or a node, at an instant: a flat
+// set of dimensions (image digests, owner generations, ConfigMap and Secret
+// content hashes, node identity, scheduling, declared artifacts), each with
+// the object version that says so. Two identities diff into the dimensions
+// that changed.
+package identity
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+// Evidence is the object version a dimension was read from.
+type Evidence struct {
+	Ref             string    `json:"ref"` // Kind/namespace/name
+	ResourceVersion string    `json:"resourceVersion,omitempty"`
+	Time            time.Time `json:"time"`
+	Run             int64     `json:"run"`
+	Line            int64     `json:"line"`
+}
+
+// Dimension is one name = value of an identity.
+type Dimension struct {
+	Name     string   `json:"name"`
+	Value    string   `json:"value"`
+	Evidence Evidence `json:"evidence"`
+}
+
+// Identity is what a unit ran on at an instant.
+type Identity struct {
+	Ref        string      `json:"ref"`
+	At         time.Time   `json:"at,omitzero"` // zero: the latest evidence held
+	Pods       int         `json:"pods,omitempty"`
+	Dimensions []Dimension `json:"dimensions"`
+}
+
+// Get returns the value of a dimension, and whether it is there.
+func (id *Identity) Get(name string) (string, bool) {
+	for _, d := range id.Dimensions {
+		if d.Name == name {
+			return d.Value, true
+		}
+	}
+	return "", false
+}
+
+// Store is what identities are read from.
+type Store interface {
+	Versions(ctx context.Context, q timeline.VersionQuery) ([]timeline.ObjectVersion, error)
+}
+
+// Ref names a unit: a kind, a namespace (empty for nodes) and a name.
+type Ref struct {
+	Kind, Namespace, Name string
+}
+
+func (r Ref) String() string {
+	if r.Namespace == "" {
+		return r.Kind + "/" + r.Name
+	}
+	return r.Kind + "/" + r.Namespace + "/" + r.Name
+}
+
+// kinds maps what users type to a kind and its resource.
+var kinds = map[string]struct{ kind, group, resource string }{
+	"pod": {"Pod", "", "pods"}, "pods": {"Pod", "", "pods"}, "po": {"Pod", "", "pods"},
+	"node": {"Node", "", "nodes"}, "nodes": {"Node", "", "nodes"}, "no": {"Node", "", "nodes"},
+	"job": {"Job", "batch", "jobs"}, "jobs": {"Job", "batch", "jobs"},
+	"mpijob": {"MPIJob", "kubeflow.org", "mpijobs"}, "mpijobs": {"MPIJob", "kubeflow.org", "mpijobs"},
+	"pytorchjob": {"PyTorchJob", "kubeflow.org", "pytorchjobs"}, "jobset": {"JobSet", "jobset.x-k8s.io", "jobsets"},
+	"deployment": {"Deployment", "apps", "deployments"}, "deploy": {"Deployment", "apps", "deployments"},
+	"statefulset": {"StatefulSet", "apps", "statefulsets"}, "sts": {"StatefulSet", "apps", "statefulsets"},
+	"replicaset": {"ReplicaSet", "apps", "replicasets"}, "rs": {"ReplicaSet", "apps", "replicasets"},
+}
+
+// ParseRef reads KIND/NAMESPACE/NAME, KIND/NAME (with defaultNS, or none for
+// nodes) or NAMESPACE/NAME (a pod).
+func ParseRef(s, defaultNS string) (Ref, error) {
+	parts := strings.Split(s, "/")
+	for _, p := range parts {
+		if p == "" {
+			return Ref{}, fmt.Errorf("invalid reference %q: want KIND/NAMESPACE/NAME, e.g. pod/ml/train-0", s)
+		}
+	}
+	kindOf := func(k string) (string, bool) {
+		if m, ok := kinds[strings.ToLower(k)]; ok {
+			return m.kind, true
+		}
+		return "", false
+	}
+	switch len(parts) {
+	case 3:
+		k, ok := kindOf(parts[0])
+		if !ok {
+			return Ref{}, fmt.Errorf("invalid reference %q: unknown kind %q (pod, job, node, mpijob, jobset, deployment, ...)", s, parts[0])
+		}
+		return Ref{k, parts[1], parts[2]}, nil
+	case 2:
+		if k, ok := kindOf(parts[0]); ok {
+			if k == "Node" {
+				return Ref{k, "", parts[1]}, nil
+			}
+			if defaultNS == "" {
+				return Ref{}, fmt.Errorf("invalid reference %q: which namespace? write %s/NAMESPACE/%s or pass -n", s, parts[0], parts[1])
+			}
+			return Ref{k, defaultNS, parts[1]}, nil
+		}
+		return Ref{"Pod", parts[0], parts[1]}, nil
+	}
+	return Ref{}, fmt.Errorf("invalid reference %q: want KIND/NAMESPACE/NAME, e.g. pod/ml/train-0", s)
+}
+
+// Resolver computes identities from a store, caching what it reads for one
+// instant, so the identities of many pods cost one query per resource.
+type Resolver struct {
+	store Store
+	rules []Rule
+	at    time.Time
+
+	loaded map[string]bool            // resources loaded
+	byName map[string]map[string]*obj // resource -> ns/name -> latest version at At
+	byUID  map[string]*obj            // uid -> version
+	pods   map[string][]*obj          // namespace -> pods
+}
+
+type obj struct {
+	v timeline.ObjectVersion
+	m map[string]any
+}
+
+func (o *obj) evidence() Evidence {
+	return Evidence{Ref: Ref{o.v.Object.Kind, o.v.Object.Namespace, o.v.Object.Name}.String(),
+		ResourceVersion: o.v.ResourceVersion, Time: o.v.Time, Run: o.v.Evidence.Run, Line: o.v.Evidence.Line}
+}
+
+// NewResolver returns a resolver for the instant at (zero: latest held).
+// rules extract declared artifacts; nil means DefaultRules.
+func NewResolver(store Store, at time.Time, rules []Rule) *Resolver {
+	if rules == nil {
+		rules = DefaultRules()
+	}
+	return &Resolver{store: store, rules: rules, at: at, loaded: map[string]bool{},
+		byName: map[string]map[string]*obj{}, byUID: map[string]*obj{}, pods: map[string][]*obj{}}
+}
+
+// load reads every version of a resource at the instant, once.
+func (r *Resolver) load(ctx context.Context, group, resource string) error {
+	key := group + "/" + resource
+	if r.loaded[key] {
+		return nil
+	}
+	vs, err := r.store.Versions(ctx, timeline.VersionQuery{Group: group, Resource: resource, At: r.at})
+	if err != nil {
+		return err
+	}
+	names := map[string]*obj{}
+	for i := range vs {
+		o := &obj{v: vs[i]}
+		if err := json.Unmarshal(vs[i].Content, &o.m); err != nil {
+			continue // content is written by the store as JSON; an unreadable one says nothing
+		}
+		nk := vs[i].Object.Namespace + "/" + vs[i].Object.Name
+		// Several objects can share a name over time (a pod recreated):
+		// the newest version wins.
+		if old, ok := names[nk]; !ok || old.v.Time.Before(o.v.Time) {
+			names[nk] = o
+		}
+		if vs[i].Object.UID != "" {
+			r.byUID[vs[i].Object.UID] = o
+		}
+	}
+	r.byName[key] = names
+	if resource == "pods" {
+		for _, o := range names {
+			ns := o.v.Object.Namespace
+			r.pods[ns] = append(r.pods[ns], o)
+		}
+		for ns := range r.pods {
+			sort.Slice(r.pods[ns], func(i, j int) bool { return r.pods[ns][i].v.Object.Name < r.pods[ns][j].v.Object.Name })
+		}
+	}
+	r.loaded[key] = true
+	return nil
+}
+
+func (r *Resolver) get(ctx context.Context, group, resource, ns, name string) (*obj, error) {
+	if err := r.load(ctx, group, resource); err != nil {
+		return nil, err
+	}
+	return r.byName[group+"/"+resource][ns+"/"+name], nil
+}
+
+// ErrNotFound says the store holds no version of the unit at the instant.
+type ErrNotFound struct {
+	Ref Ref
+	At  time.Time
+}
+
+func (e *ErrNotFound) Error() string {
+	if e.At.IsZero() {
+		return fmt.Sprintf("no version of %s in the timeline", e.Ref)
+	}
+	return fmt.Sprintf("no version of %s at or before %s in the timeline", e.Ref, e.At.Format(time.RFC3339))
+}
+
+// Of returns the identity of a unit.
+func (r *Resolver) Of(ctx context.Context, ref Ref) (*Identity, error) {
+	switch ref.Kind {
+	case "Pod":
+		p, err := r.get(ctx, "", "pods", ref.Namespace, ref.Name)
+		if err != nil {
+			return nil, err
+		}
+		if p == nil {
+			return nil, &ErrNotFound{ref, r.at}
+		}
+		dims, err := r.pod(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		return &Identity{Ref: ref.String(), At: r.at, Pods: 1, Dimensions: sorted(dims)}, nil
+	case "Node":
+		n, err := r.get(ctx, "", "nodes", "", ref.Name)
+		if err != nil {
+			return nil, err
+		}
+		if n == nil {
+			return nil, &ErrNotFound{ref, r.at}
+		}
+		return &Identity{Ref: ref.String(), At: r.at, Dimensions: sorted(nodeDims(n))}, nil
+	}
+	pods, owner, err := r.members(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if len(pods) == 0 && owner == nil {
+		return nil, &ErrNotFound{ref, r.at}
+	}
+	var dims []Dimension
+	if owner != nil {
+		dims = append(dims, ownerDims(owner, "")...)
+	}
+	each := make([][]Dimension, 0, len(pods))
+	for _, p := range pods {
+		d, err := r.pod(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		each = append(each, d)
+	}
+	dims = append(dims, aggregate(each)...)
+	return &Identity{Ref: ref.String(), At: r.at, Pods: len(pods), Dimensions: sorted(dims)}, nil
+}
+
+// gangLabels name the pods of a gang job, per kind.
+var gangLabels = map[string][]string{
+	"MPIJob":     {"training.kubeflow.org/job-name", "mpi-job-name"},
+	"PyTorchJob": {"training.kubeflow.org/job-name"},
+	"JobSet":     {"jobset.sigs.k8s.io/jobset-name"},
+	"Job":        {"batch.kubernetes.io/job-name", "job-name"},
+}
+
+// members returns the pods of a job-like unit and the unit's own version.
+func (r *Resolver) members(ctx context.Context, ref Ref) ([]*obj, *obj, error) {
+	m, ok := kinds[strings.ToLower(ref.Kind)]
+	if !ok {
+		return nil, nil, fmt.Errorf("identity of a %s is not supported", ref.Kind)
+	}
+	owner, err := r.get(ctx, m.group, m.resource, ref.Namespace, ref.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := r.load(ctx, "", "pods"); err != nil {
+		return nil, nil, err
+	}
+	var out []*obj
+	for _, p := range r.pods[ref.Namespace] {
+		if r.belongs(p, ref, owner) {
+			out = append(out, p)
+		}
+	}
+	return out, owner, nil
+}
+
+// belongs tells whether a pod is part of a unit: by the unit's labels on the
+// pod, or by an owner chain that reaches the unit.
+func (r *Resolver) belongs(p *obj, ref Ref, owner *obj) bool {
+	labels := strMap(p.m, "metadata", "labels")
+	for _, l := range gangLabels[ref.Kind] {
+		if labels[l] == ref.Name {
+			return true
+		}
+	}
+	cur := p
+	for range 4 {
+		refs := ownerRefs(cur.m)
+		if len(refs) == 0 {
+			return false
+		}
+		o := refs[0]
+		if o.kind == ref.Kind && o.name == ref.Name {
+			return true
+		}
+		next := r.byUID[o.uid]
+		if next == nil {
+			return false
+		}
+		cur = next
+	}
+	return false
+}
+
+type ownerRef struct{ kind, name, uid, apiVersion string }
+
+// ownerRefs returns an object's owners, the controller first.
+func ownerRefs(m map[string]any) []ownerRef {
+	var out []ownerRef
+	for _, x := range list(m, "metadata", "ownerReferences") {
+		om, _ := x.(map[string]any)
+		o := ownerRef{kind: str(om, "kind"), name: str(om, "name"), uid: str(om, "uid"), apiVersion: str(om, "apiVersion")}
+		if b, _ := om["controller"].(bool); b {
+			out = append([]ownerRef{o}, out...)
+		} else {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func sorted(dims []Dimension) []Dimension {
+	sort.SliceStable(dims, func(i, j int) bool { return dims[i].Name < dims[j].Name })
+	return dims
+}

@@ -1,0 +1,311 @@
+package identity
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// memStore is the store's Versions, over versions held in memory.
+type memStore struct{ vs []timeline.ObjectVersion }
+
+func (m *memStore) add(t *testing.T, at time.Time, rv string, obj string) {
+	t.Helper()
+	var h struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct{ Name, Namespace, UID string }
+	}
+	if err := json.Unmarshal([]byte(obj), &h); err != nil {
+		t.Fatal(err)
+	}
+	group := ""
+	if g, _, ok := strings.Cut(h.APIVersion, "/"); ok {
+		group = g
+	}
+	res := strings.ToLower(h.Kind) + "s"
+	sum := sha256.Sum256([]byte(obj))
+	m.vs = append(m.vs, timeline.ObjectVersion{
+		Object:          timeline.ObjectRef{Group: group, Resource: res, Kind: h.Kind, Namespace: h.Metadata.Namespace, Name: h.Metadata.Name, UID: h.Metadata.UID},
+		ResourceVersion: rv, Time: at, Hash: "sha256:" + hex.EncodeToString(sum[:8]), Content: []byte(obj),
+		Evidence: timeline.Evidence{Run: 1, Line: int64(len(m.vs) + 1)},
+	})
+}
+
+func (m *memStore) Versions(_ context.Context, q timeline.VersionQuery) ([]timeline.ObjectVersion, error) {
+	latest := map[string]timeline.ObjectVersion{}
+	for _, v := range m.vs {
+		o := v.Object
+		if (q.Group != "" && o.Group != q.Group) || (q.Resource != "" && o.Resource != q.Resource) ||
+			(q.Namespace != "" && o.Namespace != q.Namespace) || (q.Name != "" && o.Name != q.Name) ||
+			(!q.At.IsZero() && v.Time.After(q.At)) {
+			continue
+		}
+		if cur, ok := latest[o.UID]; !ok || v.Time.After(cur.Time) {
+			latest[o.UID] = v
+		}
+	}
+	var out []timeline.ObjectVersion
+	for _, v := range latest {
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+var t0 = time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+
+func pod(ns, name, uid, node, owner, ownerUID, digest, cm string, extra string) string {
+	return fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":%q,"uid":%q,
+		"labels":{"pod-template-hash":"7d9f","batch.kubernetes.io/job-completion-index":"3"},
+		"annotations":{"faultline.dev/dataset":"imagenet@v42"},
+		"ownerReferences":[{"kind":%q,"name":"owner","uid":%q,"controller":true,"apiVersion":"apps/v1"}]%s},
+		"spec":{"nodeName":%q,"schedulerName":"default-scheduler","priorityClassName":"training-high",
+		  "containers":[{"name":"trainer","image":"registry.example/trainer:1.4","envFrom":[{"configMapRef":{"name":%q}}],
+		    "env":[{"name":"TOKEN","valueFrom":{"secretKeyRef":{"name":"wandb","key":"token"}}},{"name":"MODEL_VERSION","value":"llama-7b@3"}]}],
+		  "volumes":[{"name":"cfg","configMap":{"name":"shared"}}]},
+		"status":{"containerStatuses":[{"name":"trainer","imageID":"docker-pullable://registry.example/trainer@%s"}]}}`,
+		name, ns, uid, owner, ownerUID, extra, node, cm, digest)
+}
+
+func node(name, driver string, taint bool) string {
+	taints := ""
+	if taint {
+		taints = `,"spec":{"taints":[{"key":"gpu","value":"broken","effect":"NoSchedule"}]}`
+	}
+	return fmt.Sprintf(`{"apiVersion":"v1","kind":"Node","metadata":{"name":%q,"uid":"n-%s","labels":{
+		"node.kubernetes.io/instance-type":"p5.48xlarge","topology.kubernetes.io/zone":"us-east-1a","pool":"h100-a",
+		"nvidia.com/gpu.product":"NVIDIA-H100-80GB-HBM3","nvidia.com/cuda.driver.major":%q}}%s,
+		"status":{"nodeInfo":{"kernelVersion":"6.8.0","osImage":"Ubuntu 24.04","kubeletVersion":"v1.37.2","containerRuntimeVersion":"containerd://2.1.4"}}}`,
+		name, name, driver, taints)
+}
+
+func world(t *testing.T) *memStore {
+	m := &memStore{}
+	m.add(t, t0, "1", node("gpu-1", "550", false))
+	m.add(t, t0, "2", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"trainer","namespace":"ml","uid":"d1","generation":3}}`)
+	m.add(t, t0, "3", `{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"trainer-7d9f","namespace":"ml","uid":"rs1","generation":1,
+		"ownerReferences":[{"kind":"Deployment","name":"trainer","uid":"d1","controller":true}]}}`)
+	m.add(t, t0, "4", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"trainer-env","namespace":"ml","uid":"c1"},"data":{"LR":"sha256:aaa","BATCH":"sha256:bbb"}}`)
+	m.add(t, t0, "5", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"shared","namespace":"ml","uid":"c2"},"data":{"x":"sha256:ccc"}}`)
+	m.add(t, t0, "6", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"wandb","namespace":"ml","uid":"s1"},"data":{"token":"hmac-sha256:ddd"}}`)
+	m.add(t, t0.Add(time.Minute), "7", pod("ml", "trainer-0", "p0", "gpu-1", "ReplicaSet", "rs1", "sha256:0001", "trainer-env", ""))
+	return m
+}
+
+func dimNames(id *Identity) map[string]string {
+	out := map[string]string{}
+	for _, d := range id.Dimensions {
+		out[d.Name] = d.Value
+	}
+	return out
+}
+
+func TestPodIdentity(t *testing.T) {
+	m := world(t)
+	id, err := NewResolver(m, time.Time{}, nil).Of(context.Background(), Ref{"Pod", "ml", "trainer-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"image.tag/trainer":                       "registry.example/trainer:1.4",
+		"image.digest/trainer":                    "sha256:0001",
+		"schedulerName":                           "default-scheduler",
+		"priorityClassName":                       "training-high",
+		"rank":                                    "3",
+		"owner.podTemplateHash":                   "7d9f",
+		"owner/ReplicaSet":                        "trainer-7d9f",
+		"owner/ReplicaSet.generation":             "1",
+		"owner/Deployment":                        "trainer",
+		"owner/Deployment.generation":             "3",
+		"configmap/trainer-env":                   m.vs[3].Hash,
+		"configmap/trainer-env/LR":                "sha256:aaa",
+		"configmap/trainer-env/BATCH":             "sha256:bbb",
+		"configmap/shared":                        m.vs[4].Hash,
+		"configmap/shared/x":                      "sha256:ccc",
+		"secret/wandb":                            m.vs[5].Hash,
+		"secret/wandb/token":                      "hmac-sha256:ddd",
+		"node":                                    "gpu-1",
+		"node.kernel":                             "6.8.0",
+		"node.osImage":                            "Ubuntu 24.04",
+		"node.kubelet":                            "v1.37.2",
+		"node.containerRuntime":                   "containerd://2.1.4",
+		"node.instanceType":                       "p5.48xlarge",
+		"node.zone":                               "us-east-1a",
+		"node.pool":                               "h100-a",
+		"node.label/nvidia.com/gpu.product":       "NVIDIA-H100-80GB-HBM3",
+		"node.label/nvidia.com/cuda.driver.major": "550",
+		"artifact.dataset":                        "imagenet@v42",
+		"artifact.model.env":                      "llama-7b@3",
+	}
+	if diff := cmp.Diff(want, dimNames(id)); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	for _, d := range id.Dimensions {
+		if d.Evidence.Ref == "" || d.Evidence.Time.IsZero() {
+			t.Errorf("%s has no evidence", d.Name)
+		}
+	}
+	if e := id.Dimensions[0].Evidence; !strings.Contains(fmt.Sprint(id.Dimensions), "ConfigMap/ml/trainer-env") {
+		t.Errorf("configmap dimensions should point at the ConfigMap version, e.g. %+v", e)
+	}
+}
+
+// TestDiffNamesExactlyTheChange changes one thing at a time, as the fixture
+// incidents do, and checks the diff names that dimension and nothing else.
+func TestDiffNamesExactlyTheChange(t *testing.T) {
+	ctx := context.Background()
+	t1, t2 := t0.Add(2*time.Minute), t0.Add(10*time.Minute)
+	tests := []struct {
+		name   string
+		change func(m *memStore)
+		unit   Ref
+		want   []string
+	}{
+		{"configmap key", func(m *memStore) {
+			m.add(t, t0.Add(5*time.Minute), "40", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"trainer-env","namespace":"ml","uid":"c1"},"data":{"LR":"sha256:eee","BATCH":"sha256:bbb"}}`)
+		}, Ref{"Pod", "ml", "trainer-0"}, []string{"configmap/trainer-env", "configmap/trainer-env/LR"}},
+		{"node driver label", func(m *memStore) {
+			m.add(t, t0.Add(5*time.Minute), "41", node("gpu-1", "560", false))
+		}, Ref{"Pod", "ml", "trainer-0"}, []string{"node.label/nvidia.com/cuda.driver.major"}},
+		{"node taint, seen on the node", func(m *memStore) {
+			m.add(t, t0.Add(5*time.Minute), "42", node("gpu-1", "550", true))
+		}, Ref{"Node", "", "gpu-1"}, []string{"node.taints"}},
+		{"digest drift under one tag", func(m *memStore) {
+			m.add(t, t0.Add(5*time.Minute), "43", pod("ml", "trainer-0", "p0", "gpu-1", "ReplicaSet", "rs1", "sha256:0002", "trainer-env", ""))
+		}, Ref{"Pod", "ml", "trainer-0"}, []string{"image.digest/trainer"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := world(t)
+			tt.change(m)
+			a, err := NewResolver(m, t1, nil).Of(ctx, tt.unit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := NewResolver(m, t2, nil).Of(ctx, tt.unit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, c := range Diff(a, b) {
+				got = append(got, c.Dimension)
+				if (c.From == "" && c.To == "") || c.When.IsZero() || c.Evidence.ResourceVersion == "" {
+					t.Errorf("change %+v lacks from, to, when or evidence", c)
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseRef(t *testing.T) {
+	tests := []struct {
+		in, ns  string
+		want    Ref
+		wantErr bool
+	}{
+		{"pod/ml/w-0", "", Ref{"Pod", "ml", "w-0"}, false},
+		{"ml/w-0", "", Ref{"Pod", "ml", "w-0"}, false},
+		{"job/train", "ml", Ref{"Job", "ml", "train"}, false},
+		{"node/gpu-1", "", Ref{"Node", "", "gpu-1"}, false},
+		{"MPIJob/ml/llm", "", Ref{"MPIJob", "ml", "llm"}, false},
+		{"job/train", "", Ref{}, true},
+		{"widget/ml/x", "", Ref{}, true},
+		{"pod//x", "", Ref{}, true},
+		{"a/b/c/d", "", Ref{}, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseRef(tt.in, tt.ns)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("ParseRef(%q, %q) = %+v, %v", tt.in, tt.ns, got, err)
+		}
+	}
+}
+
+func TestRules(t *testing.T) {
+	rules, err := ParseRules([]byte("dataset: pod.metadata.labels[\"data\"]\nshard: pod.spec.containers[0].env.filter(e, e.name == \"SHARD\")[0].value\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := map[string]any{}
+	json.Unmarshal([]byte(`{"metadata":{"labels":{"data":"c4@7"}},"spec":{"containers":[{"env":[{"name":"SHARD","value":"12"}]}]}}`), &p)
+	got := map[string]string{}
+	for _, r := range rules {
+		if v, ok := r.eval(p); ok {
+			got[r.Dimension] = v
+		}
+	}
+	if diff := cmp.Diff(map[string]string{"artifact.dataset": "c4@7", "artifact.shard": "12"}, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	if _, err := ParseRules([]byte("x: pod.(")); err == nil {
+		t.Error("a bad expression should be refused")
+	}
+	if _, err := ParseRules([]byte("- not a map")); err == nil {
+		t.Error("a list should be refused")
+	}
+}
+
+// TestGangJobGolden is the identity of a 64-rank MPIJob as -o json shows it:
+// 63 ranks on the old driver, one rescheduled onto a node with the new one.
+func TestGangJobGolden(t *testing.T) {
+	m := &memStore{}
+	m.add(t, t0, "1", `{"apiVersion":"kubeflow.org/v2beta1","kind":"MPIJob","metadata":{"name":"llm-pretrain","namespace":"ml","uid":"mj","generation":1}}`)
+	m.add(t, t0, "2", node("gpu-a", "550", false))
+	m.add(t, t0, "3", node("gpu-b", "560", false))
+	m.add(t, t0, "4", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"trainer-env","namespace":"ml","uid":"c1"},"data":{"LR":"sha256:aaa"}}`)
+	m.add(t, t0, "5", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"shared","namespace":"ml","uid":"c2"},"data":{"x":"sha256:ccc"}}`)
+	for i := range 64 {
+		n := "gpu-a"
+		if i == 17 {
+			n = "gpu-b"
+		}
+		p := pod("ml", fmt.Sprintf("llm-pretrain-worker-%d", i), fmt.Sprintf("p%d", i), n, "MPIJob", "mj", "sha256:0001", "trainer-env",
+			`,"labels":{"training.kubeflow.org/job-name":"llm-pretrain","training.kubeflow.org/replica-index":"`+fmt.Sprint(i)+`"}`)
+		// the later "labels" key replaces the pod template's: keep the
+		// rank label the gang uses.
+		m.add(t, t0.Add(time.Duration(i)*time.Second), fmt.Sprint(100+i), p)
+	}
+	id, err := NewResolver(m, time.Time{}, nil).Of(context.Background(), Ref{"MPIJob", "ml", "llm-pretrain"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id.Pods != 64 {
+		t.Fatalf("gang of %d pods, want 64", id.Pods)
+	}
+	got, err := json.MarshalIndent(id, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", t.Name(), "mpijob-64.golden")
+	if *update {
+		os.MkdirAll(filepath.Dir(golden), 0o755)
+		os.WriteFile(golden, append(got, '\n'), 0o644)
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), string(got)+"\n"); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	if v, _ := id.Get("node.label/nvidia.com/cuda.driver.major"); v != "550 (63 pods), 560 (1 pod)" {
+		t.Errorf("driver dimension = %q", v)
+	}
+}
