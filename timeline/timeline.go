@@ -231,7 +231,7 @@ type Store interface {
 
 	// Records yields the records matching q, in time order.
 	Records(ctx context.Context, q Query) iter.Seq2[*Record, error]
-	// Bounds returns the times of the first and last record held.
+	// Bounds returns the times of the first and last evidence held.
 	Bounds(ctx context.Context) (first, last time.Time, err error)
 	// Runs lists the ingest runs, oldest first.
 	Runs(ctx context.Context) ([]IngestRun, error)

@@ -91,14 +91,9 @@ func (r *Resolver) pod(ctx context.Context, p *obj) ([]Dimension, error) {
 			break
 		}
 		o := refs[0]
-		owner := r.byUID[o.uid]
-		if owner == nil {
-			if m, ok := kinds[strings.ToLower(o.kind)]; ok {
-				if err := r.load(ctx, m.group, m.resource); err != nil {
-					return nil, err
-				}
-				owner = r.byUID[o.uid]
-			}
+		owner, err := r.owner(ctx, o)
+		if err != nil {
+			return nil, err
 		}
 		if owner == nil {
 			add("owner/"+o.kind, o.name, cur.evidence())

@@ -150,7 +150,10 @@ func NewResolver(store Store, at time.Time, rules []Rule) *Resolver {
 		byName: map[string]map[string]*obj{}, byUID: map[string]*obj{}, pods: map[string][]*obj{}}
 }
 
-// load reads every version of a resource at the instant, once.
+// load reads every version of a resource at the instant, once. An object
+// stands for itself from its creation: when the instant falls between its
+// creationTimestamp and its first version held (a snapshot taken after its
+// last write), that first version is used.
 func (r *Resolver) load(ctx context.Context, group, resource string) error {
 	key := group + "/" + resource
 	if r.loaded[key] {
@@ -159,6 +162,13 @@ func (r *Resolver) load(ctx context.Context, group, resource string) error {
 	vs, err := r.store.Versions(ctx, timeline.VersionQuery{Group: group, Resource: resource, At: r.at})
 	if err != nil {
 		return err
+	}
+	if !r.at.IsZero() {
+		later, err := r.store.Versions(ctx, timeline.VersionQuery{Group: group, Resource: resource, History: true})
+		if err != nil {
+			return err
+		}
+		vs = append(vs, createdBefore(vs, later, r.at)...)
 	}
 	names := map[string]*obj{}
 	for i := range vs {
@@ -188,6 +198,49 @@ func (r *Resolver) load(ctx context.Context, group, resource string) error {
 	}
 	r.loaded[key] = true
 	return nil
+}
+
+// createdBefore returns, for objects with no version at or before at, their
+// first version if the object says it was created by then.
+func createdBefore(held, all []timeline.ObjectVersion, at time.Time) []timeline.ObjectVersion {
+	have := map[string]bool{}
+	for _, v := range held {
+		have[objectKey(v)] = true
+	}
+	first := map[string]timeline.ObjectVersion{}
+	var order []string
+	for _, v := range all {
+		k := objectKey(v)
+		if have[k] {
+			continue
+		}
+		if f, ok := first[k]; !ok || v.Time.Before(f.Time) {
+			if !ok {
+				order = append(order, k)
+			}
+			first[k] = v
+		}
+	}
+	var out []timeline.ObjectVersion
+	for _, k := range order {
+		v := first[k]
+		var meta struct {
+			Metadata struct {
+				CreationTimestamp time.Time `json:"creationTimestamp"`
+			} `json:"metadata"`
+		}
+		if json.Unmarshal(v.Content, &meta) == nil && !meta.Metadata.CreationTimestamp.IsZero() && !meta.Metadata.CreationTimestamp.After(at) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func objectKey(v timeline.ObjectVersion) string {
+	if v.Object.UID != "" {
+		return v.Object.UID
+	}
+	return v.Object.Resource + "/" + v.Object.Namespace + "/" + v.Object.Name
 }
 
 func (r *Resolver) get(ctx context.Context, group, resource, ns, name string) (*obj, error) {
@@ -282,39 +335,58 @@ func (r *Resolver) members(ctx context.Context, ref Ref) ([]*obj, *obj, error) {
 	}
 	var out []*obj
 	for _, p := range r.pods[ref.Namespace] {
-		if r.belongs(p, ref, owner) {
+		ok, err := r.belongs(ctx, p, ref)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
 			out = append(out, p)
 		}
 	}
 	return out, owner, nil
 }
 
+// owner returns the version of an owner at the instant, loading its kind.
+func (r *Resolver) owner(ctx context.Context, o ownerRef) (*obj, error) {
+	if v := r.byUID[o.uid]; v != nil {
+		return v, nil
+	}
+	m, ok := kinds[strings.ToLower(o.kind)]
+	if !ok {
+		return nil, nil
+	}
+	if err := r.load(ctx, m.group, m.resource); err != nil {
+		return nil, err
+	}
+	return r.byUID[o.uid], nil
+}
+
 // belongs tells whether a pod is part of a unit: by the unit's labels on the
 // pod, or by an owner chain that reaches the unit.
-func (r *Resolver) belongs(p *obj, ref Ref, owner *obj) bool {
+func (r *Resolver) belongs(ctx context.Context, p *obj, ref Ref) (bool, error) {
 	labels := strMap(p.m, "metadata", "labels")
 	for _, l := range gangLabels[ref.Kind] {
 		if labels[l] == ref.Name {
-			return true
+			return true, nil
 		}
 	}
 	cur := p
 	for range 4 {
 		refs := ownerRefs(cur.m)
 		if len(refs) == 0 {
-			return false
+			return false, nil
 		}
 		o := refs[0]
 		if o.kind == ref.Kind && o.name == ref.Name {
-			return true
+			return true, nil
 		}
-		next := r.byUID[o.uid]
-		if next == nil {
-			return false
+		next, err := r.owner(ctx, o)
+		if err != nil || next == nil {
+			return false, err
 		}
 		cur = next
 	}
-	return false
+	return false, nil
 }
 
 type ownerRef struct{ kind, name, uid, apiVersion string }

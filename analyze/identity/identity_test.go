@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -48,16 +49,21 @@ func (m *memStore) add(t *testing.T, at time.Time, rv string, obj string) {
 
 func (m *memStore) Versions(_ context.Context, q timeline.VersionQuery) ([]timeline.ObjectVersion, error) {
 	latest := map[string]timeline.ObjectVersion{}
+	var all []timeline.ObjectVersion
 	for _, v := range m.vs {
 		o := v.Object
 		if (q.Group != "" && o.Group != q.Group) || (q.Resource != "" && o.Resource != q.Resource) ||
 			(q.Namespace != "" && o.Namespace != q.Namespace) || (q.Name != "" && o.Name != q.Name) ||
-			(!q.At.IsZero() && v.Time.After(q.At)) {
+			(!q.History && !q.At.IsZero() && v.Time.After(q.At)) {
 			continue
 		}
+		all = append(all, v)
 		if cur, ok := latest[o.UID]; !ok || v.Time.After(cur.Time) {
 			latest[o.UID] = v
 		}
+	}
+	if q.History {
+		return all, nil
 	}
 	var out []timeline.ObjectVersion
 	for _, v := range latest {
@@ -307,5 +313,23 @@ func TestGangJobGolden(t *testing.T) {
 	}
 	if v, _ := id.Get("node.label/nvidia.com/cuda.driver.major"); v != "550 (63 pods), 560 (1 pod)" {
 		t.Errorf("driver dimension = %q", v)
+	}
+}
+
+// TestFirstVersionStandsFromCreation: a snapshot holds one version of a pod,
+// written after the instant asked about; the pod existed since its
+// creation, so that version answers, while an instant before the creation
+// finds nothing.
+func TestFirstVersionStandsFromCreation(t *testing.T) {
+	m := world(t)
+	m.vs[len(m.vs)-1].Content = []byte(strings.Replace(string(m.vs[len(m.vs)-1].Content), `"namespace":"ml"`,
+		`"namespace":"ml","creationTimestamp":"2026-05-01T10:00:30Z"`, 1)) // created 30 s before its version's time
+	ctx := context.Background()
+	if _, err := NewResolver(m, t0.Add(45*time.Second), nil).Of(ctx, Ref{"Pod", "ml", "trainer-0"}); err != nil {
+		t.Errorf("between creation and first version: %v", err)
+	}
+	var nf *ErrNotFound
+	if _, err := NewResolver(m, t0.Add(10*time.Second), nil).Of(ctx, Ref{"Pod", "ml", "trainer-0"}); !errors.As(err, &nf) {
+		t.Errorf("before creation: err = %v, want ErrNotFound", err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -105,17 +106,21 @@ func decodeObject(data []byte) (map[string]any, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, errors.New("no JSON value")
-		}
+		// Byte numbers count from 1, as json.SyntaxError.Offset does.
 		var serr *json.SyntaxError
-		if errors.As(err, &serr) {
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil, errors.New("no JSON value")
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, fmt.Errorf("byte %d: unexpected end of JSON input", len(data))
+		case errors.As(err, &serr):
 			return nil, fmt.Errorf("byte %d: %w", serr.Offset, err)
 		}
 		return nil, err
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("byte %d: data after the JSON value", dec.InputOffset())
+	end := int(dec.InputOffset())
+	if rest := bytes.TrimLeft(data[end:], " \t\r\n"); len(rest) > 0 {
+		return nil, fmt.Errorf("byte %d: data after the JSON value", len(data)-len(rest)+1)
 	}
 	switch v := v.(type) {
 	case nil:
@@ -291,8 +296,23 @@ func normalize(v any) any {
 			return nil
 		}
 		m := make(map[string]any, len(v))
+		var invalid []string
 		for k, e := range v {
+			if !utf8.ValidString(k) {
+				invalid = append(invalid, k)
+				continue
+			}
 			m[k] = normalize(e)
+		}
+		// Keys that are not UTF-8 become what encoding/json makes of them
+		// (U+FFFD per bad byte) and may then collide: a valid key wins,
+		// then the smallest original, so the result does not depend on
+		// map order.
+		slices.Sort(invalid)
+		for _, k := range invalid {
+			if _, dup := m[validUTF8(k)]; !dup {
+				m[validUTF8(k)] = normalize(v[k])
+			}
 		}
 		return m
 	case []any:
@@ -304,7 +324,9 @@ func normalize(v any) any {
 			a[i] = normalize(e)
 		}
 		return a
-	case string, bool:
+	case string:
+		return validUTF8(v)
+	case bool:
 		return v
 	case json.Number:
 		if canon, ok := canonDecimal(string(v)); ok {
@@ -350,6 +372,19 @@ func normalize(v any) any {
 		}
 		return normalize(d)
 	}
+}
+
+// validUTF8 replaces each byte of s that is not UTF-8 by U+FFFD, as
+// encoding/json does, so that strings that render alike compare alike.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s { // an invalid byte ranges as one utf8.RuneError
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func intNumber(i int64) number {

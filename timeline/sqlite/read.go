@@ -119,11 +119,13 @@ func (s *Store) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeli
 	}
 }
 
-// Bounds returns the times of the first and last record held; both are zero
-// for an empty timeline.
+// Bounds returns the times of the first and last evidence held, records and
+// object versions alike; both are zero for an empty timeline.
 func (s *Store) Bounds(ctx context.Context) (first, last time.Time, err error) {
 	var lo, hi sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, "SELECT min(time_ns), max(time_ns) FROM record").Scan(&lo, &hi); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT min(lo), max(hi) FROM (
+		SELECT min(time_ns) AS lo, max(time_ns) AS hi FROM record
+		UNION ALL SELECT min(time_ns), max(time_ns) FROM object_version)`).Scan(&lo, &hi); err != nil {
 		return time.Time{}, time.Time{}, fmt.Errorf("timeline bounds: %w", err)
 	}
 	return fromNS(lo.Int64), fromNS(hi.Int64), nil
