@@ -211,6 +211,10 @@ type VersionQuery struct {
 	At time.Time
 	// History returns every version of the matching objects, oldest first.
 	History bool
+	// OrFirstAfter, with At, also returns the first version of objects that
+	// have none at or before At (the caller decides whether it stands then,
+	// e.g. from the object's creationTimestamp).
+	OrFirstAfter bool
 }
 
 // Gap is a span of time, inside the data of one source kind, in which no

@@ -159,16 +159,12 @@ func (r *Resolver) load(ctx context.Context, group, resource string) error {
 	if r.loaded[key] {
 		return nil
 	}
-	vs, err := r.store.Versions(ctx, timeline.VersionQuery{Group: group, Resource: resource, At: r.at})
+	vs, err := r.store.Versions(ctx, timeline.VersionQuery{Group: group, Resource: resource, At: r.at, OrFirstAfter: true})
 	if err != nil {
 		return err
 	}
 	if !r.at.IsZero() {
-		later, err := r.store.Versions(ctx, timeline.VersionQuery{Group: group, Resource: resource, History: true})
-		if err != nil {
-			return err
-		}
-		vs = append(vs, createdBefore(vs, later, r.at)...)
+		vs = standing(vs, r.at)
 	}
 	names := map[string]*obj{}
 	for i := range vs {
@@ -200,30 +196,16 @@ func (r *Resolver) load(ctx context.Context, group, resource string) error {
 	return nil
 }
 
-// createdBefore returns, for objects with no version at or before at, their
-// first version if the object says it was created by then.
-func createdBefore(held, all []timeline.ObjectVersion, at time.Time) []timeline.ObjectVersion {
-	have := map[string]bool{}
-	for _, v := range held {
-		have[objectKey(v)] = true
-	}
-	first := map[string]timeline.ObjectVersion{}
-	var order []string
-	for _, v := range all {
-		k := objectKey(v)
-		if have[k] {
+// standing keeps the versions that describe their object at the instant:
+// those written at or before it, and first versions written after it whose
+// object says it was created by then.
+func standing(vs []timeline.ObjectVersion, at time.Time) []timeline.ObjectVersion {
+	out := vs[:0]
+	for _, v := range vs {
+		if !v.Time.After(at) {
+			out = append(out, v)
 			continue
 		}
-		if f, ok := first[k]; !ok || v.Time.Before(f.Time) {
-			if !ok {
-				order = append(order, k)
-			}
-			first[k] = v
-		}
-	}
-	var out []timeline.ObjectVersion
-	for _, k := range order {
-		v := first[k]
 		var meta struct {
 			Metadata struct {
 				CreationTimestamp time.Time `json:"creationTimestamp"`

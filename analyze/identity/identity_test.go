@@ -53,12 +53,22 @@ func (m *memStore) Versions(_ context.Context, q timeline.VersionQuery) ([]timel
 	for _, v := range m.vs {
 		o := v.Object
 		if (q.Group != "" && o.Group != q.Group) || (q.Resource != "" && o.Resource != q.Resource) ||
-			(q.Namespace != "" && o.Namespace != q.Namespace) || (q.Name != "" && o.Name != q.Name) ||
-			(!q.History && !q.At.IsZero() && v.Time.After(q.At)) {
+			(q.Namespace != "" && o.Namespace != q.Namespace) || (q.Name != "" && o.Name != q.Name) {
 			continue
 		}
 		all = append(all, v)
-		if cur, ok := latest[o.UID]; !ok || v.Time.After(cur.Time) {
+		after := !q.At.IsZero() && v.Time.After(q.At)
+		if after && !q.OrFirstAfter {
+			continue
+		}
+		cur, ok := latest[o.UID]
+		curAfter := ok && !q.At.IsZero() && cur.Time.After(q.At)
+		switch {
+		case !ok:
+			latest[o.UID] = v
+		case !after && (curAfter || v.Time.After(cur.Time)):
+			latest[o.UID] = v
+		case after && curAfter && v.Time.Before(cur.Time):
 			latest[o.UID] = v
 		}
 	}

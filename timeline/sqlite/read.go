@@ -277,16 +277,24 @@ func (s *Store) Versions(ctx context.Context, q timeline.VersionQuery) ([]timeli
 		where = append(where, "v.uid = ?")
 		args = append(args, q.UID)
 	}
+	order := "v.time_ns DESC, v.id DESC"
 	if !q.History && !q.At.IsZero() {
-		where = append(where, "v.time_ns <= ?")
-		args = append(args, q.At.UnixNano())
+		if q.OrFirstAfter {
+			// Versions at or before At first, newest first; then the rest,
+			// oldest first.
+			at := q.At.UnixNano()
+			order = fmt.Sprintf("(v.time_ns <= %d) DESC, CASE WHEN v.time_ns <= %d THEN -v.time_ns ELSE v.time_ns END, v.id DESC", at, at)
+		} else {
+			where = append(where, "v.time_ns <= ?")
+			args = append(args, q.At.UnixNano())
+		}
 	}
 	cond := "1"
 	if len(where) > 0 {
 		cond = strings.Join(where, " AND ")
 	}
 	object := "CASE WHEN v.uid != '' THEN v.uid ELSE v.resource || '/' || v.namespace || '/' || v.name END"
-	inner := "SELECT v.*, ROW_NUMBER() OVER (PARTITION BY " + object + " ORDER BY v.time_ns DESC, v.id DESC) AS rn FROM object_version v WHERE " + cond
+	inner := "SELECT v.*, ROW_NUMBER() OVER (PARTITION BY " + object + " ORDER BY " + order + ") AS rn FROM object_version v WHERE " + cond
 	if q.History {
 		inner = "SELECT v.*, 1 AS rn FROM object_version v WHERE " + cond
 	}

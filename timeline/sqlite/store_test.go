@@ -330,6 +330,8 @@ func TestVersionsAtAnInstant(t *testing.T) {
 		{timeline.VersionQuery{Resource: "configmaps", At: t0.Add(5 * time.Minute)}, []string{"a@1", "b@2", "c@"}},
 		{timeline.VersionQuery{Resource: "configmaps", At: t0.Add(30 * time.Second)}, []string{"a@1"}},
 		{timeline.VersionQuery{Name: "a", History: true}, []string{"a@1", "a@5"}},
+		{timeline.VersionQuery{Resource: "configmaps", At: t0.Add(30 * time.Second), OrFirstAfter: true}, []string{"a@1", "b@2", "c@"}},
+		{timeline.VersionQuery{Resource: "configmaps", At: t0.Add(-time.Hour), OrFirstAfter: true}, []string{"a@1", "b@2", "c@"}},
 		{timeline.VersionQuery{Resource: "pods"}, nil},
 		{timeline.VersionQuery{Namespace: "nope"}, nil},
 	} {
