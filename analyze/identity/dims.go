@@ -25,7 +25,7 @@ var poolLabels = []string{
 // perPod dimensions differ between the pods of one job by design; a job's
 // identity leaves them out.
 func perPod(name string) bool {
-	return name == "rank" || name == "node" || strings.HasPrefix(name, "node.name") || name == "pod.uid"
+	return name == "rank" || name == "node" || name == "run"
 }
 
 // pod returns the dimensions of one pod version.
@@ -138,6 +138,13 @@ func (r *Resolver) pod(ctx context.Context, p *obj) ([]Dimension, error) {
 			dims = append(dims, nodeDims(n)...)
 		}
 	}
+
+	// What the pod's job run consumed, as the ML platform recorded it.
+	rd, err := r.runDims(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	dims = append(dims, rd...)
 
 	// Declared artifacts.
 	for _, rule := range r.rules {

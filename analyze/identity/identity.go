@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"sort"
 	"strings"
 	"time"
@@ -54,6 +55,7 @@ func (id *Identity) Get(name string) (string, bool) {
 // Store is what identities are read from.
 type Store interface {
 	Versions(ctx context.Context, q timeline.VersionQuery) ([]timeline.ObjectVersion, error)
+	Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeline.Record, error]
 }
 
 // Ref names a unit: a kind, a namespace (empty for nodes) and a name.
@@ -128,6 +130,7 @@ type Resolver struct {
 	byName map[string]map[string]*obj // resource -> ns/name -> latest version at At
 	byUID  map[string]*obj            // uid -> version
 	pods   map[string][]*obj          // namespace -> pods
+	runs   map[string]*jobRun         // pod ("ns/name", "uid:UID") -> latest job run
 }
 
 type obj struct {

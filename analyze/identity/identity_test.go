@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,7 +23,10 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files")
 
 // memStore is the store's Versions, over versions held in memory.
-type memStore struct{ vs []timeline.ObjectVersion }
+type memStore struct {
+	vs   []timeline.ObjectVersion
+	recs []*timeline.Record
+}
 
 func (m *memStore) add(t *testing.T, at time.Time, rv string, obj string) {
 	t.Helper()
@@ -46,6 +50,22 @@ func (m *memStore) add(t *testing.T, at time.Time, rv string, obj string) {
 		Evidence: timeline.Evidence{Run: 1, Line: int64(len(m.vs) + 1)},
 	})
 }
+
+// Records holds job runs: the ones the test added.
+func (m *memStore) Records(_ context.Context, q timeline.Query) iter.Seq2[*timeline.Record, error] {
+	return func(yield func(*timeline.Record, error) bool) {
+		for _, r := range m.recs {
+			if (!q.Until.IsZero() && !r.Time.Before(q.Until)) || (q.Where != nil && !must(q.Where.Match(r))) {
+				continue
+			}
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
+}
+
+func must(ok bool, _ error) bool { return ok }
 
 func (m *memStore) Versions(_ context.Context, q timeline.VersionQuery) ([]timeline.ObjectVersion, error) {
 	latest := map[string]timeline.ObjectVersion{}
@@ -341,5 +361,24 @@ func TestFirstVersionStandsFromCreation(t *testing.T) {
 	var nf *ErrNotFound
 	if _, err := NewResolver(m, t0.Add(10*time.Second), nil).Of(ctx, Ref{"Pod", "ml", "trainer-0"}); !errors.As(err, &nf) {
 		t.Errorf("before creation: err = %v, want ErrNotFound", err)
+	}
+}
+
+// TestJobRunJoinsThePodIdentity: a run recorded by the ML platform names the
+// pod; what it consumed becomes part of the pod's identity.
+func TestJobRunJoinsThePodIdentity(t *testing.T) {
+	m := world(t)
+	m.recs = append(m.recs, &timeline.Record{Time: t0.Add(30 * time.Second), Source: timeline.SourceVersions, Verb: "run",
+		Extra:    []byte(`{"type":"run","job":"ml/train","run":"r-17","consumed":["dataset/imagenet@v42","model/resnet@3"],"pods":["ml/trainer-0"]}`),
+		Evidence: timeline.Evidence{Run: 9, Line: 2}})
+	id, err := NewResolver(m, time.Time{}, nil).Of(context.Background(), Ref{"Pod", "ml", "trainer-0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := dimNames(id)
+	for name, want := range map[string]string{"run": "ml/train r-17", "artifact.consumed/dataset/imagenet": "v42", "artifact.consumed/model/resnet": "3"} {
+		if got[name] != want {
+			t.Errorf("%s = %q, want %q", name, got[name], want)
+		}
 	}
 }

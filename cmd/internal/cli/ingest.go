@@ -23,7 +23,7 @@ reading the same evidence twice adds nothing, and an interrupted ingest can
 simply be run again.`,
 		Args: noArgs,
 	}
-	cmd.AddCommand(newIngestAuditCmd(f, nil), newIngestClusterCmd(f), newIngestObjectsCmd(f))
+	cmd.AddCommand(newIngestAuditCmd(f, nil), newIngestClusterCmd(f), newIngestObjectsCmd(f), newIngestVersionsCmd(f))
 	return cmd
 }
 

@@ -56,7 +56,7 @@ smallest slice of the fleet it hurt.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usagef(c.CommandPath()+" --help", "%s", err)
 	})
-	root.AddCommand(newIngestCmd(f), newTimelineCmd(f, nil), newSourcesCmd(f, nil), newReplayCmd(f), newIdentityCmd(f))
+	root.AddCommand(newIngestCmd(f), newTimelineCmd(f, nil), newSourcesCmd(f, nil), newReplayCmd(f), newIdentityCmd(f), newHistoryCmd(f))
 	return root
 }
 

@@ -1,0 +1,187 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/faultline/faultline/analyze/identity"
+	"github.com/faultline/faultline/analyze/objdiff"
+	"github.com/faultline/faultline/ingest/versions"
+	"github.com/faultline/faultline/timeline"
+)
+
+type historyOptions struct {
+	f         *Factory
+	namespace string
+	output    string
+	noise     bool
+}
+
+// historyStep is one version of an object and what changed to reach it.
+type historyStep struct {
+	ResourceVersion string            `json:"resourceVersion,omitempty"`
+	Time            time.Time         `json:"time"`
+	Hash            string            `json:"hash"`
+	Evidence        timeline.Evidence `json:"evidence"`
+	Changes         []objdiff.Change  `json:"changes"`
+}
+
+func newHistoryCmd(f *Factory) *cobra.Command {
+	opts := &historyOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "history REF",
+		Short: "Show every version of an object and what changed at each step",
+		Long: `Show every version of an object the timeline holds, oldest first, and what
+changed from one to the next: paths with their old and new values (JSON),
+the noise removed (resourceVersion, managedFields, generation, heartbeat
+times, a node's image list; --noise keeps it). Secret and ConfigMap values
+appear as the hashes the timeline stores, so a step still says which key
+changed.
+
+REF is KIND/NAMESPACE/NAME, or node/NAME.`,
+		Example: `  faultline history configmap/vision-train/trainer-env
+  faultline history node/gpu-0042 -o json
+  faultline history deployment/web/api`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("faultline history configmap/NAMESPACE/NAME", "history takes one REF, got %d", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return historyRun(cmd.Context(), opts, args[0])
+		},
+	}
+	cmd.Flags().StringVarP(&opts.namespace, "namespace", "n", "", "namespace for REFs written KIND/NAME")
+	cmd.Flags().StringVarP(&opts.output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().BoolVar(&opts.noise, "noise", false, "keep noise (resourceVersion, managedFields, heartbeats)")
+	return cmd
+}
+
+func historyRun(ctx context.Context, o *historyOptions, refArg string) error {
+	if err := checkOutput(o.output, "table", "json"); err != nil {
+		return err
+	}
+	parts := strings.Split(refArg, "/")
+	var kind, ns, name string
+	switch {
+	case len(parts) == 3:
+		kind, ns, name = parts[0], parts[1], parts[2]
+	case len(parts) == 2:
+		kind, ns, name = parts[0], o.namespace, parts[1]
+	default:
+		return usagef("faultline history configmap/NAMESPACE/NAME", "invalid reference %q: want KIND/NAMESPACE/NAME", refArg)
+	}
+	resource := resourceOf(kind)
+	store, err := o.f.OpenStoreReadOnly(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	vs, err := store.Versions(ctx, timeline.VersionQuery{Resource: resource, Namespace: ns, Name: name, History: true})
+	if err != nil {
+		return err
+	}
+	if len(vs) == 0 {
+		return fmt.Errorf("no version of %s %s in the timeline; try faultline sources", resource, strings.TrimPrefix(ns+"/"+name, "/"))
+	}
+	steps := make([]historyStep, 0, len(vs))
+	var prev []byte
+	for _, v := range vs {
+		st := historyStep{ResourceVersion: v.ResourceVersion, Time: v.Time, Hash: v.Hash, Evidence: v.Evidence, Changes: []objdiff.Change{}}
+		if prev != nil {
+			ch, err := objdiff.DiffJSON(prev, v.Content, objdiff.Options{KeepNoise: o.noise})
+			if err != nil {
+				return err
+			}
+			if ch != nil {
+				st.Changes = ch
+			}
+		}
+		prev = v.Content
+		steps = append(steps, st)
+	}
+	if o.output == "json" {
+		return writeJSON(o.f.IO.Out, steps)
+	}
+	w := o.f.IO.Out
+	for i, st := range steps {
+		fmt.Fprintf(w, "%s  resourceVersion %s  (run %d line %d)\n", st.Time.UTC().Format(time.RFC3339), dash(st.ResourceVersion), st.Evidence.Run, st.Evidence.Line)
+		switch {
+		case i == 0:
+			fmt.Fprintln(w, "  first version seen")
+		case len(st.Changes) == 0:
+			fmt.Fprintln(w, "  no change but noise")
+		}
+		for _, c := range st.Changes {
+			fmt.Fprintf(w, "  %s: %s -> %s\n", c.Path, dash(c.From), dash(c.To))
+		}
+	}
+	return nil
+}
+
+// resourceOf maps what users type (configmap, cm, node, deploy...) to a
+// resource, through identity's kinds where it knows them.
+func resourceOf(kind string) string {
+	short := map[string]string{"cm": "configmaps", "configmap": "configmaps", "secret": "secrets", "svc": "services",
+		"ds": "daemonsets", "daemonset": "daemonsets", "cronjob": "cronjobs", "cj": "cronjobs", "lease": "leases"}
+	k := strings.ToLower(kind)
+	if r, ok := short[k]; ok {
+		return r
+	}
+	if ref, err := identity.ParseRef(kind+"/x/y", ""); err == nil {
+		switch ref.Kind {
+		case "Pod":
+			return "pods"
+		case "Node":
+			return "nodes"
+		}
+		return strings.ToLower(ref.Kind) + "s"
+	}
+	return k
+}
+
+func newIngestVersionsCmd(f *Factory) *cobra.Command {
+	var strict bool
+	cmd := &cobra.Command{
+		Use:   "versions PATH...",
+		Short: "Ingest artifact versions, job runs and rollouts from your ML platform",
+		Long: `Ingest what ML platforms know and Kubernetes does not, as JSON Lines (or YAML:
+a list or a stream of documents, by the .yaml/.yml name), one entry a line,
+defined by docs/versions.schema.json:
+
+  {"type":"artifact","time":T,"kind":"dataset|model|checkpoint|config|image|code",
+   "name":N,"version":V,"digest":D,"uri":U,"producer":P,"parents":["KIND/NAME@VERSION"]}
+  {"type":"run","job":"NAMESPACE/NAME","run":R,"started":T,"ended":T,
+   "outcome":"running|succeeded|failed|unknown","consumed":["KIND/NAME@VERSION"],
+   "produced":[...],"pods":["NAMESPACE/NAME","uid:UID"]}
+  {"type":"rollout","time":T,"target":"KIND/NAMESPACE/NAME","from":F,"to":T}
+
+A run's consumed artifacts join the identity of its pods (artifact.consumed/
+KIND/NAME = VERSION). A bad entry is reported as FILE:LINE: field: problem and
+skipped; --strict stops at the first.`,
+		Example: `  faultline ingest versions mlflow-export.jsonl
+  faultline ingest versions runs.yaml --strict`,
+		Args: argsAtLeast(1, "faultline ingest versions runs.jsonl"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			store, err := f.OpenStore(ctx)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			runs, err := versions.Ingest(ctx, store, args, versions.Options{Strict: strict,
+				OnBadLine: func(b *versions.BadEntry) { fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", b) }})
+			for _, r := range runs {
+				printRunSummary(f.IO.ErrOut, &r, 0)
+			}
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&strict, "strict", false, "stop at the first bad entry (exit 1)")
+	return cmd
+}

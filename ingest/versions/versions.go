@@ -1,0 +1,388 @@
+// Package versions ingests what ML platforms know and Kubernetes does not:
+// artifact versions (datasets, models, checkpoints, configs, images, code)
+// with their lineage, job runs with what they consumed and produced and the
+// pods they ran as, and rollouts. The format is JSON Lines, or YAML (a list
+// or a stream of documents); docs/versions.schema.json defines it.
+package versions
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/faultline/faultline/ingest/input"
+	"github.com/faultline/faultline/timeline"
+)
+
+// Entry is one line of a versions file. Type says which fields apply.
+type Entry struct {
+	Type string    `json:"type"` // artifact, run or rollout
+	Time time.Time `json:"time"`
+
+	// artifact
+	Kind     string   `json:"kind,omitempty"` // dataset, model, checkpoint, config, image, code
+	Name     string   `json:"name,omitempty"`
+	Version  string   `json:"version,omitempty"`
+	Digest   string   `json:"digest,omitempty"`
+	URI      string   `json:"uri,omitempty"`
+	Producer string   `json:"producer,omitempty"`
+	Parents  []string `json:"parents,omitempty"` // KIND/NAME@VERSION
+
+	// run
+	Job      string     `json:"job,omitempty"` // NAMESPACE/NAME
+	Run      string     `json:"run,omitempty"`
+	Started  *time.Time `json:"started,omitempty"`
+	Ended    *time.Time `json:"ended,omitempty"`
+	Outcome  string     `json:"outcome,omitempty"` // running, succeeded, failed, unknown
+	Consumed []string   `json:"consumed,omitempty"`
+	Produced []string   `json:"produced,omitempty"`
+	Pods     []string   `json:"pods,omitempty"` // NAMESPACE/NAME or uid:UID
+
+	// rollout
+	Target string `json:"target,omitempty"` // KIND/NAMESPACE/NAME
+	From   string `json:"from,omitempty"`
+	To     string `json:"to,omitempty"`
+}
+
+var (
+	artifactKinds = []string{"dataset", "model", "checkpoint", "config", "image", "code"}
+	outcomes      = []string{"running", "succeeded", "failed", "unknown"}
+)
+
+// FieldError names the field of an entry that is wrong.
+type FieldError struct{ Field, Problem string }
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Problem }
+
+// validate checks an entry's fields for its type.
+func (e *Entry) validate() error {
+	need := func(field, v string) error {
+		if v == "" {
+			return &FieldError{field, "missing"}
+		}
+		return nil
+	}
+	if e.Time.IsZero() && (e.Type != "run" || e.Started == nil) {
+		return &FieldError{"time", "missing"}
+	}
+	switch e.Type {
+	case "artifact":
+		if !slices.Contains(artifactKinds, e.Kind) {
+			return &FieldError{"kind", fmt.Sprintf("%q is not one of %s", e.Kind, strings.Join(artifactKinds, ", "))}
+		}
+		if err := errors.Join(need("name", e.Name), need("version", e.Version)); err != nil {
+			return err
+		}
+		for i, p := range e.Parents {
+			if _, err := ParseArtifactRef(p); err != nil {
+				return &FieldError{fmt.Sprintf("parents[%d]", i), err.Error()}
+			}
+		}
+	case "run":
+		if err := errors.Join(need("job", e.Job), need("run", e.Run)); err != nil {
+			return err
+		}
+		if !strings.Contains(e.Job, "/") {
+			return &FieldError{"job", fmt.Sprintf("%q: want NAMESPACE/NAME", e.Job)}
+		}
+		if e.Outcome == "" {
+			e.Outcome = "unknown"
+		}
+		if !slices.Contains(outcomes, e.Outcome) {
+			return &FieldError{"outcome", fmt.Sprintf("%q is not one of %s", e.Outcome, strings.Join(outcomes, ", "))}
+		}
+		for field, refs := range map[string][]string{"consumed": e.Consumed, "produced": e.Produced} {
+			for i, p := range refs {
+				if _, err := ParseArtifactRef(p); err != nil {
+					return &FieldError{fmt.Sprintf("%s[%d]", field, i), err.Error()}
+				}
+			}
+		}
+		if e.Time.IsZero() {
+			e.Time = *e.Started
+		}
+	case "rollout":
+		if err := errors.Join(need("target", e.Target), need("to", e.To)); err != nil {
+			return err
+		}
+	case "":
+		return &FieldError{"type", "missing: want artifact, run or rollout"}
+	default:
+		return &FieldError{"type", fmt.Sprintf("%q: want artifact, run or rollout", e.Type)}
+	}
+	return nil
+}
+
+// ArtifactRef is KIND/NAME@VERSION.
+type ArtifactRef struct{ Kind, Name, Version string }
+
+// ParseArtifactRef reads KIND/NAME@VERSION (dataset/imagenet@v42).
+func ParseArtifactRef(s string) (ArtifactRef, error) {
+	kn, v, ok := strings.Cut(s, "@")
+	k, n, ok2 := strings.Cut(kn, "/")
+	if !ok || !ok2 || k == "" || n == "" || v == "" {
+		return ArtifactRef{}, fmt.Errorf("%q: want KIND/NAME@VERSION, e.g. dataset/imagenet@v42", s)
+	}
+	if !slices.Contains(artifactKinds, k) {
+		return ArtifactRef{}, fmt.Errorf("%q: kind %q is not one of %s", s, k, strings.Join(artifactKinds, ", "))
+	}
+	return ArtifactRef{k, n, v}, nil
+}
+
+// record maps an entry to a timeline record (source "versions").
+func (e *Entry) record() (*timeline.Record, error) {
+	extra, err := json.Marshal(e)
+	if err != nil {
+		return nil, err
+	}
+	r := &timeline.Record{Time: e.Time.UTC(), Source: timeline.SourceVersions, Extra: extra}
+	switch e.Type {
+	case "artifact":
+		r.Key = "artifact\x00" + e.Kind + "\x00" + e.Name + "\x00" + e.Version
+		r.Verb = "publish"
+		r.Object = timeline.ObjectRef{Group: "faultline.dev", Resource: "artifacts", Kind: e.Kind, Name: e.Name}
+		r.Message = e.Kind + "/" + e.Name + "@" + e.Version
+		r.User = e.Producer
+	case "run":
+		ns, name, _ := strings.Cut(e.Job, "/")
+		r.Key = "run\x00" + e.Job + "\x00" + e.Run + "\x00" + e.Outcome
+		r.Verb = "run"
+		r.Object = timeline.ObjectRef{Group: "faultline.dev", Resource: "jobruns", Namespace: ns, Name: name}
+		r.Reason = e.Outcome
+		r.Message = e.Run
+	case "rollout":
+		r.Key = "rollout\x00" + e.Target + "\x00" + e.To + "\x00" + e.Time.UTC().Format(time.RFC3339Nano)
+		r.Verb = "rollout"
+		parts := strings.SplitN(e.Target, "/", 3)
+		r.Object = timeline.ObjectRef{Kind: parts[0]}
+		switch len(parts) {
+		case 3:
+			r.Object.Namespace, r.Object.Name = parts[1], parts[2]
+		case 2:
+			r.Object.Name = parts[1]
+		}
+		r.Message = e.From + " -> " + e.To
+	}
+	return r, nil
+}
+
+// BadEntry is a line (or YAML document) that could not be ingested.
+type BadEntry struct {
+	Path string
+	Line int64
+	Err  error
+}
+
+func (b *BadEntry) Error() string { return fmt.Sprintf("%s:%d: %v", b.Path, b.Line, b.Err) }
+
+// Options tune an ingest.
+type Options struct {
+	Strict    bool
+	OnBadLine func(*BadEntry)
+}
+
+// Ingest reads versions files (JSON Lines, or YAML by .yaml/.yml name) into
+// the store, one run per file. Bad entries are reported and skipped.
+func Ingest(ctx context.Context, store timeline.Store, paths []string, opt Options) ([]timeline.IngestRun, error) {
+	var runs []timeline.IngestRun
+	for _, p := range paths {
+		run, err := ingestFile(ctx, store, p, opt)
+		if run != nil {
+			runs = append(runs, *run)
+		}
+		if err != nil {
+			return runs, err
+		}
+	}
+	return runs, nil
+}
+
+// ErrStrict wraps the bad entry that stopped a --strict ingest.
+var ErrStrict = errors.New("stopped at the first bad entry (--strict)")
+
+func ingestFile(ctx context.Context, store timeline.Store, path string, opt Options) (*timeline.IngestRun, error) {
+	src, err := input.Open(path, 0)
+	if err != nil {
+		return nil, fmt.Errorf("ingest versions: %w", err)
+	}
+	defer src.Close()
+	name := path
+	if name != input.Stdin {
+		if abs, err := filepath.Abs(name); err == nil {
+			name = abs
+		}
+	}
+	run := &timeline.IngestRun{Source: timeline.SourceVersions, Path: name, Size: src.Size}
+	if err := store.BeginRun(ctx, run); err != nil {
+		return nil, err
+	}
+	b, err := store.Batch(ctx, run.ID)
+	if err != nil {
+		return run, err
+	}
+	finish := func(err error) (*timeline.IngestRun, error) {
+		run.Status = timeline.RunDone
+		if err != nil {
+			run.Status, run.Error = timeline.RunFailed, err.Error()
+		}
+		src.Drain()
+		run.SHA256 = src.SHA256()
+		if run.Size < 0 {
+			run.Size = src.BytesRead()
+		}
+		if cerr := b.Commit(ctx, run); cerr != nil && err == nil {
+			err = cerr
+		}
+		if ferr := store.FinishRun(context.WithoutCancel(ctx), run); ferr != nil && err == nil {
+			err = ferr
+		}
+		return run, err
+	}
+	entries, err := read(src, path)
+	if err != nil {
+		return finish(fmt.Errorf("ingest versions %s: %w", src.Name(), err))
+	}
+	for _, en := range entries {
+		if err := ctx.Err(); err != nil {
+			return finish(err)
+		}
+		run.Lines++
+		if en.err == nil {
+			en.err = en.e.validate()
+		}
+		var rec *timeline.Record
+		if en.err == nil {
+			rec, en.err = en.e.record()
+		}
+		if en.err != nil {
+			bad := &BadEntry{Path: src.Name(), Line: en.line, Err: en.err}
+			run.BadLines++
+			if opt.OnBadLine != nil {
+				opt.OnBadLine(bad)
+			}
+			if opt.Strict {
+				return finish(fmt.Errorf("%w: %w", ErrStrict, bad))
+			}
+			continue
+		}
+		rec.Evidence = timeline.Evidence{Run: run.ID, Line: en.line}
+		res, err := b.AddRecord(ctx, rec)
+		if err != nil {
+			return finish(err)
+		}
+		switch res {
+		case timeline.Added:
+			run.Records++
+		default:
+			run.Duplicates++
+		}
+		if run.First.IsZero() || rec.Time.Before(run.First) {
+			run.First = rec.Time
+		}
+		if rec.Time.After(run.Last) {
+			run.Last = rec.Time
+		}
+	}
+	return finish(nil)
+}
+
+type entryAt struct {
+	e    Entry
+	line int64
+	err  error
+}
+
+// read parses a file's entries: JSON Lines, or YAML (a list or documents)
+// when the name says .yaml or .yml. YAML entries are numbered by position.
+func read(src *input.Source, path string) ([]entryAt, error) {
+	ext := strings.ToLower(filepath.Ext(strings.TrimSuffix(path, ".gz")))
+	if ext == ".yaml" || ext == ".yml" {
+		data, err := io.ReadAll(src.Reader())
+		if err != nil {
+			return nil, err
+		}
+		var out []entryAt
+		n := int64(0)
+		for _, doc := range bytes.Split(data, []byte("\n---")) {
+			if len(bytes.TrimSpace(doc)) == 0 {
+				continue
+			}
+			js, err := yaml.YAMLToJSON(doc)
+			if err != nil {
+				n++
+				out = append(out, entryAt{line: n, err: &FieldError{"yaml", err.Error()}})
+				continue
+			}
+			var items []json.RawMessage
+			if bytes.HasPrefix(bytes.TrimSpace(js), []byte("[")) {
+				if err := json.Unmarshal(js, &items); err != nil {
+					n++
+					out = append(out, entryAt{line: n, err: &FieldError{"yaml", err.Error()}})
+					continue
+				}
+			} else {
+				items = []json.RawMessage{js}
+			}
+			for _, it := range items {
+				n++
+				e, err := decode(it)
+				out = append(out, entryAt{e: e, line: n, err: err})
+			}
+		}
+		return out, nil
+	}
+	var out []entryAt
+	for {
+		line, no, err := src.Line()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		var tl *input.ErrLineTooLong
+		if errors.As(err, &tl) {
+			out = append(out, entryAt{line: no, err: &FieldError{"line", tl.Error()}})
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		e, derr := decode(line)
+		out = append(out, entryAt{e: e, line: no, err: derr})
+	}
+}
+
+// decode reads one entry, refusing unknown fields so typos are caught.
+func decode(b []byte) (Entry, error) {
+	var e Entry
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&e); err != nil {
+		var te *json.UnmarshalTypeError
+		var se *json.SyntaxError
+		switch {
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return e, &FieldError{"json", "truncated: unexpected end of input"}
+		case errors.As(err, &te):
+			return e, &FieldError{te.Field, fmt.Sprintf("want %s, got JSON %s", te.Type, te.Value)}
+		case errors.As(err, &se):
+			return e, &FieldError{"json", fmt.Sprintf("%v (byte %d)", se, se.Offset)}
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return e, &FieldError{strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), "unknown field"}
+		case strings.Contains(err.Error(), "parsing time"):
+			return e, &FieldError{"time", err.Error()}
+		}
+		return e, &FieldError{"json", err.Error()}
+	}
+	return e, nil
+}
