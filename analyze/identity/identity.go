@@ -82,6 +82,13 @@ var kinds = map[string]struct{ kind, group, resource string }{
 	"replicaset": {"ReplicaSet", "apps", "replicasets"}, "rs": {"ReplicaSet", "apps", "replicasets"},
 }
 
+// Resource returns the API group and resource of a kind as users type it
+// (pod, po, deploy, MPIJob...), and whether it is known.
+func Resource(kind string) (group, resource string, ok bool) {
+	m, ok := kinds[strings.ToLower(kind)]
+	return m.group, m.resource, ok
+}
+
 // ParseRef reads KIND/NAMESPACE/NAME, KIND/NAME (with defaultNS, or none for
 // nodes) or NAMESPACE/NAME (a pod).
 func ParseRef(s, defaultNS string) (Ref, error) {

@@ -125,7 +125,7 @@ func historyRun(ctx context.Context, o *historyOptions, refArg string) error {
 }
 
 // resourceOf maps what users type (configmap, cm, node, deploy...) to a
-// resource, through identity's kinds where it knows them.
+// resource: identity's kinds, a few short names, else the lower-case plural.
 func resourceOf(kind string) string {
 	short := map[string]string{"cm": "configmaps", "configmap": "configmaps", "secret": "secrets", "svc": "services",
 		"ds": "daemonsets", "daemonset": "daemonsets", "cronjob": "cronjobs", "cj": "cronjobs", "lease": "leases"}
@@ -133,16 +133,13 @@ func resourceOf(kind string) string {
 	if r, ok := short[k]; ok {
 		return r
 	}
-	if ref, err := identity.ParseRef(kind+"/x/y", ""); err == nil {
-		switch ref.Kind {
-		case "Pod":
-			return "pods"
-		case "Node":
-			return "nodes"
-		}
-		return strings.ToLower(ref.Kind) + "s"
+	if _, r, ok := identity.Resource(k); ok {
+		return r
 	}
-	return k
+	if strings.HasSuffix(k, "s") {
+		return k
+	}
+	return k + "s"
 }
 
 func newIngestVersionsCmd(f *Factory) *cobra.Command {
