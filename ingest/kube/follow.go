@@ -58,6 +58,10 @@ func (in *Ingester) Follow(ctx context.Context) error {
 	if err := in.store.BeginRun(ctx, run); err != nil {
 		return err
 	}
+	// A watcher that fails for good, or a writer that cannot write, stops
+	// the others: the follow ends with what was committed and the error.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	changes := make(chan change, 1024)
 	errc := make(chan error, len(targets))
 	var wg sync.WaitGroup
@@ -65,23 +69,25 @@ func (in *Ingester) Follow(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := in.watchLoop(ctx, t, changes); err != nil {
+			if err := in.watchLoop(wctx, t, changes); err != nil {
 				if msg := in.skippable(t, err); msg != "" {
 					in.opt.OnWarning(msg)
 					return
 				}
 				errc <- err
+				cancel()
 			}
 		}()
 	}
-	go func() { wg.Wait(); close(changes) }()
+	go func() { wg.Wait(); close(changes); close(errc) }()
 	werr := in.writeChanges(ctx, run, changes)
-	run.Status = timeline.RunDone
-	select {
-	case err := <-errc:
-		werr = errors.Join(werr, err)
-	default:
+	cancel()
+	for range changes { // a failed writer leaves watchers blocked on sending
 	}
+	for err := range errc {
+		werr = errors.Join(werr, err)
+	}
+	run.Status = timeline.RunDone
 	if werr != nil {
 		run.Status, run.Error = timeline.RunFailed, werr.Error()
 	}
@@ -98,7 +104,10 @@ func (in *Ingester) watchLoop(ctx context.Context, t target, out chan<- change) 
 	if err != nil {
 		return err
 	}
-	backoff := wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 1 << 30, Cap: 15 * time.Second}
+	newBackoff := func() wait.Backoff {
+		return wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 1 << 30, Cap: 15 * time.Second}
+	}
+	backoff := newBackoff()
 	for ctx.Err() == nil {
 		if rv == "" {
 			listRV, err := in.listInto(ctx, t, out)
@@ -127,7 +136,7 @@ func (in *Ingester) watchLoop(ctx context.Context, t target, out chan<- change) 
 			sleep(ctx, backoff.Step())
 		default:
 			rv = next
-			backoff = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 1 << 30, Cap: 15 * time.Second}
+			backoff = newBackoff()
 		}
 	}
 	return nil

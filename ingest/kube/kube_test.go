@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -225,5 +226,39 @@ func TestSnapshotInfersDeletions(t *testing.T) {
 	live, err := store.LiveObjects(ctx, "", "pods", "ml")
 	if err != nil || len(live) != 1 || live[0].Name != "w-0" {
 		t.Errorf("live objects = %+v, %v; want w-0 alone", live, err)
+	}
+}
+
+// TestFollowStopsOnAFatalWatchError: a watch the server refuses for good
+// (400) ends the follow with that error, instead of leaving it to hang until
+// someone presses Ctrl-C.
+func TestFollowStopsOnAFatalWatchError(t *testing.T) {
+	ctx := context.Background()
+	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{pods: "PodList", cms: "ConfigMapList"})
+	dyn.PrependWatchReactor("pods", func(clienttesting.Action) (bool, watch.Interface, error) {
+		return true, nil, apierrors.NewBadRequest("field selector not supported")
+	})
+	disc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{}}
+	disc.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{
+		{Name: "pods", Kind: "Pod", Namespaced: true, Verbs: metav1.Verbs{"list", "watch"}},
+		{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: metav1.Verbs{"list", "watch"}}}}}
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "t.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	in := New(store, dyn, disc, "fake", Options{Resources: []Wanted{{"", "pods", false}, {"", "configmaps", false}}})
+	done := make(chan error, 1)
+	go func() { done <- in.Follow(ctx) }()
+	select {
+	case err := <-done:
+		if !apierrors.IsBadRequest(err) {
+			t.Errorf("Follow = %v, want the 400 that stopped it", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Follow kept running after a fatal watch error")
 	}
 }
