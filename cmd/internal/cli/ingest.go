@@ -142,7 +142,21 @@ func ingestAuditRun(ctx context.Context, opts *ingestAuditOptions) error {
 	if aerr := store.Analyze(context.WithoutCancel(ctx)); aerr != nil && err == nil {
 		err = aerr
 	}
+	if err == nil {
+		err = noneGood(runs)
+	}
 	return err
+}
+
+// noneGood fails an ingest in which some file had lines but not one good
+// one: most likely not the kind of file the user meant.
+func noneGood(runs []timeline.IngestRun) error {
+	for _, r := range runs {
+		if r.Lines > 0 && r.BadLines == r.Lines {
+			return fmt.Errorf("%s: every one of its %d lines was bad: is it an audit log? (the good files were ingested)", displayPath(r.Path), r.Lines)
+		}
+	}
+	return nil
 }
 
 func displayPath(p string) string {

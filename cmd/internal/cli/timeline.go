@@ -152,6 +152,9 @@ func timelineRun(ctx context.Context, opts *timelineOptions) error {
 			return err
 		}
 	}
+	if p.n == 0 && (opts.output == "table" || opts.output == "wide") {
+		fmt.Fprintln(opts.f.IO.ErrOut, "No records match.") // stdout stays empty for pipes
+	}
 	return p.close()
 }
 
