@@ -344,3 +344,40 @@ func TestVersionsAtAnInstant(t *testing.T) {
 		}
 	}
 }
+
+// TestStagesJoinWithInsertsBetween guards the classification of a joined
+// stage when other rows were inserted between the two stages of a request
+// (a new dictionary string, an object version): it once relied on
+// last_insert_rowid, which those inserts move.
+func TestStagesJoinWithInsertsBetween(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	run := &timeline.IngestRun{Source: timeline.SourceAudit, Path: "x"}
+	if err := s.BeginRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := s.Batch(ctx, run.ID)
+	t0 := time.Unix(100, 0)
+	first := timeline.Record{Key: "k", Time: t0, Source: timeline.SourceAudit, Stages: timeline.StageRequestReceived}
+	second := first
+	second.Stages, second.Code, second.UserAgent = timeline.StageResponseComplete, 200, "a-new-user-agent"
+	v := timeline.ObjectVersion{Object: timeline.ObjectRef{Resource: "pods", Name: "p", UID: "u"}, ResourceVersion: "1", Time: t0, Content: []byte(`{"kind":"Pod"}`)}
+	var got []timeline.AddResult
+	r, _ := b.AddRecord(ctx, &first)
+	got = append(got, r)
+	if _, err := b.AddVersion(ctx, &v); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = b.AddRecord(ctx, &second)
+	got = append(got, r)
+	other := timeline.Record{Key: "k2", Time: t0, Source: timeline.SourceAudit, Stages: timeline.StageResponseComplete}
+	r, _ = b.AddRecord(ctx, &other)
+	got = append(got, r)
+	r, _ = b.AddRecord(ctx, &second)
+	got = append(got, r)
+	b.Commit(ctx, nil)
+	want := []timeline.AddResult{timeline.Added, timeline.Merged, timeline.Added, timeline.Duplicate}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+}

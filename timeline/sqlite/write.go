@@ -79,17 +79,21 @@ func (s *Store) Batch(ctx context.Context, run int64) (timeline.Batch, error) {
 	return &batch{s: s, tx: tx, run: run, strs: s.strCache(), newStrs: nil}, nil
 }
 
-const upsertRecord = `INSERT INTO record (key, time_ns, source, api_group, api_version, resource, subresource, kind,
+const insertRecord = `INSERT INTO record (key, time_ns, source, api_group, api_version, resource, subresource, kind,
 	namespace, name, uid, verb, reason, user, user_agent, source_ip, code, type, level, latency_ns, stages,
 	audit_id, uri, message, run_id, line, extra)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (key) DO UPDATE SET
-	stages = stages | excluded.stages,
-	code = CASE WHEN excluded.stages > stages THEN excluded.code ELSE code END,
-	latency_ns = CASE WHEN excluded.stages > stages THEN excluded.latency_ns ELSE latency_ns END,
-	message = CASE WHEN excluded.stages > stages THEN excluded.message ELSE message END,
-	extra = CASE WHEN excluded.stages > stages THEN excluded.extra ELSE extra END
-WHERE excluded.stages != 0 AND (stages & excluded.stages) = 0`
+ON CONFLICT (key) DO NOTHING`
+
+// joinStage adds a stage not yet held to an existing request record; the
+// later stage's code, latency, message and extra win (SET reads old values).
+const joinStage = `UPDATE record SET
+	stages = stages | ?1,
+	code = CASE WHEN ?1 > stages THEN ?2 ELSE code END,
+	latency_ns = CASE WHEN ?1 > stages THEN ?3 ELSE latency_ns END,
+	message = CASE WHEN ?1 > stages THEN ?4 ELSE message END,
+	extra = CASE WHEN ?1 > stages THEN ?5 ELSE extra END
+WHERE key = ?6 AND ?1 != 0 AND (stages & ?1) = 0`
 
 type batch struct {
 	s       *Store
@@ -97,14 +101,13 @@ type batch struct {
 	run     int64
 	strs    *strCache
 	newStrs []string // interned in this transaction: forgotten on rollback
-	// lastRowid is last_insert_rowid after this batch's previous record.
-	lastRowid *int64
-	rec       *sql.Stmt
-	getStr    *sql.Stmt
-	putStr    *sql.Stmt
-	getCont   *sql.Stmt
-	putCont   *sql.Stmt
-	putVer    *sql.Stmt
+	rec     *sql.Stmt
+	join    *sql.Stmt
+	getStr  *sql.Stmt
+	putStr  *sql.Stmt
+	getCont *sql.Stmt
+	putCont *sql.Stmt
+	putVer  *sql.Stmt
 }
 
 func (b *batch) stmt(ctx context.Context, p **sql.Stmt, query string) (*sql.Stmt, error) {
@@ -175,7 +178,7 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 	if err != nil {
 		return 0, fmt.Errorf("add record: %w", err)
 	}
-	st, err := b.stmt(ctx, &b.rec, upsertRecord)
+	st, err := b.stmt(ctx, &b.rec, insertRecord)
 	if err != nil {
 		return 0, fmt.Errorf("add record: %w", err)
 	}
@@ -187,43 +190,34 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 	if run == 0 {
 		run = b.run
 	}
-	res, err := st.ExecContext(ctx, keyHash(r.Key), ns(r.Time), ids[0], ids[1], ids[2], ids[3], ids[4], ids[5],
+	key := keyHash(r.Key)
+	res, err := st.ExecContext(ctx, key, ns(r.Time), ids[0], ids[1], ids[2], ids[3], ids[4], ids[5],
 		ids[6], ids[7], o.UID, ids[8], ids[9], ids[10], ids[11], ids[12], r.Code, ids[13], ids[14],
 		int64(r.Latency), int64(r.Stages), r.AuditID, r.URI, r.Message, run, r.Evidence.Line, extra)
 	if err != nil {
 		return 0, fmt.Errorf("add record: %w", err)
 	}
-	// No RETURNING: it costs more than the insert. Nothing changed means a
-	// duplicate; an upsert that updated leaves last_insert_rowid as it was,
-	// an insert moves it to the new row.
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("add record: %w", err)
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return timeline.Added, err
 	}
-	if n == 0 {
+	// Held already: a stage of the same request joins it, anything else is
+	// a duplicate. (Two statements rather than one upsert: telling the cases
+	// apart after an upsert needs RETURNING, which costs more than this.)
+	if r.Stages == 0 {
 		return timeline.Duplicate, nil
 	}
-	rowid, err := res.LastInsertId()
+	js, err := b.stmt(ctx, &b.join, joinStage)
 	if err != nil {
 		return 0, fmt.Errorf("add record: %w", err)
 	}
-	if r.Stages != 0 && b.lastRowid != nil && rowid == *b.lastRowid {
-		return timeline.Merged, nil
+	res, err = js.ExecContext(ctx, int64(r.Stages), r.Code, int64(r.Latency), r.Message, extra, key)
+	if err != nil {
+		return 0, fmt.Errorf("join stage: %w", err)
 	}
-	if b.lastRowid == nil && r.Stages != 0 {
-		// First write of the batch: ask whether the id is a new row.
-		var isNew bool
-		if err := b.tx.QueryRowContext(ctx, "SELECT stages = ? FROM record WHERE id = ?", int64(r.Stages), rowid).Scan(&isNew); err != nil {
-			return 0, fmt.Errorf("add record: %w", err)
-		}
-		b.lastRowid = &rowid
-		if !isNew {
-			return timeline.Merged, nil
-		}
-		return timeline.Added, nil
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return timeline.Duplicate, err
 	}
-	b.lastRowid = &rowid
-	return timeline.Added, nil
+	return timeline.Merged, nil
 }
 
 // AddVersion redacts the version's content, stores it once by hash, and adds
