@@ -147,14 +147,15 @@ func printSources(w io.Writer, s *sourcesJSON, gap time.Duration) error {
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tSOURCE\tSTATUS\tPATH\tSIZE\tSHA256\tFIRST\tLAST\tRECORDS\tDUPLICATES\tBAD LINES")
+	fmt.Fprintln(tw, "RUN\tSOURCE\tSTATUS\tPATH\tSIZE\tSHA256\tFIRST\tLAST\tRECORDS\tVERSIONS\tDUPLICATES\tBAD LINES")
 	for _, r := range s.Runs {
 		sum := r.SHA256
 		if len(sum) > 12 {
 			sum = sum[:12]
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Source, r.Status, displayPath(r.Path),
-			humanBytes(r.Size), dash(sum), fmtTime(r.First), fmtTime(r.Last), humanInt(r.Records), humanInt(r.Duplicates), humanInt(r.BadLines))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Source, r.Status, displayPath(r.Path),
+			humanBytes(r.Size), dash(sum), fmtTime(r.First), fmtTime(r.Last), humanInt(r.Records), humanInt(r.Versions),
+			humanInt(r.Duplicates), humanInt(r.BadLines))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
