@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"time"
@@ -147,12 +146,7 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 		return nil, fmt.Errorf("ingest audit: %w", err)
 	}
 	defer src.Close()
-	name := src.Path
-	if name != input.Stdin {
-		if abs, err := filepath.Abs(name); err == nil {
-			name = abs
-		}
-	}
+	name := src.RunPath()
 	run := &timeline.IngestRun{Source: timeline.SourceAudit, Path: name, Size: src.Size}
 	if err := store.BeginRun(ctx, run); err != nil {
 		return nil, fmt.Errorf("ingest audit %s: %w", src.Name(), err)

@@ -105,6 +105,18 @@ func (s *Source) Name() string {
 	return s.Path
 }
 
+// RunPath is the path an ingest run records: absolute for files, "-" for
+// standard input, so a run says which evidence it read wherever it ran.
+func (s *Source) RunPath() string {
+	if s.Path == Stdin {
+		return Stdin
+	}
+	if abs, err := filepath.Abs(s.Path); err == nil {
+		return abs
+	}
+	return s.Path
+}
+
 // Open opens path (or standard input for "-"), decompressing gzip found by
 // its magic bytes. maxLine <= 0 means DefaultMaxLine.
 func Open(path string, maxLine int) (*Source, error) {

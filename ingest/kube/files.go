@@ -85,12 +85,7 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt File
 		return nil, fmt.Errorf("ingest objects: %w", err)
 	}
 	defer src.Close()
-	name := path
-	if name != input.Stdin {
-		if abs, err := filepath.Abs(name); err == nil {
-			name = abs
-		}
-	}
+	name := src.RunPath()
 	run := &timeline.IngestRun{Source: timeline.SourceObject, Path: name, Size: src.Size}
 	if err := store.BeginRun(ctx, run); err != nil {
 		return nil, err

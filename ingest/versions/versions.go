@@ -215,12 +215,7 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 		return nil, fmt.Errorf("ingest versions: %w", err)
 	}
 	defer src.Close()
-	name := path
-	if name != input.Stdin {
-		if abs, err := filepath.Abs(name); err == nil {
-			name = abs
-		}
-	}
+	name := src.RunPath()
 	run := &timeline.IngestRun{Source: timeline.SourceVersions, Path: name, Size: src.Size}
 	if err := store.BeginRun(ctx, run); err != nil {
 		return nil, err
