@@ -99,7 +99,7 @@ func (r *Resolver) pod(ctx context.Context, p *obj) ([]Dimension, error) {
 			add("owner/"+o.kind, o.name, cur.evidence())
 			break
 		}
-		dims = append(dims, ownerDims(owner, "")...)
+		dims = append(dims, ownerDims(owner)...)
 		cur = owner
 	}
 
@@ -210,7 +210,7 @@ func configRefs(spec map[string]any) (cms, secrets []string) {
 }
 
 // ownerDims are an owner's name and generation.
-func ownerDims(o *obj, _ string) []Dimension {
+func ownerDims(o *obj) []Dimension {
 	ev := o.evidence()
 	kind := o.v.Object.Kind
 	dims := []Dimension{{Name: "owner/" + kind, Value: o.v.Object.Name, Evidence: ev}}

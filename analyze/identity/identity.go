@@ -290,7 +290,7 @@ func (r *Resolver) Of(ctx context.Context, ref Ref) (*Identity, error) {
 	}
 	var dims []Dimension
 	if owner != nil {
-		dims = append(dims, ownerDims(owner, "")...)
+		dims = append(dims, ownerDims(owner)...)
 	}
 	each := make([][]Dimension, 0, len(pods))
 	for _, p := range pods {

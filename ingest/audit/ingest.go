@@ -123,17 +123,7 @@ func Ingest(ctx context.Context, store timeline.Store, paths []string, opt Optio
 			opt.Logger.Warn("skipped a file with no audit records in its first lines", "path", s)
 		}
 	}
-	var runs []timeline.IngestRun
-	for _, f := range files {
-		run, err := ingestFile(ctx, store, f, opt)
-		if run != nil {
-			runs = append(runs, *run)
-		}
-		if err != nil {
-			return runs, err
-		}
-	}
-	return runs, nil
+	return input.Each(files, func(f string) (*timeline.IngestRun, error) { return ingestFile(ctx, store, f, opt) })
 }
 
 func ingestFile(ctx context.Context, store timeline.Store, path string, opt Options) (*timeline.IngestRun, error) {

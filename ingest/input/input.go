@@ -19,6 +19,8 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+
+	"github.com/faultline/faultline/timeline"
 )
 
 // Stdin is the path that names standard input.
@@ -81,6 +83,22 @@ func Expand(paths []string, firstTime func(path string) (int64, bool)) (files, s
 		}
 	}
 	return files, skipped, nil
+}
+
+// Each runs one ingest per file, in order, and collects the runs: also the
+// run of a file that failed, whose error ends the loop.
+func Each(files []string, ingest func(path string) (*timeline.IngestRun, error)) ([]timeline.IngestRun, error) {
+	var runs []timeline.IngestRun
+	for _, f := range files {
+		run, err := ingest(f)
+		if run != nil {
+			runs = append(runs, *run)
+		}
+		if err != nil {
+			return runs, err
+		}
+	}
+	return runs, nil
 }
 
 // Source is one opened input.

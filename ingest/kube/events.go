@@ -18,8 +18,9 @@ import (
 	"github.com/faultline/faultline/timeline"
 )
 
-func restMapper(disc discovery.DiscoveryInterface) (meta.RESTMapper, error) {
-	return restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)), nil
+// restMapper maps kinds to resources through discovery, lazily and cached.
+func restMapper(disc discovery.DiscoveryInterface) meta.RESTMapper {
+	return restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 }
 
 // eventExtra is what an Event record keeps beyond its columns: the counts

@@ -66,17 +66,7 @@ func IngestFiles(ctx context.Context, store timeline.Store, paths []string, opt 
 			return nil, fmt.Errorf("ingest objects: %w", err)
 		}
 	}
-	var runs []timeline.IngestRun
-	for _, f := range files {
-		run, err := ingestFile(ctx, store, f, opt)
-		if run != nil {
-			runs = append(runs, *run)
-		}
-		if err != nil {
-			return runs, err
-		}
-	}
-	return runs, nil
+	return input.Each(files, func(f string) (*timeline.IngestRun, error) { return ingestFile(ctx, store, f, opt) })
 }
 
 func ingestFile(ctx context.Context, store timeline.Store, path string, opt FileOptions) (*timeline.IngestRun, error) {

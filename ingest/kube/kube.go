@@ -159,10 +159,7 @@ func (in *Ingester) resolve(ctx context.Context) ([]target, error) {
 		}
 		out = append(out, t)
 	}
-	mapper, err := restMapper(in.disc)
-	if err == nil {
-		in.mapper = mapper
-	}
+	in.mapper = restMapper(in.disc)
 	return out, ctx.Err()
 }
 
@@ -198,7 +195,7 @@ func (in *Ingester) Snapshot(ctx context.Context) ([]timeline.IngestRun, error) 
 	}
 	var runs []timeline.IngestRun
 	for _, t := range targets {
-		run, _, err := in.list(ctx, t)
+		run, err := in.list(ctx, t)
 		if run != nil {
 			runs = append(runs, *run)
 		}
@@ -225,16 +222,16 @@ func (in *Ingester) skippable(t target, err error) string {
 	return ""
 }
 
-// list reads one resource with paged LISTs into a new run and returns the
-// list's resourceVersion, from which a watch can start.
-func (in *Ingester) list(ctx context.Context, t target) (*timeline.IngestRun, string, error) {
+// list reads one resource with paged LISTs into a new run. (Follow lists
+// through listInto, which streams to its writer.)
+func (in *Ingester) list(ctx context.Context, t target) (*timeline.IngestRun, error) {
 	src := timeline.SourceObject
 	if t.isEvent() {
 		src = timeline.SourceEvent
 	}
 	run := &timeline.IngestRun{Source: src, Path: in.runPath(t)}
 	if err := in.store.BeginRun(ctx, run); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	ri := in.resource(t)
 	var (
@@ -255,7 +252,7 @@ func (in *Ingester) list(ctx context.Context, t target) (*timeline.IngestRun, st
 	p.PageBufferSize = 0
 	batch, err := in.store.Batch(ctx, run.ID)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	err = p.EachListItemWithAlloc(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
 		u, ok := obj.(*unstructured.Unstructured)
@@ -281,24 +278,24 @@ func (in *Ingester) list(ctx context.Context, t target) (*timeline.IngestRun, st
 		batch.Rollback()
 		run.Status, run.Error = timeline.RunFailed, err.Error()
 		in.store.FinishRun(context.WithoutCancel(ctx), run)
-		return run, "", fmt.Errorf("list %s: %w", groupResource(t.gvr.Group, t.gvr.Resource), err)
+		return run, fmt.Errorf("list %s: %w", groupResource(t.gvr.Group, t.gvr.Resource), err)
 	}
 	if !t.isEvent() {
 		if err := in.reconcile(ctx, batch, run, t, listed); err != nil {
 			batch.Rollback()
-			return run, "", err
+			return run, err
 		}
 	}
 	if err := batch.Commit(ctx, run); err != nil {
-		return run, "", err
+		return run, err
 	}
 	run.Status = timeline.RunDone
 	run.Lines = item
 	if err := in.store.FinishRun(ctx, run); err != nil {
-		return run, "", err
+		return run, err
 	}
 	in.opt.Logger.Debug("listed", "resource", t.gvr.String(), "items", item, "resourceVersion", listRV)
-	return run, listRV, nil
+	return run, nil
 }
 
 func (in *Ingester) runPath(t target) string {

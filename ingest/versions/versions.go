@@ -193,17 +193,7 @@ type Options struct {
 // Ingest reads versions files (JSON Lines, or YAML by .yaml/.yml name) into
 // the store, one run per file. Bad entries are reported and skipped.
 func Ingest(ctx context.Context, store timeline.Store, paths []string, opt Options) ([]timeline.IngestRun, error) {
-	var runs []timeline.IngestRun
-	for _, p := range paths {
-		run, err := ingestFile(ctx, store, p, opt)
-		if run != nil {
-			runs = append(runs, *run)
-		}
-		if err != nil {
-			return runs, err
-		}
-	}
-	return runs, nil
+	return input.Each(paths, func(p string) (*timeline.IngestRun, error) { return ingestFile(ctx, store, p, opt) })
 }
 
 // ErrStrict wraps the bad entry that stopped a --strict ingest.

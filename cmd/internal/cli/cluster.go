@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/faultline/faultline/ingest/kube"
+	"github.com/faultline/faultline/timeline"
 )
 
 type ingestClusterOptions struct {
@@ -126,7 +127,7 @@ func ingestClusterRun(ctx context.Context, o *ingestClusterOptions) error {
 		Namespace: ns,
 		PageSize:  o.pageSize,
 		Logger:    f.Logger(),
-		OnWarning: func(msg string) { fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", msg) },
+		OnWarning: func(msg string) { f.warnf("%s", msg) },
 		Now:       f.Now,
 	})
 	if o.follow {
@@ -180,25 +181,10 @@ everything else object versions, exactly as ingest cluster stores them.`,
   faultline ingest objects ./must-gather.local.5512/`,
 		Args: argsAtLeast(1, "faultline ingest objects snapshot.json"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			store, err := f.OpenStore(ctx)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			runs, err := kube.IngestFiles(ctx, store, args, kube.FileOptions{
-				Now: f.Now,
-				OnBad: func(path string, doc int, err error) {
-					fmt.Fprintf(f.IO.ErrOut, "warning: %s: document %d: %v\n", path, doc, err)
-				},
+			return ingestFilesRun(cmd.Context(), f, func(ctx context.Context, store timeline.Store) ([]timeline.IngestRun, error) {
+				return kube.IngestFiles(ctx, store, args, kube.FileOptions{Now: f.Now,
+					OnBad: func(path string, doc int, err error) { f.warnf("%s: document %d: %v", path, doc, err) }})
 			})
-			for _, r := range runs {
-				printRunSummary(f.IO.ErrOut, &r, 0)
-			}
-			if err != nil {
-				return err
-			}
-			return store.Analyze(context.WithoutCancel(ctx))
 		},
 	}
 }

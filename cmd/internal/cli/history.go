@@ -165,18 +165,10 @@ skipped; --strict stops at the first.`,
   faultline ingest versions runs.yaml --strict`,
 		Args: argsAtLeast(1, "faultline ingest versions runs.jsonl"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			store, err := f.OpenStore(ctx)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			runs, err := versions.Ingest(ctx, store, args, versions.Options{Strict: strict,
-				OnBadLine: func(b *versions.BadEntry) { fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", b) }})
-			for _, r := range runs {
-				printRunSummary(f.IO.ErrOut, &r, 0)
-			}
-			return err
+			return ingestFilesRun(cmd.Context(), f, func(ctx context.Context, store timeline.Store) ([]timeline.IngestRun, error) {
+				return versions.Ingest(ctx, store, args, versions.Options{Strict: strict,
+					OnBadLine: func(b *versions.BadEntry) { f.warnf("%s", b) }})
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&strict, "strict", false, "stop at the first bad entry (exit 1)")

@@ -129,7 +129,7 @@ func ingestAuditRun(ctx context.Context, opts *ingestAuditOptions) error {
 		OnBadLine: func(b *audit.BadLine) {
 			if shown[b.Path] < opts.maxBad || opts.strict {
 				prog.clear()
-				fmt.Fprintf(errOut, "warning: %s\n", b)
+				f.warnf("%s", b)
 			}
 			shown[b.Path]++
 		},
@@ -157,6 +157,30 @@ func noneGood(runs []timeline.IngestRun) error {
 		}
 	}
 	return nil
+}
+
+// ingestFilesRun is the shape of an ingest from files: open the store, run
+// the ingester, summarise each run on stderr, refresh the planner's
+// statistics.
+func ingestFilesRun(ctx context.Context, f *Factory, ingest func(context.Context, timeline.Store) ([]timeline.IngestRun, error)) error {
+	store, err := f.OpenStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	runs, err := ingest(ctx, store)
+	for _, r := range runs {
+		printRunSummary(f.IO.ErrOut, &r, 0)
+	}
+	if err != nil {
+		return err
+	}
+	return store.Analyze(context.WithoutCancel(ctx))
+}
+
+// warnf prints a skipped input's problem on stderr.
+func (f *Factory) warnf(format string, args ...any) {
+	fmt.Fprintf(f.IO.ErrOut, "warning: "+format+"\n", args...)
 }
 
 func displayPath(p string) string {

@@ -147,10 +147,9 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 	if err != nil {
 		return err
 	}
-	warn := func(s fmt.Stringer) { fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", s) }
 	var runs []timeline.IngestRun
 	if len(audits) > 0 {
-		r, err := audit.Ingest(ctx, store, audits, audit.Options{Logger: f.Logger(), OnBadLine: func(b *audit.BadLine) { warn(errString{b}) }})
+		r, err := audit.Ingest(ctx, store, audits, audit.Options{Logger: f.Logger(), OnBadLine: func(b *audit.BadLine) { f.warnf("%s", b) }})
 		runs = append(runs, r...)
 		if err != nil {
 			store.Close()
@@ -159,7 +158,7 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 	}
 	if len(objects) > 0 {
 		r, err := kube.IngestFiles(ctx, store, objects, kube.FileOptions{Now: f.Now,
-			OnBad: func(p string, doc int, err error) { warn(errString{fmt.Errorf("%s: document %d: %w", p, doc, err)}) }})
+			OnBad: func(p string, doc int, err error) { f.warnf("%s: document %d: %v", p, doc, err) }})
 		runs = append(runs, r...)
 		if err != nil {
 			store.Close()
@@ -167,7 +166,7 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 		}
 	}
 	if len(versionFiles) > 0 {
-		r, err := versions.Ingest(ctx, store, versionFiles, versions.Options{OnBadLine: func(b *versions.BadEntry) { warn(errString{b}) }})
+		r, err := versions.Ingest(ctx, store, versionFiles, versions.Options{OnBadLine: func(b *versions.BadEntry) { f.warnf("%s", b) }})
 		runs = append(runs, r...)
 		if err != nil {
 			store.Close()
@@ -192,11 +191,6 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 	}
 	return nil
 }
-
-// errString shows an error where a Stringer is wanted.
-type errString struct{ error }
-
-func (e errString) String() string { return e.Error() }
 
 // printCheck reports each field of the ground truth against the analyzers'
 // findings. No analyzer exists yet for any of them: each says so, and none
