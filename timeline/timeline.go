@@ -9,6 +9,7 @@ package timeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"iter"
 	"time"
 )
@@ -224,6 +225,36 @@ type Gap struct {
 	Start, End time.Time
 }
 
+// BisectKind is what a user said about an instant while bisecting.
+type BisectKind string
+
+// Bisect mark kinds, in git bisect's words.
+const (
+	BisectGood BisectKind = "good" // the incident had not begun at this instant
+	BisectBad  BisectKind = "bad"  // the incident was under way at this instant
+	BisectSkip BisectKind = "skip" // this instant cannot be judged
+)
+
+// BisectMark is one instant a user marked in a bisect session.
+type BisectMark struct {
+	Session int64      `json:"session"`
+	Kind    BisectKind `json:"kind"`
+	Time    time.Time  `json:"time"` // the instant marked, in the data's time
+	Note    string     `json:"note,omitempty"`
+	At      time.Time  `json:"at"` // wall-clock time the mark was made
+}
+
+// BisectSession is the open bisect session: the search, by hand, for the
+// earliest known-bad instant of an incident. One session is open at a time.
+type BisectSession struct {
+	ID      int64        `json:"session"`
+	Started time.Time    `json:"started"` // wall clock
+	Marks   []BisectMark `json:"marks"`   // in the order they were made
+}
+
+// ErrNoBisect is returned for a bisect mark when no session is open.
+var ErrNoBisect = errors.New("no bisect session")
+
 // Store keeps the timeline. timeline/sqlite implements it.
 type Store interface {
 	// BeginRun records the start of an ingest run and returns its id.
@@ -249,6 +280,26 @@ type Store interface {
 	Cursor(ctx context.Context, name string) (string, error)
 	// Gaps lists spans of at least min with no records, per source kind.
 	Gaps(ctx context.Context, min time.Duration) ([]Gap, error)
+	// VersionsBetween returns the object versions seen in [since, until)
+	// (zero: unbounded), oldest first, without their contents; at most
+	// limit of them (0: all).
+	VersionsBetween(ctx context.Context, since, until time.Time, limit int) ([]ObjectVersion, error)
+	// CountRecords counts the records in [since, until) (zero: unbounded)
+	// per source kind.
+	CountRecords(ctx context.Context, since, until time.Time) (map[SourceKind]int64, error)
+
+	// StartBisect opens a bisect session at wall-clock time at, ending the
+	// open one if any, and returns the new session's id.
+	StartBisect(ctx context.Context, at time.Time) (int64, error)
+	// Bisect returns the open bisect session with its marks, or nil.
+	Bisect(ctx context.Context) (*BisectSession, error)
+	// AddBisectMark adds a mark to the open session, which must be
+	// m.Session; else it returns ErrNoBisect. Whether the mark contradicts
+	// the others is the caller's to judge.
+	AddBisectMark(ctx context.Context, m BisectMark) error
+	// ResetBisect ends the open bisect session at wall-clock time at (its
+	// marks are kept, no longer open); it reports whether one was open.
+	ResetBisect(ctx context.Context, at time.Time) (bool, error)
 
 	Close() error
 }

@@ -130,7 +130,13 @@ func (r *Resolver) pod(ctx context.Context, p *obj) ([]Dimension, error) {
 	// The node, as it was.
 	if node := str(spec, "nodeName"); node != "" {
 		add("node", node, ev)
-		n, err := r.get(ctx, "", "nodes", "", node)
+		var n *obj
+		var err error
+		if r.nodesAtStart {
+			n, err = r.nodeAtStart(ctx, node, p)
+		} else {
+			n, err = r.get(ctx, "", "nodes", "", node)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -138,6 +138,49 @@ type Resolver struct {
 	byUID  map[string]*obj            // uid -> version
 	pods   map[string][]*obj          // namespace -> pods
 	runs   map[string]*jobRun         // pod ("ns/name", "uid:UID") -> latest job run
+
+	nodesAtStart bool
+	nodeHistory  map[string][]*obj // node name -> versions, oldest first
+}
+
+// PinNodesAtPodStart makes a pod's node dimensions those of its node when
+// the pod was created, not at the resolver's instant: a pod runs with the
+// driver and kernel its node had when it started, and a node relabelled
+// later does not change that. (Creation, not status.startTime: some kubelets
+// and kwok rewrite startTime when a container restarts or fails.)
+func (r *Resolver) PinNodesAtPodStart() { r.nodesAtStart = true }
+
+func (r *Resolver) nodeAtStart(ctx context.Context, name string, p *obj) (*obj, error) {
+	if r.nodeHistory == nil {
+		vs, err := r.store.Versions(ctx, timeline.VersionQuery{Resource: "nodes", History: true})
+		if err != nil {
+			return nil, err
+		}
+		r.nodeHistory = map[string][]*obj{}
+		for i := range vs {
+			o := &obj{v: vs[i]}
+			if json.Unmarshal(vs[i].Content, &o.m) != nil {
+				continue
+			}
+			r.nodeHistory[vs[i].Object.Name] = append(r.nodeHistory[vs[i].Object.Name], o)
+		}
+	}
+	hist := r.nodeHistory[name]
+	if len(hist) == 0 {
+		return nil, nil
+	}
+	start, _ := time.Parse(time.RFC3339, str(mapAt(p.m, "metadata"), "creationTimestamp"))
+	if start.IsZero() {
+		start = p.v.Time
+	}
+	pick := hist[0]
+	for _, o := range hist[1:] {
+		if o.v.Time.After(start) {
+			break
+		}
+		pick = o
+	}
+	return pick, nil
 }
 
 type obj struct {

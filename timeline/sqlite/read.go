@@ -12,30 +12,34 @@ import (
 	"github.com/faultline/faultline/timeline"
 )
 
-// recordColumns lists what Records selects, interned columns resolved.
-var recordColumns = func() string {
-	str := func(col string) string { return "(SELECT s FROM strs WHERE id = r." + col + ")" }
-	cols := []string{"r.id", "r.time_ns", str("source"), str("api_group"), str("api_version"), str("resource"),
-		str("subresource"), str("kind"), str("namespace"), str("name"), "r.uid", str("verb"), str("reason"),
-		str("user"), str("user_agent"), str("source_ip"), "r.code", str("type"), str("level"), "r.latency_ns",
-		"r.stages", "r.audit_id", "r.uri", "r.message", "r.run_id", "r.line", "r.extra"}
-	return strings.Join(cols, ", ")
-}()
+// recordColumns lists what Records selects; interned columns come as ids,
+// resolved through the store's read cache (strs rows never change).
+var recordColumns = strings.Join([]string{"r.id", "r.time_ns", "r.source", "r.api_group", "r.api_version", "r.resource",
+	"r.subresource", "r.kind", "r.namespace", "r.name", "r.uid", "r.verb", "r.reason",
+	"r.user", "r.user_agent", "r.source_ip", "r.code", "r.type", "r.level", "r.latency_ns",
+	"r.stages", "r.audit_id", "r.uri", "r.message", "r.run_id", "r.line", "r.extra"}, ", ")
 
-func scanRecord(rows *sql.Rows) (*timeline.Record, error) {
+func (s *Store) scanRecord(ctx context.Context, rows *sql.Rows) (*timeline.Record, error) {
 	var (
 		r                  timeline.Record
 		t, lat, stages     int64
-		source             string
 		extra              sql.NullString
-		o                  = &r.Object
 		run, line, code, i int64
+		ids                [15]int64
 	)
-	err := rows.Scan(&i, &t, &source, &o.Group, &o.Version, &o.Resource, &o.Subresource, &o.Kind, &o.Namespace,
-		&o.Name, &o.UID, &r.Verb, &r.Reason, &r.User, &r.UserAgent, &r.SourceIP, &code, &r.Type, &r.Level, &lat,
+	err := rows.Scan(&i, &t, &ids[0], &ids[1], &ids[2], &ids[3], &ids[4], &ids[5], &ids[6],
+		&ids[7], &r.Object.UID, &ids[8], &ids[9], &ids[10], &ids[11], &ids[12], &code, &ids[13], &ids[14], &lat,
 		&stages, &r.AuditID, &r.URI, &r.Message, &run, &line, &extra)
 	if err != nil {
 		return nil, err
+	}
+	var source string
+	o := &r.Object
+	for k, dst := range []*string{&source, &o.Group, &o.Version, &o.Resource, &o.Subresource, &o.Kind, &o.Namespace,
+		&o.Name, &r.Verb, &r.Reason, &r.User, &r.UserAgent, &r.SourceIP, &r.Type, &r.Level} {
+		if *dst, err = s.strOf(ctx, ids[k]); err != nil {
+			return nil, err
+		}
 	}
 	r.ID, r.Time, r.Source, r.Code = i, fromNS(t), timeline.SourceKind(source), int(code)
 	r.Latency, r.Stages = time.Duration(lat), timeline.Stage(stages)
@@ -44,6 +48,30 @@ func scanRecord(rows *sql.Rows) (*timeline.Record, error) {
 		r.Extra = []byte(extra.String)
 	}
 	return &r, nil
+}
+
+// strOf resolves an interned string id, through a cache: strs rows are
+// never rewritten, so a cached id stays true.
+func (s *Store) strOf(ctx context.Context, id int64) (string, error) {
+	if id == 0 {
+		return "", nil
+	}
+	s.reads.mu.Lock()
+	v, ok := s.reads.m[id]
+	s.reads.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	if err := s.db.QueryRowContext(ctx, "SELECT s FROM strs WHERE id = ?", id).Scan(&v); err != nil {
+		return "", fmt.Errorf("string %d: %w", id, err)
+	}
+	s.reads.mu.Lock()
+	if s.reads.m == nil || len(s.reads.m) >= maxCachedStrs {
+		s.reads.m = map[int64]string{}
+	}
+	s.reads.m[id] = v
+	s.reads.mu.Unlock()
+	return v, nil
 }
 
 // recordQuery builds the SQL for q. residual reports whether rows must still
@@ -96,7 +124,7 @@ func (s *Store) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeli
 		defer rows.Close()
 		n := 0
 		for rows.Next() {
-			r, err := scanRecord(rows)
+			r, err := s.scanRecord(ctx, rows)
 			if err != nil {
 				yield(nil, fmt.Errorf("read record: %w", err))
 				return
@@ -122,13 +150,24 @@ func (s *Store) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeli
 // Bounds returns the times of the first and last evidence held, records and
 // object versions alike; both are zero for an empty timeline.
 func (s *Store) Bounds(ctx context.Context) (first, last time.Time, err error) {
-	var lo, hi sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, `SELECT min(lo), max(hi) FROM (
-		SELECT min(time_ns) AS lo, max(time_ns) AS hi FROM record
-		UNION ALL SELECT min(time_ns), max(time_ns) FROM object_version)`).Scan(&lo, &hi); err != nil {
-		return time.Time{}, time.Time{}, fmt.Errorf("timeline bounds: %w", err)
+	// One aggregate per query: SQLite answers a lone min() or max() from
+	// the index, but scans the table for min() and max() together.
+	var lo, hi int64
+	for i, q := range []string{"SELECT min(time_ns) FROM record", "SELECT max(time_ns) FROM record",
+		"SELECT min(time_ns) FROM object_version", "SELECT max(time_ns) FROM object_version"} {
+		var v sql.NullInt64
+		if err := s.db.QueryRowContext(ctx, q).Scan(&v); err != nil {
+			return time.Time{}, time.Time{}, fmt.Errorf("timeline bounds: %w", err)
+		}
+		switch {
+		case !v.Valid:
+		case i%2 == 0 && (lo == 0 || v.Int64 < lo):
+			lo = v.Int64
+		case i%2 == 1 && v.Int64 > hi:
+			hi = v.Int64
+		}
 	}
-	return fromNS(lo.Int64), fromNS(hi.Int64), nil
+	return fromNS(lo), fromNS(hi), nil
 }
 
 // Runs lists the ingest runs, oldest first.

@@ -20,6 +20,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 
 	sqlite3 "github.com/mattn/go-sqlite3"
 
@@ -79,6 +80,10 @@ type Store struct {
 	log   *slog.Logger
 	salt  []byte // per-database salt for hashing secret values
 	cache *strCache
+	reads struct { // id -> string, for reading
+		mu sync.Mutex
+		m  map[int64]string
+	}
 }
 
 var _ timeline.Store = (*Store)(nil)

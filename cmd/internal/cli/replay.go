@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/fixtures"
 	"github.com/faultline/faultline/ingest/audit"
 	"github.com/faultline/faultline/ingest/kube"
@@ -186,33 +187,56 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 		return err
 	}
 	fmt.Fprintf(f.IO.Out, "\nExplore it:\n  faultline --db %s timeline --where 'code >= 429'\n", f.dbPath)
+	ro, err := f.OpenStoreReadOnly(ctx)
+	if err != nil {
+		return err
+	}
+	rep, err := investigate.Run(ctx, ro, investigate.Options{})
+	ro.Close()
+	if err != nil {
+		return fmt.Errorf("replay %s: investigate: %w", opts.name, err)
+	}
+	fmt.Fprintln(f.IO.Out)
+	if err := writeReport(f.IO.Out, rep); err != nil {
+		return err
+	}
 	if expected != nil {
-		return printCheck(f.IO.Out, expected)
+		return printCheck(f.IO.Out, expected, rep)
 	}
 	return nil
 }
 
 // printCheck reports each field of the ground truth against the analyzers'
-// findings. No analyzer exists yet for any of them: each says so, and none
-// counts as passing.
-func printCheck(w io.Writer, e *fixtures.Expected) error {
-	fields := []struct{ name, want string }{
-		{"boundary.lastGood", fmtTime(e.Boundary.LastGood)},
-		{"boundary.firstBad", fmtTime(e.Boundary.FirstBad)},
-		{"changes", fmt.Sprintf("%d injected", len(e.Changes))},
-		{"slice", fmt.Sprint(e.Slice)},
-		{"counterexampleDiffersIn", strings.Join(e.CounterexampleDiffersIn, ", ")},
-		{"mitigation", fmt.Sprintf("%d actions", len(e.Mitigation))},
-	}
-	fmt.Fprintf(w, "\nCheck against expected.json (%s):\n", e.Incident)
+// findings (fixtures.Check has the rules); a field no analyzer covers yet is
+// "not analysed" and never counts as passing. A failure exits 1.
+func printCheck(w io.Writer, e *fixtures.Expected, rep *investigate.Report) error {
+	verdicts := fixtures.Check(e, rep)
+	fmt.Fprintf(w, "\nCheck against expected.json (%s, seed %d):\n", e.Incident, e.Seed)
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "FIELD\tEXPECTED\tSTATUS")
-	for _, fl := range fields {
-		fmt.Fprintf(tw, "%s\t%s\tnot analysed\n", fl.name, dash(fl.want))
+	fmt.Fprintln(tw, "FIELD\tSTATUS\tEXPECTED\tFOUND")
+	var passed, failed, other int
+	for _, v := range verdicts {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.Field, v.Status, v.Expected, v.Found)
+		switch {
+		case v.Passed():
+			passed++
+		case v.Failed():
+			failed++
+		default:
+			other++
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "0 passed, 0 failed, 6 not analysed")
+	for _, v := range verdicts {
+		if v.Failed() && v.Why != "" {
+			fmt.Fprintf(w, "  %s: %s\n", v.Field, v.Why)
+		}
+	}
+	fmt.Fprintf(w, "%d passed, %d failed, %d not analysed or n/a\n", passed, failed, other)
+	if failed > 0 {
+		return fmt.Errorf("replay %s --check: %d of %d fields differ from expected.json", e.Incident, failed, passed+failed)
+	}
 	return nil
 }

@@ -57,6 +57,8 @@ smallest slice of the fleet it hurt.`,
 		return usagef(c.CommandPath()+" --help", "%s", err)
 	})
 	root.AddCommand(newIngestCmd(f), newTimelineCmd(f, nil), newSourcesCmd(f, nil), newReplayCmd(f), newIdentityCmd(f), newHistoryCmd(f))
+	root.AddCommand(newBisectCmd(f))
+	root.AddCommand(newSliceCmd(f), newInvestigateCmd(f), newDiffCmd(f), newCounterexampleCmd(f))
 	return root
 }
 

@@ -1,0 +1,527 @@
+// Package investigate runs the investigator's method over a timeline:
+//
+//  1. the earliest known-bad instant, as a change point in the rate of bad
+//     observations (analyze/boundary), and the last known-good before it;
+//  2. the units in scope: pods that went bad from that instant on, and pods
+//     that stayed good (a failure before the boundary is noise, not scope);
+//  3. their exact identities (analyze/identity) and the smallest slice of
+//     identity dimensions that covers the bad ones (analyze/slice);
+//  4. a known-good counterexample: the good unit most like the bad slice;
+//  5. suspects: the changes of identity, in the objects the bad units ran
+//     on and between the counterexample and the bad units, ranked by how
+//     well they explain the slice;
+//  6. gang jobs: the first rank to fail, apart from the cascade;
+//  7. mitigation (what to roll back or cordon, to which last-known-good
+//     identity) kept apart from root-cause confirmation (the prediction the
+//     counterexample lets one test).
+//
+// It returns a Report whose JSON is a stable contract (docs/investigate.md).
+// It never prints and never imports an ingester.
+package investigate
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/analyze/boundary"
+	"github.com/faultline/faultline/analyze/gang"
+	"github.com/faultline/faultline/analyze/identity"
+	"github.com/faultline/faultline/analyze/outcome"
+	"github.com/faultline/faultline/analyze/slice"
+	"github.com/faultline/faultline/timeline"
+)
+
+// SchemaVersion is the version of the Report's JSON contract.
+const SchemaVersion = 1
+
+// Store is what an investigation reads.
+type Store interface {
+	Versions(ctx context.Context, q timeline.VersionQuery) ([]timeline.ObjectVersion, error)
+	Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeline.Record, error]
+	Bounds(ctx context.Context) (first, last time.Time, err error)
+}
+
+// Options shape an investigation.
+type Options struct {
+	Bad, Good    string    // CEL; "" for outcome.DefaultBad / DefaultGood
+	Since, Until time.Time // the span to look at; zero: all the evidence
+	Rules        []identity.Rule
+	// MaxEvidence bounds the evidence listed at each side of the boundary.
+	MaxEvidence int
+}
+
+// Report is an investigation's findings.
+type Report struct {
+	SchemaVersion  int             `json:"schemaVersion"`
+	Window         Window          `json:"window"`
+	Bad            string          `json:"bad"`
+	Boundary       *Boundary       `json:"boundary"`
+	Changes        []Suspect       `json:"changes"`
+	Slice          *Slice          `json:"slice"`
+	Counterexample *Counterexample `json:"counterexample"`
+	Gangs          []gang.Finding  `json:"gangs"`
+	Mitigation     []Action        `json:"mitigation"`
+	Confirmation   []string        `json:"confirmation"`
+	Units          UnitCounts      `json:"units"`
+
+	typical map[string]string // the bad slice's typical identity
+	ns      string            // the bad slice's namespace
+	units   []*outcome.Unit
+	ids     []map[string]identity.Dimension
+}
+
+// Matching returns the units in scope whose identity matches every
+// dimension=value of where, and how many of them went bad.
+func (r *Report) Matching(where map[string]string) (refs []string, bad int) {
+	for i, u := range r.units {
+		if matches(r.ids[i], where) {
+			refs = append(refs, u.Ref)
+			if u.Bad() {
+				bad++
+			}
+		}
+	}
+	return refs, bad
+}
+
+// Window is the span of evidence looked at.
+type Window struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
+
+// Boundary is the earliest known-bad instant and the last known-good one.
+type Boundary struct {
+	LastGood     time.Time  `json:"lastGood,omitzero"`
+	FirstBad     time.Time  `json:"firstBad"`
+	IncidentEnd  time.Time  `json:"incidentEnd"`
+	BaselineRate float64    `json:"baselinePerSecond"`
+	IncidentRate float64    `json:"incidentPerSecond"`
+	Score        float64    `json:"score"`
+	Noise        int        `json:"noiseBefore"` // bad observations before the boundary, set aside
+	Evidence     []Evidence `json:"evidence"`
+}
+
+// Evidence is one observation that supports a finding.
+type Evidence struct {
+	Side   string    `json:"side"` // "good" or "bad"
+	Time   time.Time `json:"time"`
+	Ref    string    `json:"ref"`
+	What   string    `json:"what"`
+	Record int64     `json:"record,omitempty"`
+	Run    int64     `json:"run"`
+	Line   int64     `json:"line"`
+}
+
+// Suspect is one change, ranked.
+type Suspect struct {
+	Rank      int       `json:"rank"`
+	Ref       string    `json:"ref"`
+	Dimension string    `json:"dimension"`
+	From      string    `json:"from"`
+	To        string    `json:"to"`
+	At        time.Time `json:"at,omitzero"`
+	Why       string    `json:"why"`
+	Score     float64   `json:"score"`
+	Objects   int       `json:"objects"` // objects that made the same change
+	// Kind is "change" (an object's identity changed in time) or
+	// "difference" (the bad slice differs from its counterexample).
+	Kind string `json:"kind"`
+	Run  int64  `json:"run,omitempty"`
+	Line int64  `json:"line,omitempty"`
+}
+
+// Slice is the smallest affected slice.
+type Slice struct {
+	Where     map[string]string `json:"where"`
+	Bad       int               `json:"bad"`
+	Total     int               `json:"total"`
+	Coverage  float64           `json:"coverage"`
+	Precision float64           `json:"precision"`
+	// Others are further causes, for incidents with several.
+	Others []slice.Cause `json:"others,omitempty"`
+}
+
+// Counterexample is a known-good unit most like the bad slice.
+type Counterexample struct {
+	Ref     string   `json:"ref"`
+	Matches int      `json:"matches"`
+	Differs []Differ `json:"differs"`
+	// InSlice says the good unit matches every condition of the slice: the
+	// slice's identity does not explain the failure on its own.
+	InSlice bool `json:"inSlice"`
+}
+
+// Differ is one dimension in which the counterexample differs.
+type Differ struct {
+	Dimension string `json:"dimension"`
+	Bad       string `json:"bad"`
+	Good      string `json:"good"`
+}
+
+// Action is one mitigation step.
+type Action struct {
+	Action string `json:"action"` // rollback, cordon, set, scale
+	Target string `json:"target"`
+	To     string `json:"to,omitempty"`
+	Why    string `json:"why"`
+}
+
+// UnitCounts says how many units the slice was searched over.
+type UnitCounts struct {
+	Bad, Good, Noise, Unknown int
+}
+
+// Run investigates.
+func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
+	if opt.MaxEvidence == 0 {
+		opt.MaxEvidence = 5
+	}
+	first, last, err := s.Bounds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if first.IsZero() {
+		return nil, fmt.Errorf("the timeline is empty: ingest evidence first (faultline ingest --help)")
+	}
+	if !opt.Since.IsZero() {
+		first = opt.Since
+	}
+	if !opt.Until.IsZero() {
+		last = opt.Until
+	}
+	rep := &Report{SchemaVersion: SchemaVersion, Window: Window{first, last}, Changes: []Suspect{},
+		Gangs: []gang.Finding{}, Mitigation: []Action{}, Confirmation: []string{}}
+
+	out, err := outcome.Read(ctx, s, outcome.Options{Bad: opt.Bad, Good: opt.Good, Since: opt.Since, Until: opt.Until})
+	if err != nil {
+		return nil, err
+	}
+	rep.Bad = out.BadExpr
+	if len(out.Bad) == 0 {
+		return rep, nil
+	}
+
+	// 1. The boundary.
+	times := make([]time.Time, len(out.Bad))
+	for i, o := range out.Bad {
+		times[i] = o.Time
+	}
+	cp := boundary.Find(times, first, last)
+	b := &Boundary{FirstBad: cp.FirstBad, IncidentEnd: cp.End, BaselineRate: cp.BaselineRate,
+		IncidentRate: cp.IncidentRate, Score: cp.Score, Noise: cp.First}
+	var lastGood *outcome.Observation
+	for i := range out.Good {
+		if !out.Good[i].Time.Before(cp.FirstBad) {
+			break
+		}
+		lastGood = &out.Good[i]
+	}
+	if lastGood == nil {
+		// No object was seen good: the latest record before the boundary
+		// that is not bad (a request served, a Normal event) stands for it.
+		lastGood, err = lastGoodRecord(ctx, s, out, cp.FirstBad)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if lastGood != nil {
+		b.LastGood = lastGood.Time
+		b.Evidence = append(b.Evidence, evidenceOf("good", lastGood))
+	}
+	for i := cp.First; i <= cp.Last && i < cp.First+opt.MaxEvidence; i++ {
+		b.Evidence = append(b.Evidence, evidenceOf("bad", &out.Bad[i]))
+	}
+	rep.Boundary = b
+
+	// 2. Units in scope.
+	var units []*outcome.Unit
+	for _, u := range out.Units {
+		switch {
+		case u.Bad() && u.BadAt.Before(cp.FirstBad):
+			rep.Units.Noise++
+		case u.Bad():
+			units = append(units, u)
+			rep.Units.Bad++
+		case u.Good():
+			units = append(units, u)
+			rep.Units.Good++
+		default:
+			rep.Units.Unknown++
+		}
+	}
+
+	// 3. Identities and the slice.
+	res := identity.NewResolver(s, time.Time{}, opt.Rules)
+	res.PinNodesAtPodStart()
+	ids := make([]map[string]identity.Dimension, len(units))
+	ranks := map[*outcome.Unit]string{} // rank is per pod: kept apart from the slice
+	for i, u := range units {
+		id, err := res.Of(ctx, identity.Ref{Kind: "Pod", Namespace: u.Namespace, Name: u.Name})
+		if err != nil {
+			if _, ok := err.(*identity.ErrNotFound); ok {
+				ids[i] = map[string]identity.Dimension{}
+				continue
+			}
+			return nil, fmt.Errorf("identity of %s: %w", u.Ref, err)
+		}
+		ids[i] = map[string]identity.Dimension{}
+		if r, ok := id.Get("rank"); ok {
+			ranks[u] = r
+		}
+		for _, d := range id.Dimensions {
+			if sliceable(d.Name) {
+				ids[i][d.Name] = d
+			}
+		}
+	}
+	rep.units, rep.ids = units, ids
+	rep.Slice, err = findSlice(ctx, units, ids)
+	if err != nil {
+		return nil, err
+	}
+
+	// 4. The counterexample.
+	var rep0 map[string]string // the bad slice's typical identity
+	if rep.Slice != nil {
+		rep0 = typical(units, ids, rep.Slice.Where)
+		rep.typical = rep0
+		for i, u := range units {
+			if u.Bad() && matches(ids[i], rep.Slice.Where) {
+				rep.ns = u.Namespace
+				break
+			}
+		}
+		rep.Counterexample = counterexample(units, ids, rep0, rep.Slice.Where, cp.FirstBad)
+	}
+
+	// 5. Suspects.
+	rep.Changes, err = suspects(ctx, s, units, ids, rep, rep0, cp.FirstBad, first)
+	if err != nil {
+		return nil, err
+	}
+
+	// 6. Gang jobs.
+	rep.Gangs = gang.Find(units, func(u *outcome.Unit) string { return ranks[u] })
+	if rep.Gangs == nil {
+		rep.Gangs = []gang.Finding{}
+	}
+
+	// 7. Mitigation apart from confirmation.
+	rep.Mitigation, rep.Confirmation = advise(rep)
+	return rep, nil
+}
+
+func evidenceOf(side string, o *outcome.Observation) Evidence {
+	what := o.Reason
+	if o.Code != 0 {
+		what = fmt.Sprintf("HTTP %d", o.Code)
+		if o.Object.Resource != "" {
+			what += " on " + o.Object.Resource
+		}
+	}
+	if o.Message != "" {
+		what += ": " + o.Message
+	}
+	ref := o.Ref()
+	if o.Object.Kind == "" && o.Object.Resource != "" {
+		ref = strings.TrimSuffix(o.Object.Resource+"/"+o.Object.Namespace+"/"+o.Object.Name, "/")
+	}
+	return Evidence{Side: side, Time: o.Time, Ref: ref, What: what, Record: o.RecordID, Run: o.Evidence.Run, Line: o.Evidence.Line}
+}
+
+// sliceable says whether a dimension can describe a slice: per-pod
+// dimensions (rank, run) and hashes of whole objects cannot.
+func sliceable(name string) bool {
+	switch name {
+	case "rank", "run":
+		return false
+	}
+	return true
+}
+
+func findSlice(ctx context.Context, units []*outcome.Unit, ids []map[string]identity.Dimension) (*Slice, error) {
+	dimSet := map[string]bool{}
+	for _, id := range ids {
+		for n := range id {
+			dimSet[n] = true
+		}
+	}
+	dims := make([]string, 0, len(dimSet))
+	for n := range dimSet {
+		dims = append(dims, n)
+	}
+	sort.Strings(dims)
+	// Dimensions every unit shares with one value say nothing.
+	var keep []string
+	for _, d := range dims {
+		values := map[string]bool{}
+		for _, id := range ids {
+			values[id[d].Value] = true
+		}
+		if len(values) > 1 {
+			keep = append(keep, d)
+		}
+	}
+	cube := &slice.Cube{Dims: keep, Measure: slice.Ratio}
+	nbad := 0
+	for i, u := range units {
+		leaf := slice.Leaf{Values: make([]string, len(keep)), Total: 1}
+		for j, d := range keep {
+			leaf.Values[j] = ids[i][d].Value
+		}
+		if u.Bad() {
+			leaf.Bad = 1
+			nbad++
+		}
+		cube.Leaves = append(cube.Leaves, leaf)
+	}
+	if nbad == 0 || len(keep) == 0 {
+		return nil, nil
+	}
+	res, err := slice.Search(ctx, cube, slice.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("slice: %w", err)
+	}
+	if len(res.Causes) == 0 {
+		return nil, nil
+	}
+	c := res.Causes[0]
+	return &Slice{Where: map[string]string(c.Where), Bad: int(c.Bad), Total: int(c.Total),
+		Coverage: c.Coverage, Precision: c.Precision, Others: res.Causes[1:]}, nil
+}
+
+func matches(id map[string]identity.Dimension, where map[string]string) bool {
+	for k, v := range where {
+		if id[k].Value != v {
+			return false
+		}
+	}
+	return true
+}
+
+// typical is the identity of the bad units in the slice: per dimension,
+// the value most of them share.
+func typical(units []*outcome.Unit, ids []map[string]identity.Dimension, where map[string]string) map[string]string {
+	counts := map[string]map[string]int{}
+	n := 0
+	for i, u := range units {
+		if !u.Bad() || !matches(ids[i], where) {
+			continue
+		}
+		n++
+		for name, d := range ids[i] {
+			if counts[name] == nil {
+				counts[name] = map[string]int{}
+			}
+			counts[name][d.Value]++
+		}
+	}
+	out := map[string]string{}
+	for name, c := range counts {
+		best, bestN := "", 0
+		for v, k := range c {
+			if k > bestN || (k == bestN && v < best) {
+				best, bestN = v, k
+			}
+		}
+		if bestN*2 > n { // a majority: a value the slice shares
+			out[name] = best
+		}
+	}
+	return out
+}
+
+func counterexample(units []*outcome.Unit, ids []map[string]identity.Dimension, typ, where map[string]string, firstBad time.Time) *Counterexample {
+	best, bestScore := -1, -1
+	for i, u := range units {
+		if !u.Good() {
+			continue
+		}
+		score := 0
+		for name, v := range typ {
+			if perUnit(name) {
+				continue
+			}
+			if ids[i][name].Value == v {
+				score++
+			}
+		}
+		if score > bestScore || (score == bestScore && closer(u, units[best], firstBad)) {
+			best, bestScore = i, score
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	c := &Counterexample{Ref: units[best].Ref, Matches: bestScore, Differs: []Differ{}, InSlice: matches(ids[best], where)}
+	names := map[string]bool{}
+	for n := range typ {
+		names[n] = true
+	}
+	for n := range ids[best] {
+		names[n] = true
+	}
+	for n := range names {
+		if perUnit(n) {
+			continue
+		}
+		if _, inWhere := where[n]; typ[n] == "" && !inWhere {
+			continue // the bad units share no value here: no contrast to draw
+		}
+		if g := ids[best][n].Value; g != typ[n] {
+			c.Differs = append(c.Differs, Differ{Dimension: n, Bad: typ[n], Good: g})
+		}
+	}
+	sort.Slice(c.Differs, func(i, j int) bool {
+		// The slice's own dimensions first.
+		_, ai := where[c.Differs[i].Dimension]
+		_, aj := where[c.Differs[j].Dimension]
+		if ai != aj {
+			return ai
+		}
+		return c.Differs[i].Dimension < c.Differs[j].Dimension
+	})
+	return c
+}
+
+// perUnit dimensions tell units apart by design.
+func perUnit(name string) bool {
+	return name == "node" || name == "rank" || name == "run"
+}
+
+// closer prefers the good unit created nearest the boundary.
+func closer(a, b *outcome.Unit, t time.Time) bool {
+	da, db := a.Created.Sub(t), b.Created.Sub(t)
+	if da < 0 {
+		da = -da
+	}
+	if db < 0 {
+		db = -db
+	}
+	if da != db {
+		return da < db
+	}
+	return a.Ref < b.Ref
+}
+
+func lastGoodRecord(ctx context.Context, s Store, out *outcome.Outcomes, before time.Time) (*outcome.Observation, error) {
+	for r, err := range s.Records(ctx, timeline.Query{Until: before, Desc: true, Limit: 1000}) {
+		if err != nil {
+			return nil, err
+		}
+		bad, err := out.IsBad(r)
+		if err != nil {
+			return nil, err
+		}
+		if !bad && r.Code < 400 {
+			return &outcome.Observation{Time: r.Time, Source: r.Source, Object: r.Object, Reason: r.Reason,
+				Code: r.Code, RecordID: r.ID, Evidence: r.Evidence}, nil
+		}
+	}
+	return nil, nil
+}

@@ -1,0 +1,486 @@
+// Package outcome says what went bad and what stayed good: it reads the
+// states objects were seen in (pods Failed, OOMKilled, CrashLoopBackOff;
+// nodes NotReady; jobs Failed) and the records that report trouble (Warning
+// events, apiserver 429s and 5xx), as observations in time, and folds them
+// into units (pods) that went bad, stayed good, or neither.
+//
+// What counts as bad is a CEL expression over record fields (the same
+// fields as `faultline timeline --where`); object states are offered to it
+// as records of source "status" whose reason is the state (OOMKilled,
+// CrashLoopBackOff, Failed, NodeNotReady, BackoffLimitExceeded, ...).
+package outcome
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+// DefaultBad is what counts as bad when the user says nothing: the failure
+// states of pods, nodes and jobs, the Warning events that report them, and
+// apiserver responses that shed or fail API requests (not health probes
+// such as /readyz, which fail by design while an apiserver starts).
+const DefaultBad = "(" + defaultBadRequests + ") || " + defaultBadStates
+
+// The two halves of DefaultBad, queried apart so that each uses its index.
+const (
+	// "code >= 400" first lets SQLite use its index of error responses.
+	defaultBadRequests = `code >= 400 && (code == 429 || code >= 500) && resource != ""`
+	defaultBadStates   = `reason in [` +
+		`"Failed", "OOMKilled", "Error", "ContainerCannotRun", "CrashLoopBackOff", "BackOff", ` +
+		`"ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError", "Evicted", ` +
+		`"FailedScheduling", "NodeNotReady", "BackoffLimitExceeded", "DeadlineExceeded"]`
+)
+
+// DefaultGood is what counts as good: units that ran to completion or were
+// Ready.
+const DefaultGood = `source == "status" && reason in ["Ready", "Running", "Succeeded", "Complete"]`
+
+// SourceStatus is the source kind of observations made from object states.
+const SourceStatus timeline.SourceKind = "status"
+
+// Observation is one thing seen at a time: an object's state, or a record.
+type Observation struct {
+	Time     time.Time           `json:"time"`
+	Source   timeline.SourceKind `json:"source"`
+	Object   timeline.ObjectRef  `json:"object"`
+	Reason   string              `json:"reason,omitempty"`
+	Message  string              `json:"message,omitempty"`
+	Code     int                 `json:"code,omitempty"`
+	ExitCode int                 `json:"exitCode,omitempty"`
+	Bad      bool                `json:"bad"`
+	RecordID int64               `json:"record,omitempty"` // 0 for states read from object versions
+	Evidence timeline.Evidence   `json:"evidence"`
+}
+
+// Ref is "Kind/namespace/name" of the object observed.
+func (o *Observation) Ref() string { return refString(o.Object) }
+
+func refString(o timeline.ObjectRef) string {
+	if o.Namespace == "" {
+		return o.Kind + "/" + o.Name
+	}
+	return o.Kind + "/" + o.Namespace + "/" + o.Name
+}
+
+// Unit is one pod's story: when it was created, when it was last seen
+// good, when it first went bad and why.
+type Unit struct {
+	Ref       string    `json:"ref"` // Pod/ns/name
+	Namespace string    `json:"-"`
+	Name      string    `json:"-"`
+	UID       string    `json:"uid,omitempty"`
+	Created   time.Time `json:"created,omitzero"`
+	LastGood  time.Time `json:"lastGood,omitzero"`
+	BadAt     time.Time `json:"badAt,omitzero"`
+	Reason    string    `json:"reason,omitempty"`
+	Message   string    `json:"message,omitempty"`
+	ExitCode  int       `json:"exitCode,omitempty"`
+	Deleted   time.Time `json:"deleted,omitzero"`
+	Completed bool      `json:"completed,omitempty"` // seen Succeeded
+	// Owner is the pod's controller, "Kind/name" (Job/train), if any.
+	Owner string `json:"owner,omitempty"`
+	// Evidence is where the first bad (else the last good) state was read.
+	Evidence timeline.Evidence `json:"evidence"`
+	RecordID int64             `json:"record,omitempty"`
+}
+
+// Bad reports whether the unit went bad.
+func (u *Unit) Bad() bool { return !u.BadAt.IsZero() }
+
+// Good reports whether the unit was seen good, never went bad, and was
+// not deleted before it completed: a pod torn down by its controller
+// mid-incident has no known fate.
+func (u *Unit) Good() bool {
+	return u.BadAt.IsZero() && !u.LastGood.IsZero() && (u.Deleted.IsZero() || u.Completed)
+}
+
+// Store is what outcomes are read from.
+type Store interface {
+	Versions(ctx context.Context, q timeline.VersionQuery) ([]timeline.ObjectVersion, error)
+	Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeline.Record, error]
+}
+
+// Options say what is bad and good and over which time.
+type Options struct {
+	Bad, Good    string    // CEL; "" means DefaultBad, DefaultGood
+	Since, Until time.Time // zero: unbounded
+}
+
+// Outcomes is what Read found.
+type Outcomes struct {
+	// Bad and Good are the observations that matched, oldest first.
+	Bad, Good []Observation
+	// Units are the pods, by ref.
+	Units []*Unit
+	// BadExpr and GoodExpr are the expressions used.
+	BadExpr, GoodExpr string
+
+	bad, good *timeline.Filter
+}
+
+// IsBad and IsGood evaluate the expressions on a record.
+func (o *Outcomes) IsBad(r *timeline.Record) (bool, error)  { return o.bad.Match(r) }
+func (o *Outcomes) IsGood(r *timeline.Record) (bool, error) { return o.good.Match(r) }
+
+// Read gathers the observations and folds them into units.
+func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
+	out := &Outcomes{BadExpr: opt.Bad, GoodExpr: opt.Good}
+	if out.BadExpr == "" {
+		out.BadExpr = DefaultBad
+	}
+	if out.GoodExpr == "" {
+		out.GoodExpr = DefaultGood
+	}
+	bad, err := timeline.CompileFilter(out.BadExpr)
+	if err != nil {
+		return nil, fmt.Errorf("--bad: %w", err)
+	}
+	good, err := timeline.CompileFilter(out.GoodExpr)
+	if err != nil {
+		return nil, fmt.Errorf("--good: %w", err)
+	}
+
+	out.bad, out.good = bad, good
+
+	// Object states, as observations.
+	states, units, err := readStates(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	inWindow := func(t time.Time) bool {
+		return (opt.Since.IsZero() || !t.Before(opt.Since)) && (opt.Until.IsZero() || t.Before(opt.Until))
+	}
+	for i := range states {
+		o := &states[i]
+		if !inWindow(o.Time) {
+			continue
+		}
+		r := o.record()
+		isBad, err := bad.Match(r)
+		if err != nil {
+			return nil, fmt.Errorf("--bad on %s at %s: %w", o.Ref(), o.Time.Format(time.RFC3339), err)
+		}
+		if isBad {
+			o.Bad = true
+			out.Bad = append(out.Bad, *o)
+			continue
+		}
+		isGood, err := good.Match(r)
+		if err != nil {
+			return nil, fmt.Errorf("--good on %s at %s: %w", o.Ref(), o.Time.Format(time.RFC3339), err)
+		}
+		if isGood {
+			out.Good = append(out.Good, *o)
+		}
+	}
+
+	// Records that report trouble: the filter runs in SQL where it can
+	// (the default's halves apart, each on its index).
+	queries := []*timeline.Filter{bad}
+	if opt.Bad == "" {
+		queries = queries[:0]
+		for _, part := range []string{defaultBadRequests, defaultBadStates} {
+			f, err := timeline.CompileFilter(part)
+			if err != nil {
+				return nil, fmt.Errorf("default bad: %w", err) // a constant: a bug
+			}
+			queries = append(queries, f)
+		}
+	}
+	seen := map[int64]bool{}
+	for _, q := range queries {
+		for r, err := range s.Records(ctx, timeline.Query{Since: opt.Since, Until: opt.Until, Where: q}) {
+			if err != nil {
+				return nil, fmt.Errorf("bad records: %w", err)
+			}
+			if len(queries) > 1 {
+				if seen[r.ID] {
+					continue
+				}
+				seen[r.ID] = true
+			}
+			out.Bad = append(out.Bad, Observation{Time: r.Time, Source: r.Source, Object: r.Object, Reason: r.Reason,
+				Message: r.Message, Code: r.Code, Bad: true, RecordID: r.ID, Evidence: r.Evidence})
+		}
+	}
+	sortObs(out.Bad)
+	sortObs(out.Good)
+
+	// Fold into units: a pod goes bad at its first bad observation (its
+	// own state, or an event about it); it was good at its latest good one
+	// before that.
+	byRef := map[string]*Unit{}
+	for _, u := range units {
+		byRef[u.Ref] = u
+	}
+	for _, o := range out.Bad {
+		u := byRef[o.Ref()]
+		if u == nil || !u.BadAt.IsZero() {
+			continue
+		}
+		u.BadAt, u.Reason, u.Message, u.ExitCode, u.Evidence, u.RecordID = o.Time, o.Reason, o.Message, o.ExitCode, o.Evidence, o.RecordID
+	}
+	for _, o := range out.Good {
+		u := byRef[o.Ref()]
+		if u == nil || (!u.BadAt.IsZero() && !o.Time.Before(u.BadAt)) {
+			continue
+		}
+		if o.Reason == "Succeeded" {
+			u.Completed = true
+		}
+		if o.Time.After(u.LastGood) {
+			u.LastGood = o.Time
+			if u.BadAt.IsZero() {
+				u.Evidence = o.Evidence
+			}
+		}
+	}
+	out.Units = units
+	return out, nil
+}
+
+func sortObs(obs []Observation) {
+	sort.SliceStable(obs, func(i, j int) bool {
+		if !obs[i].Time.Equal(obs[j].Time) {
+			return obs[i].Time.Before(obs[j].Time)
+		}
+		return obs[i].Ref() < obs[j].Ref()
+	})
+}
+
+func (o *Observation) record() *timeline.Record {
+	return &timeline.Record{Time: o.Time, Source: o.Source, Object: o.Object, Reason: o.Reason,
+		Message: o.Message, Code: o.Code, Evidence: o.Evidence}
+}
+
+// readStates turns pod, node and job versions into state observations (one
+// per change of state) and pods into units.
+func readStates(ctx context.Context, s Store) ([]Observation, []*Unit, error) {
+	var obs []Observation
+	var units []*Unit
+	for _, kind := range []struct{ group, resource, kind string }{
+		{"", "pods", "Pod"}, {"", "nodes", "Node"}, {"batch", "jobs", "Job"},
+	} {
+		vs, err := s.Versions(ctx, timeline.VersionQuery{Group: kind.group, Resource: kind.resource, History: true})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s versions: %w", kind.resource, err)
+		}
+		var (
+			last    string // ns/name of the previous version
+			prev    string // its state
+			current *Unit
+		)
+		for i := range vs {
+			v := &vs[i]
+			key := v.Object.Namespace + "/" + v.Object.Name + "/" + v.Object.UID
+			var m map[string]any
+			if json.Unmarshal(v.Content, &m) != nil {
+				continue
+			}
+			if key != last {
+				last, prev = key, ""
+				if kind.kind == "Pod" {
+					current = newUnit(v, m)
+					units = append(units, current)
+				}
+			}
+			st := stateOf(kind.kind, m)
+			if current != nil && kind.kind == "Pod" && isDeleted(m) && current.Deleted.IsZero() {
+				current.Deleted = v.Time
+			}
+			if st.reason == "" || st.reason == prev {
+				continue
+			}
+			prev = st.reason
+			ref := v.Object
+			ref.Kind = kind.kind
+			t := v.Time
+			// An object dumped long after the fact says when it changed.
+			if !st.at.IsZero() && v.Time.Sub(st.at) > 2*time.Second {
+				t = st.at
+			}
+			obs = append(obs, Observation{Time: t, Source: SourceStatus, Object: ref, Reason: st.reason,
+				Message: st.message, ExitCode: st.exitCode, Evidence: v.Evidence})
+		}
+	}
+	sortObs(obs)
+	return obs, units, nil
+}
+
+func newUnit(v *timeline.ObjectVersion, m map[string]any) *Unit {
+	u := &Unit{Ref: "Pod/" + v.Object.Namespace + "/" + v.Object.Name, Namespace: v.Object.Namespace,
+		Name: v.Object.Name, UID: v.Object.UID}
+	meta, _ := m["metadata"].(map[string]any)
+	if t, err := time.Parse(time.RFC3339, str(meta, "creationTimestamp")); err == nil {
+		u.Created = t
+	}
+	for _, x := range slice(meta, "ownerReferences") {
+		o, _ := x.(map[string]any)
+		if c, _ := o["controller"].(bool); c || u.Owner == "" {
+			u.Owner = str(o, "kind") + "/" + str(o, "name")
+		}
+	}
+	return u
+}
+
+func isDeleted(m map[string]any) bool {
+	meta, _ := m["metadata"].(map[string]any)
+	return str(meta, "deletionTimestamp") != ""
+}
+
+type state struct {
+	reason, message string
+	exitCode        int
+	at              time.Time // when the state began, if the object says
+}
+
+// badWaiting are the waiting reasons of containers that will not start.
+var badWaiting = []string{"CrashLoopBackOff", "ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError",
+	"CreateContainerError", "InvalidImageName", "RunContainerError", "ContainerCannotRun"}
+
+// stateOf names an object's state in one word: a failure reason when it
+// has failed, else Running/Ready/Succeeded/Complete, else "" (pending,
+// nothing to say).
+func stateOf(kind string, m map[string]any) state {
+	status, _ := m["status"].(map[string]any)
+	switch kind {
+	case "Pod":
+		phase := str(status, "phase")
+		var cs []map[string]any
+		for _, f := range []string{"initContainerStatuses", "containerStatuses"} {
+			for _, x := range slice(status, f) {
+				if c, ok := x.(map[string]any); ok {
+					cs = append(cs, c)
+				}
+			}
+		}
+		for _, c := range cs {
+			st, _ := c["state"].(map[string]any)
+			if w, ok := st["waiting"].(map[string]any); ok && slices.Contains(badWaiting, str(w, "reason")) {
+				s := state{reason: str(w, "reason"), message: str(w, "message")}
+				if last, ok := mapOf(c, "lastState", "terminated"); ok {
+					s.exitCode = num(last, "exitCode")
+					if msg := str(last, "message"); msg != "" {
+						s.message = msg
+					}
+				}
+				return s
+			}
+		}
+		if phase == "Failed" {
+			s := state{reason: "Failed", message: str(status, "message")}
+			if r := str(status, "reason"); r != "" {
+				s.reason = r // Evicted, DeadlineExceeded, ...
+			}
+			for _, c := range cs {
+				if t, ok := mapOf(c, "state", "terminated"); ok && (num(t, "exitCode") != 0 || str(t, "reason") == "OOMKilled") {
+					s.exitCode = num(t, "exitCode")
+					if r := str(t, "reason"); r != "" && s.reason == "Failed" {
+						s.reason = r
+					}
+					if msg := str(t, "message"); msg != "" {
+						s.message = msg
+					}
+					s.at, _ = time.Parse(time.RFC3339, str(t, "finishedAt"))
+					break
+				}
+			}
+			return s
+		}
+		for _, c := range cs {
+			if t, ok := mapOf(c, "lastState", "terminated"); ok && str(t, "reason") == "OOMKilled" {
+				return state{reason: "OOMKilled", exitCode: num(t, "exitCode"), message: str(t, "message")}
+			}
+		}
+		for _, cond := range slice(status, "conditions") {
+			c, _ := cond.(map[string]any)
+			if str(c, "type") == "PodScheduled" && str(c, "status") == "False" && str(c, "reason") == "Unschedulable" {
+				return state{reason: "FailedScheduling", message: str(c, "message")}
+			}
+		}
+		switch phase {
+		case "Succeeded":
+			return state{reason: "Succeeded"}
+		case "Running":
+			for _, cond := range slice(status, "conditions") {
+				c, _ := cond.(map[string]any)
+				if str(c, "type") == "Ready" && str(c, "status") == "True" {
+					return state{reason: "Ready"}
+				}
+			}
+			return state{reason: "Running"}
+		}
+	case "Node":
+		for _, cond := range slice(status, "conditions") {
+			c, _ := cond.(map[string]any)
+			if str(c, "type") != "Ready" {
+				continue
+			}
+			if str(c, "status") == "True" {
+				return state{reason: "Ready"}
+			}
+			s := state{reason: "NodeNotReady", message: str(c, "message")}
+			s.at, _ = time.Parse(time.RFC3339, str(c, "lastTransitionTime"))
+			return s
+		}
+	case "Job":
+		for _, cond := range slice(status, "conditions") {
+			c, _ := cond.(map[string]any)
+			if str(c, "status") != "True" {
+				continue
+			}
+			switch str(c, "type") {
+			case "Failed":
+				s := state{reason: "Failed", message: str(c, "message")}
+				if r := str(c, "reason"); r != "" {
+					s.reason = r
+				}
+				s.at, _ = time.Parse(time.RFC3339, str(c, "lastTransitionTime"))
+				return s
+			case "Complete":
+				return state{reason: "Complete"}
+			}
+		}
+	}
+	return state{}
+}
+
+func str(m map[string]any, k string) string {
+	s, _ := m[k].(string)
+	return s
+}
+
+func num(m map[string]any, k string) int {
+	switch v := m[k].(type) {
+	case float64:
+		return int(v)
+	case string:
+		n, _ := strconv.Atoi(v)
+		return n
+	}
+	return 0
+}
+
+func slice(m map[string]any, k string) []any {
+	s, _ := m[k].([]any)
+	return s
+}
+
+func mapOf(m map[string]any, keys ...string) (map[string]any, bool) {
+	for _, k := range keys {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		m = next
+	}
+	return m, true
+}

@@ -1,0 +1,152 @@
+package outcome
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+func TestStateOf(t *testing.T) {
+	tests := []struct {
+		name, kind, obj string
+		want            state
+	}{
+		{"pending pod says nothing", "Pod", `{"status":{"phase":"Pending"}}`, state{}},
+		{"running, not ready", "Pod", `{"status":{"phase":"Running"}}`, state{reason: "Running"}},
+		{"ready", "Pod", `{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}`, state{reason: "Ready"}},
+		{"succeeded", "Pod", `{"status":{"phase":"Succeeded"}}`, state{reason: "Succeeded"}},
+		{"OOMKilled", "Pod", `{"status":{"phase":"Failed","containerStatuses":[{"state":{"terminated":{"exitCode":137,"reason":"OOMKilled","finishedAt":"2026-05-01T10:00:00Z"}}}]}}`,
+			state{reason: "OOMKilled", exitCode: 137, at: time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)}},
+		{"exit 1 with a message", "Pod", `{"status":{"phase":"Failed","containerStatuses":[{"state":{"terminated":{"exitCode":1,"reason":"Error","message":"NCCL error"}}}]}}`,
+			state{reason: "Error", exitCode: 1, message: "NCCL error"}},
+		{"evicted", "Pod", `{"status":{"phase":"Failed","reason":"Evicted","message":"low on memory"}}`, state{reason: "Evicted", message: "low on memory"}},
+		{"crash loop", "Pod", `{"status":{"phase":"Running","containerStatuses":[{"state":{"waiting":{"reason":"CrashLoopBackOff"}},"lastState":{"terminated":{"exitCode":1,"message":"bad schema"}}}]}}`,
+			state{reason: "CrashLoopBackOff", exitCode: 1, message: "bad schema"}},
+		{"image pull", "Pod", `{"status":{"phase":"Pending","containerStatuses":[{"state":{"waiting":{"reason":"ImagePullBackOff","message":"not found"}}}]}}`,
+			state{reason: "ImagePullBackOff", message: "not found"}},
+		{"restarted after an OOM", "Pod", `{"status":{"phase":"Running","containerStatuses":[{"state":{"running":{}},"lastState":{"terminated":{"exitCode":137,"reason":"OOMKilled"}}}]}}`,
+			state{reason: "OOMKilled", exitCode: 137}},
+		{"unschedulable", "Pod", `{"status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/3 nodes"}]}}`,
+			state{reason: "FailedScheduling", message: "0/3 nodes"}},
+		{"node ready", "Node", `{"status":{"conditions":[{"type":"Ready","status":"True"}]}}`, state{reason: "Ready"}},
+		{"node not ready", "Node", `{"status":{"conditions":[{"type":"Ready","status":"Unknown","message":"kubelet stopped posting"}]}}`,
+			state{reason: "NodeNotReady", message: "kubelet stopped posting"}},
+		{"job failed", "Job", `{"status":{"conditions":[{"type":"Failed","status":"True","reason":"BackoffLimitExceeded"}]}}`, state{reason: "BackoffLimitExceeded"}},
+		{"job complete", "Job", `{"status":{"conditions":[{"type":"Complete","status":"True"}]}}`, state{reason: "Complete"}},
+		{"wrong types say nothing", "Pod", `{"status":{"phase":7,"containerStatuses":"x"}}`, state{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(tt.obj), &m); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, stateOf(tt.kind, m), cmp.AllowUnexported(state{})); diff != "" {
+				t.Errorf("stateOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+type fakeStore struct {
+	versions []timeline.ObjectVersion
+	records  []*timeline.Record
+}
+
+func (f *fakeStore) Versions(_ context.Context, q timeline.VersionQuery) ([]timeline.ObjectVersion, error) {
+	var out []timeline.ObjectVersion
+	for _, v := range f.versions {
+		if v.Object.Resource == q.Resource && v.Object.Group == q.Group {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeStore) Records(_ context.Context, q timeline.Query) iter.Seq2[*timeline.Record, error] {
+	return func(yield func(*timeline.Record, error) bool) {
+		for _, r := range f.records {
+			ok, err := q.Where.Match(r)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if ok && !yield(r, nil) {
+				return
+			}
+		}
+	}
+}
+
+var t0 = time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+
+func pod(name, uid string, secs int, status string) timeline.ObjectVersion {
+	return timeline.ObjectVersion{
+		Object:  timeline.ObjectRef{Resource: "pods", Namespace: "ml", Name: name, UID: uid},
+		Time:    t0.Add(time.Duration(secs) * time.Second),
+		Content: json.RawMessage(`{"metadata":{"creationTimestamp":"2026-05-01T10:00:00Z","ownerReferences":[{"kind":"Job","name":"train","controller":true}]},"status":` + status + `}`),
+	}
+}
+
+func TestRead(t *testing.T) {
+	ready := `{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}`
+	s := &fakeStore{
+		versions: []timeline.ObjectVersion{
+			pod("a", "ua", 1, ready),
+			pod("a", "ua", 50, `{"phase":"Failed","containerStatuses":[{"state":{"terminated":{"exitCode":137,"reason":"OOMKilled"}}}]}`),
+			pod("b", "ub", 2, ready),
+			pod("c", "uc", 3, ready),
+		},
+		records: []*timeline.Record{
+			{ID: 7, Time: t0.Add(60 * time.Second), Source: timeline.SourceEvent, Reason: "BackOff",
+				Object: timeline.ObjectRef{Kind: "Pod", Namespace: "ml", Name: "b"}},
+			{ID: 8, Time: t0.Add(61 * time.Second), Source: timeline.SourceAudit, Code: 429, Object: timeline.ObjectRef{Resource: "pods"}},
+			{ID: 9, Time: t0.Add(62 * time.Second), Source: timeline.SourceAudit, Code: 500, URI: "/readyz"},
+		},
+	}
+	out, err := Read(context.Background(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type unit struct {
+		Ref, Reason, Owner string
+		Bad, Good          bool
+		BadAt              time.Duration
+	}
+	var got []unit
+	for _, u := range out.Units {
+		x := unit{Ref: u.Ref, Reason: u.Reason, Owner: u.Owner, Bad: u.Bad(), Good: u.Good()}
+		if u.Bad() {
+			x.BadAt = u.BadAt.Sub(t0)
+		}
+		got = append(got, x)
+	}
+	want := []unit{
+		{Ref: "Pod/ml/a", Reason: "OOMKilled", Owner: "Job/train", Bad: true, BadAt: 50 * time.Second},
+		{Ref: "Pod/ml/b", Reason: "BackOff", Owner: "Job/train", Bad: true, BadAt: 60 * time.Second},
+		{Ref: "Pod/ml/c", Owner: "Job/train", Good: true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("units (-want +got):\n%s", diff)
+	}
+	// The 429 on a resource is bad; the /readyz 500 is a probe, not bad.
+	var ids []int64
+	for _, o := range out.Bad {
+		ids = append(ids, o.RecordID)
+	}
+	if diff := cmp.Diff([]int64{0, 7, 8}, ids); diff != "" {
+		t.Errorf("bad observations' records (-want +got):\n%s", diff)
+	}
+}
+
+func TestReadBadExpression(t *testing.T) {
+	if _, err := Read(context.Background(), &fakeStore{}, Options{Bad: "code >"}); err == nil {
+		t.Fatal("a broken --bad compiled")
+	}
+}

@@ -1,0 +1,954 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+// autoBisect runs the automatic change-point search behind a bare
+// `faultline bisect`. nil until that search is wired in.
+var autoBisect func(cmd *cobra.Command, f *Factory) error
+
+// bisect tuning: how precise a search ends, how much of the window the
+// report lists.
+const (
+	bisectResolution  = time.Second
+	bisectMaxVersions = 10_000 // versions read from a window
+	bisectMaxObjects  = 25     // objects listed as changed
+	bisectMaxHints    = 5      // bad-looking records listed
+	badLooking        = `code >= 500 || code == 429 || type == "Warning"`
+)
+
+type bisectOptions struct {
+	f      *Factory
+	good   string // start --good
+	bad    string // start --bad
+	note   string
+	output string
+}
+
+func newBisectCmd(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bisect",
+		Short: "Find the earliest known-bad instant of an incident, like git bisect",
+		Long: `Find the earliest known-bad instant of an incident.
+
+Run bare, bisect searches the timeline for the change point by itself: the
+instant where the rate of bad observations departs from its baseline (a lone
+failure long before is noise), with the last known-good instant before it
+and the evidence at each side (--bad, --good, --since, --until, -o json). Its
+subcommands let you search by hand, in git bisect's words: mark instants you
+have judged good (the incident had not begun) or bad (it was under way), and
+faultline narrows the window between the last good and the first bad
+instant, lists what changed inside it (object versions, records by source,
+the first bad-looking records) and suggests the midpoint to judge next,
+until the window is a second wide.
+
+Instants are RFC 3339 times (2026-05-01T10:03:00Z), durations counted back
+from the end of the data (15m), or "end" (also "now") for the end of the
+data. The session is kept in the timeline database, so it survives across
+shells and the TUI shows the same marks.`,
+		Example: `  # Let faultline find the boundary
+  faultline bisect
+  faultline bisect --bad 'reason == "OOMKilled" || code == 429' -o json
+
+  # Start a session: the incident was on at the end of the data, not at 10:00
+  faultline bisect start --bad end --good 2026-05-01T10:00:00Z
+
+  # Judge the suggested instants, with a note on the evidence you used
+  faultline bisect bad 2026-05-01T10:15:00Z --note "trainer pods in CrashLoopBackOff"
+  faultline bisect good 2026-05-01T10:07:30Z
+  faultline bisect skip 2026-05-01T10:11:15Z --note "no metrics for this minute"
+
+  # Where do we stand; save the session, replay it later or elsewhere
+  faultline bisect status
+  faultline bisect log > bisect.log
+  faultline bisect replay bisect.log
+
+  # End the session
+  faultline bisect reset`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("faultline bisect --help", "unknown bisect command %q: want start, good, bad, skip, status, log, replay or reset", args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if autoBisect == nil {
+				fmt.Fprintln(f.IO.ErrOut, "automatic bisect: not yet available")
+				return nil
+			}
+			return autoBisect(cmd, f)
+		},
+	}
+	(&investigateFlags{}).add(cmd, "text or json")
+	cmd.AddCommand(newBisectStartCmd(f), newBisectMarkCmd(f, timeline.BisectGood), newBisectMarkCmd(f, timeline.BisectBad),
+		newBisectMarkCmd(f, timeline.BisectSkip), newBisectStatusCmd(f), newBisectLogCmd(f), newBisectReplayCmd(f),
+		newBisectResetCmd(f))
+	return cmd
+}
+
+func newBisectStartCmd(f *Factory) *cobra.Command {
+	opts := &bisectOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "start [--bad T] [--good T]",
+		Short: "Start a bisect session, optionally with its first marks",
+		Long: `Start a bisect session. A session already open is replaced (its marks stay
+in the database, no longer open); faultline says so on stderr.
+
+--bad and --good mark the first instants, as "faultline bisect bad" and
+"faultline bisect good" would.`,
+		Example: `  # The incident was under way at the end of the data, and not an hour before
+  faultline bisect start --bad end --good 1h
+
+  # Only what you know so far
+  faultline bisect start --bad 2026-05-01T10:15:00Z`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return bisectStartRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.bad, "bad", "", "an instant the incident was under way (RFC 3339, a duration back from the end of the data, or end)")
+	cmd.Flags().StringVar(&opts.good, "good", "", "an instant the incident had not begun")
+	return cmd
+}
+
+func newBisectMarkCmd(f *Factory, kind timeline.BisectKind) *cobra.Command {
+	opts := &bisectOptions{f: f}
+	var short, long, example string
+	switch kind {
+	case timeline.BisectGood:
+		short = "Mark an instant at which the incident had not begun"
+		long = `Mark an instant good: the incident had not begun. It must be before every
+instant marked bad.`
+		example = `  faultline bisect good 2026-05-01T10:07:30Z
+  faultline bisect good 45m --note "all trainer pods Running"`
+	case timeline.BisectBad:
+		short = "Mark an instant at which the incident was under way"
+		long = `Mark an instant bad: the incident was under way. It must be after every
+instant marked good.`
+		example = `  faultline bisect bad 2026-05-01T10:15:00Z --note "CrashLoopBackOff on 3 workers"
+  faultline bisect bad end`
+	case timeline.BisectSkip:
+		short = "Mark an instant that cannot be judged"
+		long = `Mark an instant skipped: the evidence cannot tell whether the incident had
+begun. The window does not change; the next suggestion steers clear of it.`
+		example = `  faultline bisect skip 2026-05-01T10:11:15Z --note "monitoring gap"`
+	}
+	cmd := &cobra.Command{
+		Use:   string(kind) + " INSTANT",
+		Short: short,
+		Long: long + `
+
+INSTANT is an RFC 3339 time (2026-05-01T10:03:00Z), a duration counted back
+from the end of the data (15m), or "end" (also "now") for the end of the
+data. After the mark faultline prints the narrowed window, what changed
+inside it, and the instant to judge next.`,
+		Example: example,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("faultline bisect "+string(kind)+" 2026-05-01T10:03:00Z",
+					"%s takes one instant, got %d arguments", cmd.CommandPath(), len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return bisectMarkRun(cmd.Context(), opts, kind, args[0])
+		},
+	}
+	cmd.Flags().StringVar(&opts.note, "note", "", "why: the evidence you judged by (shown in log and status)")
+	return cmd
+}
+
+func newBisectStatusCmd(f *Factory) *cobra.Command {
+	opts := &bisectOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the bisect session: its marks, the window and what changed inside",
+		Example: `  faultline bisect status
+  faultline bisect status -o json | jq .firstBad`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return bisectStatusRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVarP(&opts.output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+func newBisectLogCmd(f *Factory) *cobra.Command {
+	opts := &bisectOptions{f: f}
+	return &cobra.Command{
+		Use:   "log",
+		Short: "Print the bisect session as commands that replay it",
+		Long: `Print the bisect session as the commands that make it, one per line, notes
+as trailing comments, like git bisect log. Save it to share the
+investigation, edit out a wrong mark, and feed it to "faultline bisect
+replay".`,
+		Example: `  faultline bisect log > bisect.log
+  faultline bisect log | grep -v 10:11:15 | faultline bisect replay -`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return bisectLogRun(cmd.Context(), opts)
+		},
+	}
+}
+
+func newBisectReplayCmd(f *Factory) *cobra.Command {
+	opts := &bisectOptions{f: f}
+	return &cobra.Command{
+		Use:   "replay FILE",
+		Short: "Start a new bisect session from a bisect log",
+		Long: `Start a new bisect session (replacing the open one) and make the marks a
+bisect log lists. Blank lines and lines starting with # are ignored; a
+trailing "# text" is the mark's note. The whole file is checked before
+anything is written: a line that is not a bisect command, or a mark that
+contradicts the earlier ones, is reported as FILE:LINE and nothing changes.
+FILE - reads stdin.`,
+		Example: `  faultline bisect replay bisect.log
+  faultline bisect log | sed '/10:11:15/d' | faultline bisect replay -`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("faultline bisect replay bisect.log", "%s takes one file (- for stdin), got %d arguments", cmd.CommandPath(), len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return bisectReplayRun(cmd.Context(), opts, args[0])
+		},
+	}
+}
+
+func newBisectResetCmd(f *Factory) *cobra.Command {
+	opts := &bisectOptions{f: f}
+	return &cobra.Command{
+		Use:   "reset",
+		Short: "End the bisect session",
+		Long: `End the bisect session. Its marks stay in the database, no longer open;
+"faultline bisect log" before a reset keeps a replayable copy.`,
+		Example: `  faultline bisect log > bisect.log && faultline bisect reset`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return bisectResetRun(cmd.Context(), opts)
+		},
+	}
+}
+
+// openBisectStore opens the timeline for writing marks; unlike OpenStore
+// it refuses to create a database, since a session needs evidence.
+func openBisectStore(ctx context.Context, f *Factory) (timeline.Store, error) {
+	if _, err := os.Stat(f.dbPath); err != nil {
+		return nil, usagef("faultline ingest audit --db "+f.dbPath+" audit.log",
+			"no timeline at %s: ingest some evidence first, or point --db (or FAULTLINE_DB) at one", f.dbPath)
+	}
+	return f.OpenStore(ctx)
+}
+
+// dataBounds returns the first and last instants of evidence, refusing an
+// empty timeline.
+func dataBounds(ctx context.Context, f *Factory, store timeline.Store) (first, last time.Time, err error) {
+	first, last, err = store.Bounds(ctx)
+	if err != nil {
+		return first, last, err
+	}
+	if last.IsZero() {
+		return first, last, usagef("faultline ingest audit --db "+f.dbPath+" audit.log",
+			"the timeline at %s holds no evidence to bisect: ingest some first", f.dbPath)
+	}
+	return first, last, nil
+}
+
+var errNoBisect = usagef("faultline bisect start --bad end", "no bisect session: run `faultline bisect start`")
+
+// openSession returns the open session or the no-session error.
+func openSession(ctx context.Context, store timeline.Store) (*timeline.BisectSession, error) {
+	sess, err := store.Bisect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if sess == nil {
+		return nil, errNoBisect
+	}
+	return sess, nil
+}
+
+// parseInstant reads an instant: RFC 3339, a duration back from the end of
+// the data, or end/now. flag names the flag it came from ("" for an
+// argument), for the error.
+func parseInstant(flag, s string, end time.Time) (time.Time, error) {
+	switch strings.ToLower(s) {
+	case "end", "now":
+		return end.UTC(), nil
+	}
+	t, err := parseWhen(flag, s, end)
+	if s == "" || err != nil {
+		what := "instant"
+		if flag != "" {
+			what = "--" + flag
+		}
+		return time.Time{}, usagef("faultline bisect bad 2026-05-01T10:03:00Z",
+			"invalid %s %q: want RFC 3339 (2026-05-01T10:03:00Z), a duration back from the end of the data (15m), or end", what, s)
+	}
+	return t.UTC(), nil
+}
+
+// cleanNote makes a note fit on one log line.
+func cleanNote(s string) string {
+	return strings.TrimSpace(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s))
+}
+
+// bisectWindow returns the last good and the first bad instant marked;
+// zero where none is.
+func bisectWindow(marks []timeline.BisectMark) (lastGood, firstBad time.Time) {
+	for _, m := range marks {
+		switch m.Kind {
+		case timeline.BisectGood:
+			if lastGood.IsZero() || m.Time.After(lastGood) {
+				lastGood = m.Time
+			}
+		case timeline.BisectBad:
+			if firstBad.IsZero() || m.Time.Before(firstBad) {
+				firstBad = m.Time
+			}
+		}
+	}
+	return lastGood, firstBad
+}
+
+// checkMark refuses a mark that contradicts the others: every good instant
+// must be before every bad one.
+func checkMark(marks []timeline.BisectMark, m timeline.BisectMark) error {
+	lastGood, firstBad := bisectWindow(marks)
+	const hint = "faultline bisect log (to review the marks), or faultline bisect start to begin again"
+	switch {
+	case m.Kind == timeline.BisectGood && !firstBad.IsZero() && !m.Time.Before(firstBad):
+		rel := "is after"
+		if m.Time.Equal(firstBad) {
+			rel = "is the same instant as"
+		}
+		return usagef(hint, "a good instant must be before the bad one: good %s %s bad %s", fmtInstant(m.Time), rel, fmtInstant(firstBad))
+	case m.Kind == timeline.BisectBad && !lastGood.IsZero() && !m.Time.After(lastGood):
+		rel := "is before"
+		if m.Time.Equal(lastGood) {
+			rel = "is the same instant as"
+		}
+		return usagef(hint, "a bad instant must be after the good one: bad %s %s good %s", fmtInstant(m.Time), rel, fmtInstant(lastGood))
+	}
+	return nil
+}
+
+func fmtInstant(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// notes says, on stderr, what a valid mark does not do: narrow the window,
+// or fall inside the data.
+func markNotes(w io.Writer, marks []timeline.BisectMark, m timeline.BisectMark, first, last time.Time) {
+	lastGood, firstBad := bisectWindow(marks)
+	switch {
+	case m.Kind == timeline.BisectGood && !lastGood.IsZero() && !m.Time.After(lastGood):
+		fmt.Fprintf(w, "note: good %s does not narrow the window: the last good instant is %s\n", fmtInstant(m.Time), fmtInstant(lastGood))
+	case m.Kind == timeline.BisectBad && !firstBad.IsZero() && !m.Time.Before(firstBad):
+		fmt.Fprintf(w, "note: bad %s does not narrow the window: the first bad instant is %s\n", fmtInstant(m.Time), fmtInstant(firstBad))
+	}
+	if m.Time.Before(first) || m.Time.After(last) {
+		fmt.Fprintf(w, "note: %s is outside the data (%s .. %s)\n", fmtInstant(m.Time), fmtInstant(first), fmtInstant(last))
+	}
+}
+
+func bisectStartRun(ctx context.Context, opts *bisectOptions) error {
+	f := opts.f
+	store, err := openBisectStore(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	first, last, err := dataBounds(ctx, f, store)
+	if err != nil {
+		return err
+	}
+	now := f.Now()
+	var marks []timeline.BisectMark
+	for _, fl := range []struct {
+		kind timeline.BisectKind
+		val  string
+	}{{timeline.BisectBad, opts.bad}, {timeline.BisectGood, opts.good}} {
+		if fl.val == "" {
+			continue
+		}
+		t, err := parseInstant(string(fl.kind), fl.val, last)
+		if err != nil {
+			return err
+		}
+		m := timeline.BisectMark{Kind: fl.kind, Time: t, At: now}
+		if err := checkMark(marks, m); err != nil {
+			return err
+		}
+		markNotes(f.IO.ErrOut, marks, m, first, last)
+		marks = append(marks, m)
+	}
+	id, err := startSession(ctx, f, store, now, marks)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f.IO.ErrOut, "Started bisect session %d.\n", id)
+	return printBisectReport(ctx, f.IO.Out, store, &timeline.BisectSession{ID: id, Started: now, Marks: marks}, first, last)
+}
+
+func bisectMarkRun(ctx context.Context, opts *bisectOptions, kind timeline.BisectKind, arg string) error {
+	f := opts.f
+	store, err := openBisectStore(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	sess, err := openSession(ctx, store)
+	if err != nil {
+		return err
+	}
+	first, last, err := dataBounds(ctx, f, store)
+	if err != nil {
+		return err
+	}
+	t, err := parseInstant("", arg, last)
+	if err != nil {
+		return err
+	}
+	m := timeline.BisectMark{Session: sess.ID, Kind: kind, Time: t, Note: cleanNote(opts.note), At: f.Now()}
+	if err := checkMark(sess.Marks, m); err != nil {
+		return err
+	}
+	markNotes(f.IO.ErrOut, sess.Marks, m, first, last)
+	if err := store.AddBisectMark(ctx, m); err != nil {
+		if errors.Is(err, timeline.ErrNoBisect) { // reset or replaced meanwhile
+			return errNoBisect
+		}
+		return err
+	}
+	sess.Marks = append(sess.Marks, m)
+	fmt.Fprintf(f.IO.ErrOut, "Marked %s %s.\n", kind, fmtInstant(t))
+	return printBisectReport(ctx, f.IO.Out, store, sess, first, last)
+}
+
+// markJSON is the stable JSON form of a mark.
+type markJSON struct {
+	Kind timeline.BisectKind `json:"kind"`
+	Time time.Time           `json:"time"`
+	Note string              `json:"note,omitempty"`
+	At   time.Time           `json:"at"`
+}
+
+type bisectStatusJSON struct {
+	Session  int64      `json:"session"`
+	Started  time.Time  `json:"started"`
+	LastGood *time.Time `json:"lastGood"` // null until marked
+	FirstBad *time.Time `json:"firstBad"`
+	Next     *time.Time `json:"next"` // null when done or waiting for a bad mark
+	Steps    int        `json:"steps"`
+	Marks    []markJSON `json:"marks"`
+}
+
+func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
+	f := opts.f
+	if err := checkOutput(opts.output, "table", "json"); err != nil {
+		return err
+	}
+	store, err := f.OpenStoreReadOnly(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	sess, err := openSession(ctx, store)
+	if err != nil {
+		return err
+	}
+	first, last, err := dataBounds(ctx, f, store)
+	if err != nil {
+		return err
+	}
+	w := newBisectWindow(sess.Marks, first, last)
+	if opts.output == "json" {
+		out := bisectStatusJSON{Session: sess.ID, Started: sess.Started.UTC(), Steps: w.steps(), Marks: []markJSON{}}
+		opt := func(t time.Time) *time.Time {
+			if t.IsZero() {
+				return nil
+			}
+			u := t.UTC()
+			return &u
+		}
+		out.LastGood, out.FirstBad = opt(w.lastGood), opt(w.firstBad)
+		if next, ok := w.next(); ok && !w.firstBad.IsZero() {
+			out.Next = opt(next)
+		}
+		for _, m := range sess.Marks {
+			out.Marks = append(out.Marks, markJSON{Kind: m.Kind, Time: m.Time.UTC(), Note: m.Note, At: m.At.UTC()})
+		}
+		return writeJSON(f.IO.Out, out)
+	}
+	fmt.Fprintf(f.IO.Out, "Bisect session %d, started %s, %d marks:\n", sess.ID, sess.Started.UTC().Format(time.RFC3339), len(sess.Marks))
+	tw := tabwriter.NewWriter(f.IO.Out, 0, 8, 2, ' ', 0)
+	for _, m := range sess.Marks {
+		fmt.Fprintf(tw, "  %s\t%s\tmarked %s", m.Kind, fmtInstant(m.Time), m.At.UTC().Format(time.RFC3339))
+		if m.Note != "" {
+			fmt.Fprintf(tw, "\t# %s", m.Note)
+		}
+		fmt.Fprintln(tw)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return printBisectReport(ctx, f.IO.Out, store, sess, first, last)
+}
+
+func bisectLogRun(ctx context.Context, opts *bisectOptions) error {
+	store, err := opts.f.OpenStoreReadOnly(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	sess, err := openSession(ctx, store)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(opts.f.IO.Out, bisectLog(sess.Marks))
+	return err
+}
+
+// bisectLog renders marks as the commands that make them.
+func bisectLog(marks []timeline.BisectMark) string {
+	var b strings.Builder
+	b.WriteString("faultline bisect start\n")
+	for _, m := range marks {
+		fmt.Fprintf(&b, "faultline bisect %s %s", m.Kind, fmtInstant(m.Time))
+		if m.Note != "" {
+			b.WriteString("  # " + m.Note)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// logLine is one command of a bisect log.
+type logLine struct {
+	line    int
+	start   bool
+	kind    timeline.BisectKind
+	instant string
+	note    string
+}
+
+// parseBisectLog reads the commands of a bisect log. Errors name name:line.
+func parseBisectLog(name string, r io.Reader) ([]logLine, error) {
+	var out []logLine
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		l := logLine{line: n}
+		if i := strings.Index(text, "#"); i > 0 && (text[i-1] == ' ' || text[i-1] == '\t') {
+			text, l.note = strings.TrimSpace(text[:i]), strings.TrimSpace(text[i+1:])
+		}
+		fields := strings.Fields(text)
+		if len(fields) < 3 || fields[0] != "faultline" || fields[1] != "bisect" {
+			return nil, usagef("faultline bisect log > bisect.log",
+				"%s:%d: want a bisect command (faultline bisect start|good|bad|skip ...), got %q", name, n, text)
+		}
+		switch verb := fields[2]; verb {
+		case "start":
+			if len(fields) != 3 {
+				return nil, usagef("faultline bisect log > bisect.log", "%s:%d: start takes no arguments in a log, got %q", name, n, fields[3])
+			}
+			l.start = true
+		case "good", "bad", "skip":
+			if len(fields) != 4 {
+				return nil, usagef("faultline bisect log > bisect.log",
+					"%s:%d: want one instant after %q (a note follows a #), got %d words", name, n, verb, len(fields)-3)
+			}
+			l.kind, l.instant = timeline.BisectKind(verb), fields[3]
+		default:
+			return nil, usagef("faultline bisect log > bisect.log", "%s:%d: unknown bisect command %q: want start, good, bad or skip", name, n, verb)
+		}
+		out = append(out, l)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return out, nil
+}
+
+func bisectReplayRun(ctx context.Context, opts *bisectOptions, file string) error {
+	f := opts.f
+	var (
+		r    io.Reader = f.IO.In
+		name           = "stdin"
+	)
+	if file != "-" {
+		fh, err := os.Open(file)
+		if err != nil {
+			return err
+		}
+		defer fh.Close()
+		r, name = fh, file
+	}
+	lines, err := parseBisectLog(name, r)
+	if err != nil {
+		return err
+	}
+	// Only the last session of the log survives a replay.
+	for i := len(lines) - 1; i >= 0; i-- {
+		if lines[i].start {
+			lines = lines[i+1:]
+			break
+		}
+	}
+	store, err := openBisectStore(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	first, last, err := dataBounds(ctx, f, store)
+	if err != nil {
+		return err
+	}
+	now := f.Now()
+	var marks []timeline.BisectMark
+	for _, l := range lines {
+		t, err := parseInstant("", l.instant, last)
+		if err != nil {
+			return atLine(name, l.line, err)
+		}
+		m := timeline.BisectMark{Kind: l.kind, Time: t, Note: cleanNote(l.note), At: now}
+		if err := checkMark(marks, m); err != nil {
+			return atLine(name, l.line, err)
+		}
+		marks = append(marks, m)
+	}
+	id, err := startSession(ctx, f, store, now, marks)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f.IO.ErrOut, "Replayed %d marks from %s into bisect session %d.\n", len(marks), name, id)
+	return printBisectReport(ctx, f.IO.Out, store, &timeline.BisectSession{ID: id, Started: now, Marks: marks}, first, last)
+}
+
+// atLine prefixes a usage error with the log line it came from.
+func atLine(name string, line int, err error) error {
+	hint := "faultline bisect log > bisect.log"
+	if ue, ok := errors.AsType[*usageError](err); ok {
+		hint = ue.hint
+	}
+	return usagef(hint, "%s:%d: %v", name, line, err)
+}
+
+func bisectResetRun(ctx context.Context, opts *bisectOptions) error {
+	f := opts.f
+	store, err := openBisectStore(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	sess, err := store.Bisect(ctx)
+	if err != nil {
+		return err
+	}
+	if sess == nil {
+		fmt.Fprintln(f.IO.ErrOut, "No bisect session to reset.")
+		return nil
+	}
+	if _, err := store.ResetBisect(ctx, f.Now()); err != nil {
+		return err
+	}
+	fmt.Fprintf(f.IO.ErrOut, "Ended bisect session %d (%d marks kept in the database).\n", sess.ID, len(sess.Marks))
+	return nil
+}
+
+// window is the span still to search: after lo (exclusive) up to hi
+// (inclusive), with the skipped instants inside it. Where good or bad is not
+// marked, the bound is the start or end of the data.
+type window struct {
+	lastGood, firstBad time.Time // as marked; zero if not
+	lo, hi             time.Time
+	skips              []time.Time
+}
+
+func newBisectWindow(marks []timeline.BisectMark, first, last time.Time) window {
+	w := window{lo: first.Add(-1), hi: last}
+	w.lastGood, w.firstBad = bisectWindow(marks)
+	if !w.lastGood.IsZero() {
+		w.lo = w.lastGood
+	}
+	if !w.firstBad.IsZero() {
+		w.hi = w.firstBad
+	}
+	for _, m := range marks {
+		if m.Kind == timeline.BisectSkip && m.Time.After(w.lo) && m.Time.Before(w.hi) {
+			w.skips = append(w.skips, m.Time)
+		}
+	}
+	slices.SortFunc(w.skips, func(a, b time.Time) int { return a.Compare(b) })
+	w.skips = slices.Compact(w.skips)
+	return w
+}
+
+// done reports whether the search has reached its resolution.
+func (w window) done() bool {
+	return !w.lastGood.IsZero() && !w.firstBad.IsZero() && w.hi.Sub(w.lo) <= bisectResolution
+}
+
+// steps is roughly how many more halvings take the window to the
+// resolution.
+func (w window) steps() int {
+	n := 0
+	for d := w.hi.Sub(w.lo); d > bisectResolution; d = (d + 1) / 2 {
+		n++
+	}
+	return n
+}
+
+// next suggests the instant to judge next: the window's midpoint, or if a
+// skipped instant lies near it, the instant nearest the midpoint (earlier
+// first) that keeps clear of every skip by a sixteenth of the window; if
+// skips leave no such instant, the middle of the widest span between marks
+// and skips. It is rounded to a whole second (or millisecond, microsecond)
+// where the window is wide enough for that to change little.
+func (w window) next() (time.Time, bool) {
+	width := w.hi.Sub(w.lo)
+	if w.done() || width < 2 {
+		return time.Time{}, false
+	}
+	mid := w.lo.Add(width / 2)
+	step, clearance := width/32, width/16
+	clear := func(p time.Time) bool {
+		for _, s := range w.skips {
+			if p.Sub(s).Abs() < clearance {
+				return false
+			}
+		}
+		return p.After(w.lo) && p.Before(w.hi)
+	}
+	span := width
+	found := false
+	for k := 0; k <= 16 && !found && step > 0; k++ {
+		for _, p := range []time.Time{mid.Add(-time.Duration(k) * step), mid.Add(time.Duration(k) * step)} {
+			if clear(p) {
+				mid, found = p, true
+				break
+			}
+		}
+	}
+	if !found && len(w.skips) > 0 {
+		pts := append(append([]time.Time{w.lo}, w.skips...), w.hi)
+		span = 0
+		for i := 0; i+1 < len(pts); i++ {
+			if d := pts[i+1].Sub(pts[i]); d > span {
+				span, mid = d, pts[i].Add(d/2)
+			}
+		}
+		if span < 2 {
+			return time.Time{}, false
+		}
+	}
+	for _, unit := range []time.Duration{time.Second, time.Millisecond, time.Microsecond} {
+		if span >= 32*unit {
+			return mid.Round(unit).UTC(), true
+		}
+	}
+	return mid.UTC(), true
+}
+
+// printBisectReport prints the window, what changed and happened inside
+// it, and the instant to judge next.
+func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store, sess *timeline.BisectSession, first, last time.Time) error {
+	w := newBisectWindow(sess.Marks, first, last)
+	since, until := w.lo.Add(1), w.hi.Add(1) // (lo, hi] as [since, until)
+	versions, err := store.VersionsBetween(ctx, since, until, bisectMaxVersions)
+	if err != nil {
+		return err
+	}
+	records, err := store.CountRecords(ctx, since, until)
+	if err != nil {
+		return err
+	}
+	flt, err := timeline.CompileFilter(badLooking)
+	if err != nil {
+		return err
+	}
+	var hints []*timeline.Record
+	for r, err := range store.Records(ctx, timeline.Query{Since: since, Until: until, Where: flt, Limit: bisectMaxHints}) {
+		if err != nil {
+			return err
+		}
+		hints = append(hints, r)
+	}
+
+	bw := bufio.NewWriter(out)
+	good := fmtInstant(w.lastGood)
+	if w.lastGood.IsZero() {
+		good = "not marked: the data starts at " + fmtInstant(first)
+	}
+	bad := fmtInstant(w.firstBad)
+	if w.firstBad.IsZero() {
+		bad = "not marked: the data ends at " + fmtInstant(last)
+	}
+	fmt.Fprintf(bw, "Window: %s\n  last good  %s\n  first bad  %s\n", w.hi.Sub(w.lo), good, bad)
+
+	groups := groupVersions(versions)
+	more := ""
+	if len(versions) == bisectMaxVersions {
+		more = "+"
+	}
+	switch {
+	case len(versions) == 0:
+		fmt.Fprintln(bw, "Changed in the window: no object versions")
+	default:
+		fmt.Fprintf(bw, "Changed in the window: %d%s %s of %d%s %s\n", len(versions), more, plural(len(versions), "version"),
+			len(groups), more, plural(len(groups), "object"))
+		tw := tabwriter.NewWriter(bw, 0, 8, 2, ' ', 0)
+		if len(groups) > bisectMaxObjects {
+			fmt.Fprintf(tw, "  ... %d earlier objects\n", len(groups)-bisectMaxObjects)
+			groups = groups[len(groups)-bisectMaxObjects:]
+		}
+		for _, g := range groups {
+			unit := plural(g.n, "version")
+			when := fmtInstant(g.last)
+			if g.n > 1 {
+				when = fmtInstant(g.first) + " .. " + when
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%d %s\t%s\n", g.kind, g.name, g.n, unit, when)
+		}
+		tw.Flush()
+	}
+
+	var total int64
+	srcs := make([]string, 0, len(records))
+	for s, n := range records {
+		total += n
+		srcs = append(srcs, fmt.Sprintf("%s %s", s, humanInt(n)))
+	}
+	slices.Sort(srcs)
+	if total == 0 {
+		fmt.Fprintln(bw, "Records in the window: none")
+	} else {
+		fmt.Fprintf(bw, "Records in the window: %s (%s)\n", humanInt(total), strings.Join(srcs, ", "))
+	}
+	if len(hints) > 0 {
+		fmt.Fprintln(bw, "First bad-looking records (code >= 500, 429 or Warning):")
+		var tbl strings.Builder
+		p := newRecordPrinter(&tbl, "table")
+		for _, r := range hints {
+			if err := p.print(r); err != nil {
+				return err
+			}
+		}
+		if err := p.close(); err != nil {
+			return err
+		}
+		for line := range strings.Lines(tbl.String()) {
+			bw.WriteString("  " + line)
+		}
+		fmt.Fprintf(bw, "  all of them: faultline timeline --since %s --until %s --where '%s'\n", fmtInstant(since), fmtInstant(until), badLooking)
+	}
+
+	switch next, ok := w.next(); {
+	case w.done():
+		fmt.Fprintf(bw, "First bad instant: %s (the window is %s or less). Run faultline bisect reset when done.\n",
+			fmtInstant(w.firstBad), bisectResolution)
+	case w.firstBad.IsZero():
+		fmt.Fprintln(bw, "Waiting for a bad instant: the first you know the incident was under way.")
+		fmt.Fprintln(bw, "next: faultline bisect bad INSTANT   (end: the end of the data)")
+	case ok:
+		fmt.Fprintf(bw, "Bisecting: %d%s %s and %s %s left to test (roughly %d %s to a %s window)\n",
+			len(versions), more, plural(len(versions), "version"), humanInt(total), plural(int(total), "record"),
+			w.steps(), plural(w.steps(), "step"), bisectResolution)
+		fmt.Fprintf(bw, "next: faultline bisect good|bad %s\n", fmtInstant(next))
+	default:
+		fmt.Fprintln(bw, "Nothing left to test between the marks and skips.")
+	}
+	return bw.Flush()
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// versionGroup is one object's versions inside a window.
+type versionGroup struct {
+	kind, name  string
+	n           int
+	first, last time.Time
+}
+
+// groupVersions groups versions (oldest first) by object, ordered by their
+// latest version, newest last.
+func groupVersions(vs []timeline.ObjectVersion) []versionGroup {
+	idx := map[string]int{}
+	var out []versionGroup
+	for _, v := range vs {
+		o := v.Object
+		kind := o.Kind
+		if kind == "" {
+			kind = o.Resource
+		}
+		name := o.Name
+		if o.Namespace != "" {
+			name = o.Namespace + "/" + name
+		}
+		key := kind + "\x00" + name
+		i, ok := idx[key]
+		if !ok {
+			i = len(out)
+			idx[key] = i
+			out = append(out, versionGroup{kind: kind, name: name, first: v.Time})
+		}
+		out[i].n++
+		out[i].last = v.Time
+	}
+	slices.SortStableFunc(out, func(a, b versionGroup) int {
+		if c := a.last.Compare(b.last); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.kind, b.kind); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	return out
+}
+
+// startSession replaces any open session with a new one holding marks.
+func startSession(ctx context.Context, f *Factory, store timeline.Store, now time.Time, marks []timeline.BisectMark) (int64, error) {
+	old, err := store.Bisect(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if old != nil {
+		fmt.Fprintf(f.IO.ErrOut, "Replacing bisect session %d (%d marks; they stay in the database).\n", old.ID, len(old.Marks))
+	}
+	id, err := store.StartBisect(ctx, now)
+	if err != nil {
+		return 0, err
+	}
+	for i := range marks {
+		marks[i].Session = id
+		if err := store.AddBisectMark(ctx, marks[i]); err != nil {
+			return 0, err
+		}
+	}
+	return id, nil
+}

@@ -1,0 +1,345 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/faultline/faultline/analyze/identity"
+	"github.com/faultline/faultline/analyze/investigate"
+	"github.com/faultline/faultline/analyze/outcome"
+)
+
+// investigateFlags are shared by investigate and the commands that run one
+// part of it (bisect, diff, slice, counterexample).
+type investigateFlags struct {
+	bad, good    string
+	since, until string
+	rules        string
+	output       string
+}
+
+func (fl *investigateFlags) add(cmd *cobra.Command, outputs string) {
+	cmd.Flags().StringVar(&fl.bad, "bad", "", "CEL over record fields: what counts as bad (default: see --help)")
+	cmd.Flags().StringVar(&fl.good, "good", "", "CEL over record fields: what counts as good (default: see --help)")
+	cmd.Flags().StringVar(&fl.since, "since", "", "look at evidence from this instant (RFC 3339, or a duration back from the end)")
+	cmd.Flags().StringVar(&fl.until, "until", "", "look at evidence before this instant")
+	cmd.Flags().StringVar(&fl.rules, "rules", "", "YAML file of artifact extraction rules (see faultline identity --help)")
+	cmd.Flags().StringVarP(&fl.output, "output", "o", "text", "output format: "+outputs)
+}
+
+const badHelp = `What "bad" means: --bad is a CEL expression over record fields (those of
+faultline timeline --where). Object states are offered to it as records of
+source "status" whose reason is the state: OOMKilled, Error, Failed,
+CrashLoopBackOff, ErrImagePull, Evicted, FailedScheduling (pods),
+NodeNotReady (nodes), BackoffLimitExceeded (jobs); Ready, Running,
+Succeeded, Complete when all is well. The default:
+
+  ` + outcome.DefaultBad + `
+
+and --good defaults to
+
+  ` + outcome.DefaultGood + `
+
+A lone failure long before the incident is the baseline's noise: the
+boundary is the change point where the rate of bad observations departs from
+its baseline, not the first bad record.`
+
+// investigation runs the analyzers and returns the report.
+func (fl *investigateFlags) run(ctx context.Context, f *Factory) (*investigate.Report, error) {
+	store, err := f.OpenStoreReadOnly(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	opt := investigate.Options{Bad: fl.bad, Good: fl.good}
+	if fl.since != "" || fl.until != "" {
+		_, end, err := store.Bounds(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if opt.Since, err = parseWhen("--since", fl.since, end); err != nil {
+			return nil, err
+		}
+		if opt.Until, err = parseWhen("--until", fl.until, end); err != nil {
+			return nil, err
+		}
+	}
+	if fl.rules != "" {
+		b, err := os.ReadFile(fl.rules)
+		if err != nil {
+			return nil, usagef("faultline investigate --rules rules.yaml", "--rules: %v", err)
+		}
+		if opt.Rules, err = identity.ParseRules(b); err != nil {
+			return nil, fmt.Errorf("--rules %s: %w", fl.rules, err)
+		}
+	}
+	rep, err := investigate.Run(ctx, store, opt)
+	if err != nil {
+		if strings.HasPrefix(err.Error(), "--bad") || strings.HasPrefix(err.Error(), "--good") {
+			return nil, usagef("faultline investigate --bad 'reason == \"OOMKilled\"'", "%v", err)
+		}
+		return nil, err
+	}
+	return rep, nil
+}
+
+func newInvestigateCmd(f *Factory) *cobra.Command {
+	fl := &investigateFlags{}
+	cmd := &cobra.Command{
+		Use:   "investigate",
+		Short: "Run the whole investigation and print a report (or a postmortem draft)",
+		Long: `Run the investigator's method over the timeline:
+
+  1. the earliest known-bad instant and the last known-good one (bisect)
+  2. the changes of identity that could explain it, ranked (diff)
+  3. the smallest affected slice of identity dimensions (slice)
+  4. a known-good counterexample, and how it differs (counterexample)
+  5. for gang jobs, the first rank to fail apart from the cascade
+
+and print Mitigation (what to roll back or cordon, to which last-known-good
+identity) apart from Root-cause confirmation (the prediction the
+counterexample lets you test).
+
+-o text is for the terminal, -o markdown a postmortem draft with a timeline
+table and evidence links (record ids, runs and lines), -o json the stable
+contract documented in docs/investigate.md.
+
+` + badHelp,
+		Example: `  faultline replay bad-config-rollout --db incident.db
+  faultline --db incident.db investigate
+  faultline --db incident.db investigate -o markdown > postmortem.md
+  faultline --db incident.db investigate --bad 'reason == "OOMKilled"' --since 2h -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch fl.output {
+			case "text", "json", "markdown", "md":
+			default:
+				return usagef("faultline investigate -o markdown", "unknown output %q: want text, json or markdown", fl.output)
+			}
+			rep, err := fl.run(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			switch fl.output {
+			case "json":
+				return writeJSON(f.IO.Out, rep)
+			case "markdown", "md":
+				return writeMarkdown(f.IO.Out, rep)
+			}
+			return writeReport(f.IO.Out, rep)
+		},
+	}
+	fl.add(cmd, "text, json or markdown")
+	return cmd
+}
+
+func ts(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+func whereString(w map[string]string) string {
+	keys := make([]string, 0, len(w))
+	for k := range w {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + w[k]
+	}
+	return strings.Join(parts, " & ")
+}
+
+// writeReport prints the report for a terminal.
+func writeReport(w io.Writer, r *investigate.Report) error {
+	ew := &errWriter{w: w}
+	ew.printf("Window  %s .. %s\n", ts(r.Window.Start), ts(r.Window.End))
+	b := r.Boundary
+	if b == nil {
+		ew.printf("\nNothing bad in the evidence (bad = %s).\n", r.Bad)
+		return ew.err
+	}
+	ew.printf("\nBOUNDARY\n")
+	ew.printf("  last known-good  %s\n  earliest bad     %s   (incident until %s)\n", ts(b.LastGood), ts(b.FirstBad), ts(b.IncidentEnd))
+	ew.printf("  bad rate %.3g/s inside vs %.3g/s baseline; %d bad observation(s) before it set aside as noise\n",
+		b.IncidentRate, b.BaselineRate, b.Noise)
+	for _, e := range b.Evidence {
+		ew.printf("  %-4s %s  %s  %s  (run %d line %d)\n", e.Side, ts(e.Time), e.Ref, e.What, e.Run, e.Line)
+	}
+	if s := r.Slice; s != nil {
+		ew.printf("\nSLICE  %s\n  %d of %d units bad (precision %.2f), covering %.0f%% of the bad\n",
+			whereString(s.Where), s.Bad, s.Total, s.Precision, 100*s.Coverage)
+		for _, o := range s.Others {
+			ew.printf("  also: %s (%d of %g bad)\n", o.Where.String(), int(o.Bad), o.Total)
+		}
+	}
+	ew.printf("  units: %d bad, %d good, %d bad before the boundary (noise), %d unknown\n", r.Units.Bad, r.Units.Good, r.Units.Noise, r.Units.Unknown)
+	if c := r.Counterexample; c != nil {
+		ew.printf("\nCOUNTEREXAMPLE  %s stayed good\n", c.Ref)
+		if c.InSlice {
+			ew.printf("  it matches the whole slice: identity alone does not explain the failure\n")
+		}
+		for i, d := range c.Differs {
+			if i == 8 {
+				ew.printf("  ... and %d more\n", len(c.Differs)-8)
+				break
+			}
+			ew.printf("  %-40s bad %-24s good %s\n", d.Dimension, investigate.ShortID(d.Bad), investigate.ShortID(d.Good))
+		}
+	} else if r.Slice != nil {
+		ew.printf("\nCOUNTEREXAMPLE  none: no known-good unit in the evidence\n")
+	}
+	if len(r.Changes) > 0 {
+		ew.printf("\nSUSPECTS\n")
+		for i, c := range r.Changes {
+			if i == 5 {
+				ew.printf("  ... %d more (-o json)\n", len(r.Changes)-5)
+				break
+			}
+			ew.printf("  %d. %s %s: %s -> %s at %s\n     %s\n", c.Rank, c.Ref, c.Dimension, investigate.ShortID(c.From), investigate.ShortID(c.To), ts(c.At), c.Why)
+		}
+	}
+	for _, g := range r.Gangs {
+		ew.printf("\nGANG JOB %s (%d ranks)\n  first to fail: %s rank %s, %s (exit %d) at %s, %s before the next\n  cascade: %d ranks (%s); terminated: %d\n",
+			g.Owner, g.Ranks, g.First.Ref, dash(g.First.Rank), g.First.Reason, g.First.ExitCode, ts(g.First.At), g.Lead.Round(time.Millisecond),
+			g.Cascade, reasonList(g.CascadeReasons), g.Terminated)
+	}
+	ew.printf("\nMITIGATION\n")
+	if len(r.Mitigation) == 0 {
+		ew.printf("  (none suggested)\n")
+	}
+	for _, a := range r.Mitigation {
+		to := ""
+		if a.To != "" {
+			to = " -> " + a.To
+		}
+		ew.printf("  %s %s%s\n     %s\n", a.Action, a.Target, to, a.Why)
+	}
+	ew.printf("\nROOT-CAUSE CONFIRMATION\n")
+	for _, c := range r.Confirmation {
+		ew.printf("  %s\n", c)
+	}
+	return ew.err
+}
+
+func reasonList(m map[string]int) string {
+	var parts []string
+	for k, v := range m {
+		parts = append(parts, fmt.Sprintf("%s %d", k, v))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+// writeMarkdown prints a postmortem draft.
+func writeMarkdown(w io.Writer, r *investigate.Report) error {
+	ew := &errWriter{w: w}
+	ew.printf("# Postmortem draft\n\n_Generated by `faultline investigate` from evidence between %s and %s. Every claim links its evidence (record id, ingest run and line)._\n\n", ts(r.Window.Start), ts(r.Window.End))
+	b := r.Boundary
+	if b == nil {
+		ew.printf("Nothing bad in the evidence (bad = `%s`).\n", r.Bad)
+		return ew.err
+	}
+	ew.printf("## Summary\n\n")
+	ew.printf("- **Earliest known-bad:** %s; **last known-good:** %s.\n", ts(b.FirstBad), ts(b.LastGood))
+	if s := r.Slice; s != nil {
+		ew.printf("- **Affected slice:** `%s`: %d of %d units bad (precision %.2f, coverage %.0f%%).\n", whereString(s.Where), s.Bad, s.Total, s.Precision, 100*s.Coverage)
+	}
+	if len(r.Changes) > 0 {
+		c := r.Changes[0]
+		ew.printf("- **Leading suspect:** `%s` `%s` changed `%s` → `%s` at %s (%s).\n", c.Ref, c.Dimension, investigate.ShortID(c.From), investigate.ShortID(c.To), ts(c.At), c.Why)
+	}
+	for _, g := range r.Gangs {
+		ew.printf("- **Gang job %s:** %s failed first (%s, exit %d); %d ranks followed.\n", g.Owner, g.First.Ref, g.First.Reason, g.First.ExitCode, g.Cascade)
+	}
+	ew.printf("\n## Timeline\n\n| time (UTC) | side | what | object | evidence |\n|---|---|---|---|---|\n")
+	type row struct {
+		t               time.Time
+		side, what, ref string
+		ev              string
+	}
+	var rows []row
+	for _, e := range b.Evidence {
+		rows = append(rows, row{e.Time, e.Side, e.What, e.Ref, evidenceLink(e.Record, e.Run, e.Line)})
+	}
+	for i, c := range r.Changes {
+		if i == 3 {
+			break
+		}
+		rows = append(rows, row{c.At, "change", fmt.Sprintf("`%s`: `%s` → `%s`", c.Dimension, investigate.ShortID(c.From), investigate.ShortID(c.To)), c.Ref, evidenceLink(0, c.Run, c.Line)})
+	}
+	for _, g := range r.Gangs {
+		rows = append(rows, row{g.First.At, "bad", "first rank to fail: " + g.First.Reason, g.First.Ref, evidenceLink(g.First.Record, 0, 0)})
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].t.Before(rows[j].t) })
+	for _, x := range rows {
+		ew.printf("| %s | %s | %s | `%s` | %s |\n", ts(x.t), x.side, strings.ReplaceAll(x.what, "|", "\\|"), x.ref, x.ev)
+	}
+	if c := r.Counterexample; c != nil {
+		ew.printf("\n## Known-good counterexample\n\n`%s` stayed good.", c.Ref)
+		if c.InSlice {
+			ew.printf(" It matches the whole slice: identity alone does not explain the failure.")
+		}
+		ew.printf("\n\n| dimension | bad slice | counterexample |\n|---|---|---|\n")
+		for _, d := range c.Differs {
+			ew.printf("| `%s` | `%s` | `%s` |\n", d.Dimension, investigate.ShortID(d.Bad), investigate.ShortID(d.Good))
+		}
+	}
+	ew.printf("\n## Mitigation\n\n")
+	if len(r.Mitigation) == 0 {
+		ew.printf("_None suggested._\n")
+	}
+	for _, a := range r.Mitigation {
+		to := ""
+		if a.To != "" {
+			to = " → `" + a.To + "`"
+		}
+		ew.printf("- **%s** `%s`%s: %s\n", a.Action, a.Target, to, a.Why)
+	}
+	ew.printf("\n## Root-cause confirmation\n\n")
+	for _, c := range r.Confirmation {
+		ew.printf("- %s\n", c)
+	}
+	ew.printf("\n## Suspects\n\n| # | object | dimension | from | to | at | why |\n|---|---|---|---|---|---|---|\n")
+	for _, c := range r.Changes {
+		ew.printf("| %d | `%s` | `%s` | `%s` | `%s` | %s | %s |\n", c.Rank, c.Ref, c.Dimension, investigate.ShortID(c.From), investigate.ShortID(c.To), ts(c.At), c.Why)
+	}
+	ew.printf("\n## Action items\n\n- [ ] Alert on the leading signal with an owner, the slice, its normal range and persistence (faultline alerts).\n")
+	return ew.err
+}
+
+func evidenceLink(record, run, line int64) string {
+	var parts []string
+	if record != 0 {
+		parts = append(parts, fmt.Sprintf("record %d", record))
+	}
+	if run != 0 {
+		parts = append(parts, fmt.Sprintf("run %d line %d", run, line))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// errWriter keeps the first write error.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}

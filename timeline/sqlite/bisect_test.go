@@ -1,0 +1,194 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+func TestBisectSessionLifecycle(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	wall := time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
+	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+
+	if b, err := s.Bisect(ctx); err != nil || b != nil {
+		t.Fatalf("Bisect before start = %v, %v; want nil, nil", b, err)
+	}
+	if err := s.AddBisectMark(ctx, timeline.BisectMark{Session: 1, Kind: timeline.BisectGood, Time: t0}); !errors.Is(err, timeline.ErrNoBisect) {
+		t.Fatalf("AddBisectMark without a session = %v, want ErrNoBisect", err)
+	}
+	first, err := s.StartBisect(ctx, wall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marks := []timeline.BisectMark{
+		{Session: first, Kind: timeline.BisectBad, Time: t0.Add(10 * time.Minute), Note: "pods crashloop", At: wall.Add(time.Minute)},
+		{Session: first, Kind: timeline.BisectGood, Time: t0.Add(123456789), At: wall.Add(2 * time.Minute)},
+		{Session: first, Kind: timeline.BisectSkip, Time: t0.Add(5 * time.Minute), At: wall.Add(3 * time.Minute)},
+	}
+	for _, m := range marks {
+		if err := s.AddBisectMark(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Bisect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &timeline.BisectSession{ID: first, Started: wall, Marks: marks}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("session (-want +got)\n%s", diff)
+	}
+	if err := s.AddBisectMark(ctx, timeline.BisectMark{Session: first, Kind: "maybe", Time: t0}); err == nil {
+		t.Error("AddBisectMark accepted kind \"maybe\"")
+	}
+
+	// A new start replaces the open session; a mark for the old one is refused.
+	second, err := s.StartBisect(ctx, wall.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second == first {
+		t.Fatalf("StartBisect reused session id %d", first)
+	}
+	if err := s.AddBisectMark(ctx, timeline.BisectMark{Session: first, Kind: timeline.BisectGood, Time: t0}); !errors.Is(err, timeline.ErrNoBisect) {
+		t.Errorf("AddBisectMark to a replaced session = %v, want ErrNoBisect", err)
+	}
+	got, err = s.Bisect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(&timeline.BisectSession{ID: second, Started: wall.Add(time.Hour)}, got); diff != "" {
+		t.Errorf("after restart (-want +got)\n%s", diff)
+	}
+
+	for i, wantOpen := range []bool{true, false} {
+		open, err := s.ResetBisect(ctx, wall.Add(2*time.Hour))
+		if err != nil || open != wantOpen {
+			t.Errorf("ResetBisect #%d = %v, %v; want %v", i+1, open, err, wantOpen)
+		}
+	}
+	if b, err := s.Bisect(ctx); err != nil || b != nil {
+		t.Errorf("Bisect after reset = %v, %v; want nil, nil", b, err)
+	}
+}
+
+// TestBisectMarksSurviveReopen guards that marks are read back from the
+// file by a read-only store, as the TUI reads them.
+func TestBisectMarksSurviveReopen(t *testing.T) {
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "t.db")
+	rw, err := Open(ctx, file, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := rw.StartBisect(ctx, time.Unix(1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark := timeline.BisectMark{Session: id, Kind: timeline.BisectBad, Time: time.Date(2026, 5, 1, 10, 3, 0, 0, time.UTC), At: time.Unix(2, 0).UTC()}
+	if err := rw.AddBisectMark(ctx, mark); err != nil {
+		t.Fatal(err)
+	}
+	rw.Close()
+	ro, err := Open(ctx, file, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	got, err := ro.Bisect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == nil || len(got.Marks) != 1 {
+		t.Fatalf("read-only Bisect = %+v, want one mark", got)
+	}
+	if diff := cmp.Diff(mark, got.Marks[0]); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+}
+
+func TestVersionsBetweenAndCountRecords(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	run := &timeline.IngestRun{Source: timeline.SourceAudit, Path: "x"}
+	if err := s.BeginRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	b, err := s.Batch(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range []struct {
+		name, rv string
+		at       time.Duration
+	}{{"a", "1", 0}, {"b", "2", time.Minute}, {"a", "3", 2 * time.Minute}, {"c", "4", 3 * time.Minute}} {
+		ov := timeline.ObjectVersion{Object: timeline.ObjectRef{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespace: "ml", Name: v.name, UID: "u" + v.name},
+			ResourceVersion: v.rv, Time: t0.Add(v.at), Content: []byte(`{"kind":"ConfigMap","data":{"k":"` + v.rv + `"}}`), Evidence: timeline.Evidence{Line: int64(i + 1)}}
+		if _, err := b.AddVersion(ctx, &ov); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, src := range []timeline.SourceKind{timeline.SourceAudit, timeline.SourceAudit, timeline.SourceEvent, timeline.SourceAudit} {
+		r := timeline.Record{Key: string(rune('a' + i)), Time: t0.Add(time.Duration(i) * time.Minute), Source: src}
+		if _, err := b.AddRecord(ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	label := func(vs []timeline.ObjectVersion) []string {
+		var out []string
+		for _, v := range vs {
+			if v.Content != nil || v.Hash == "" {
+				t.Errorf("version %s@%s: want a hash and no content", v.Object.Name, v.ResourceVersion)
+			}
+			out = append(out, v.Object.Kind+"/"+v.Object.Namespace+"/"+v.Object.Name+"@"+v.ResourceVersion)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name         string
+		since, until time.Time
+		limit        int
+		versions     []string
+		records      map[timeline.SourceKind]int64
+	}{
+		{"all", time.Time{}, time.Time{}, 0,
+			[]string{"ConfigMap/ml/a@1", "ConfigMap/ml/b@2", "ConfigMap/ml/a@3", "ConfigMap/ml/c@4"},
+			map[timeline.SourceKind]int64{"audit": 3, "event": 1}},
+		{"half-open", t0.Add(time.Minute), t0.Add(3 * time.Minute), 0,
+			[]string{"ConfigMap/ml/b@2", "ConfigMap/ml/a@3"},
+			map[timeline.SourceKind]int64{"audit": 1, "event": 1}},
+		{"limit", t0.Add(time.Nanosecond), time.Time{}, 1,
+			[]string{"ConfigMap/ml/b@2"},
+			map[timeline.SourceKind]int64{"audit": 2, "event": 1}},
+		{"empty", t0.Add(time.Hour), time.Time{}, 0, nil, map[timeline.SourceKind]int64{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vs, err := s.VersionsBetween(ctx, tc.since, tc.until, tc.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.versions, label(vs)); diff != "" {
+				t.Errorf("versions (-want +got)\n%s", diff)
+			}
+			n, err := s.CountRecords(ctx, tc.since, tc.until)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.records, n); diff != "" {
+				t.Errorf("records (-want +got)\n%s", diff)
+			}
+		})
+	}
+}
