@@ -255,6 +255,76 @@ type BisectSession struct {
 // ErrNoBisect is returned for a bisect mark when no session is open.
 var ErrNoBisect = errors.New("no bisect session")
 
+// RequestClass is the shape of API requests as the apiserver saw them: the
+// unit the control-plane rollup counts by. Users and user agents are folded
+// (FoldUser, FoldUserAgent) so that a thousand kubelets or the workers of one
+// job make one class; RequestClient keeps the raw users behind it.
+type RequestClass struct {
+	ID                                 int64
+	Verb, Group, Resource, Subresource string
+	// Scope is "cluster" (no namespace, no name), "namespace" (a
+	// namespace, no name) or "object" (a name).
+	Scope     string
+	User      string // folded: FoldUser
+	UserAgent string // folded: FoldUserAgent
+}
+
+// Request scopes.
+const (
+	ScopeCluster   = "cluster"
+	ScopeNamespace = "namespace"
+	ScopeObject    = "object"
+)
+
+// RequestSecond counts a class's requests received in one second: those
+// whose record carries a response stage (ResponseStarted, ResponseComplete
+// or Panic), so a watch counts from the moment it is served.
+type RequestSecond struct {
+	Class int64
+	Sec   int64 // Unix seconds of requestReceivedTimestamp
+	Count int64
+}
+
+// RequestStat aggregates a class's completed requests (ResponseComplete or
+// Panic) received in one minute with one response code and one latency
+// bucket. Code, latency and annotations are those of the request's latest
+// stage, as on its record.
+type RequestStat struct {
+	Class         int64
+	Minute        int64 // Unix seconds, a multiple of 60
+	Code          int   // HTTP status; 0 if none
+	LatencyBucket int   // LatencyBucket of the latency
+	Count         int64
+	// EtcdLists counts lists whose semantics read etcd (ListFromEtcd);
+	// UnpagedLists counts cluster-scope lists without a limit.
+	EtcdLists, UnpagedLists int64
+	LatencySumNs            int64
+	LatencyMaxNs            int64
+	// APFQueueWaitMaxNs is the largest API Priority and Fairness queue wait
+	// (annotation apiserver.latency.k8s.io/apf-queue-wait); 0 if none.
+	APFQueueWaitMaxNs int64
+}
+
+// RequestClient counts the requests of one raw (unfolded) user behind a
+// class in one minute: the population behind a burst. It counts as
+// RequestSecond does.
+type RequestClient struct {
+	Class  int64
+	Minute int64 // Unix seconds, a multiple of 60
+	User   string
+	Count  int64
+}
+
+// RequestStats is the control-plane rollup over a window: the classes the
+// rows refer to (by ID), per-second counts ordered by (Class, Sec), and
+// per-minute stats and clients ordered by (Minute, Class, ...).
+type RequestStats struct {
+	Classes []RequestClass
+	Seconds []RequestSecond
+	Stats   []RequestStat
+	Clients []RequestClient
+}
+
 // Store keeps the timeline. timeline/sqlite implements it.
 type Store interface {
 	// BeginRun records the start of an ingest run and returns its id.
@@ -287,6 +357,11 @@ type Store interface {
 	// CountRecords counts the records in [since, until) (zero: unbounded)
 	// per source kind.
 	CountRecords(ctx context.Context, since, until time.Time) (map[SourceKind]int64, error)
+	// RequestStats returns the rollup of API requests (see RequestClass)
+	// whose second or minute lies in [since, until) (zero: unbounded), and
+	// the classes those rows refer to. It is kept as records are written,
+	// so it answers in time proportional to the rows returned.
+	RequestStats(ctx context.Context, since, until time.Time) (*RequestStats, error)
 
 	// StartBisect opens a bisect session at wall-clock time at, ending the
 	// open one if any, and returns the new session's id.

@@ -9,9 +9,10 @@
 // log-likelihood ratio of "a higher rate inside, the baseline outside"
 // against "one rate throughout". The window's start is then carried back
 // over bad observations that came too soon after one another to be the
-// baseline's (each gap shorter than the baseline would produce with
-// probability Alpha), so a first failure a few seconds ahead of the
-// avalanche it caused is the boundary, and noise a minute earlier is not.
+// baseline's (each gap shorter than the baseline rate before the window
+// would produce with probability Alpha), so a first failure a few seconds
+// ahead of the avalanche it caused is the boundary, and noise a minute
+// earlier is not.
 package boundary
 
 import (
@@ -115,11 +116,12 @@ func Find(times []time.Time, from, to time.Time) Result {
 	last := prefix[bj+1] - 1
 	inside := float64(last - first + 1)
 	length := math.Max(times[last].Sub(times[first]).Seconds(), width)
-	outside := N - inside
-	baseline := outside / math.Max(span-length, width)
-	if outside == 0 {
-		baseline = 1 / span // no baseline seen: assume at most one per span
-	}
+	// The baseline is the rate before the window: what came after an
+	// incident (its aftermath, a recovery's own failures) says nothing about
+	// what was normal before it. One observation is added, so that a quiet
+	// stretch is "at most one per stretch", not "never".
+	before := times[first].Sub(from).Seconds()
+	baseline := (float64(first) + 1) / math.Max(before, width)
 
 	// Carry the start back over bad observations too close to be baseline.
 	for first > 0 {

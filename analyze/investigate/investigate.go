@@ -212,6 +212,9 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 		times[i] = o.Time
 	}
 	cp := boundary.Find(times, first, last)
+	if i := precursor(out, cp.First, cp.FirstBad); i < cp.First {
+		cp.First, cp.FirstBad = i, out.Bad[i].Time
+	}
 	b := &Boundary{FirstBad: cp.FirstBad, IncidentEnd: cp.End, BaselineRate: cp.BaselineRate,
 		IncidentRate: cp.IncidentRate, Score: cp.Score, Noise: cp.First}
 	var lastGood *outcome.Observation
@@ -239,8 +242,11 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	rep.Boundary = b
 
 	// 2. Units in scope.
-	var units []*outcome.Unit
+	var units, members []*outcome.Unit // in scope; and every unit but the noise, for gangs
 	for _, u := range out.Units {
+		if !u.Bad() || !u.BadAt.Before(cp.FirstBad) {
+			members = append(members, u)
+		}
 		switch {
 		case u.Bad() && u.BadAt.Before(cp.FirstBad):
 			rep.Units.Noise++
@@ -306,7 +312,7 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	}
 
 	// 6. Gang jobs.
-	rep.Gangs = gang.Find(units, func(u *outcome.Unit) string { return ranks[u] })
+	rep.Gangs = gang.Find(members, func(u *outcome.Unit) string { return ranks[u] })
 	if rep.Gangs == nil {
 		rep.Gangs = []gang.Finding{}
 	}
@@ -524,4 +530,38 @@ func lastGoodRecord(ctx context.Context, s Store, out *outcome.Outcomes, before 
 		}
 	}
 	return nil, nil
+}
+
+// Precursors: a job's first failure often comes seconds before the
+// avalanche it causes (one rank dies, its peers follow), too far ahead for
+// the change point to reach on timing alone when the evidence holds little
+// baseline. A pod that went bad within precursorWindow before the boundary
+// and belongs to the same controller as pods that went bad at the boundary
+// is part of the incident, and the earliest such failure is its first bad.
+const precursorWindow = 5 * time.Minute
+
+// precursor returns the index in out.Bad of the earliest precursor's bad
+// observation, or first when there is none.
+func precursor(out *outcome.Outcomes, first int, firstBad time.Time) int {
+	owners := map[string]bool{} // namespace/Kind/name of the pods bad at the boundary
+	for _, u := range out.Units {
+		if u.Bad() && !u.BadAt.Before(firstBad) && u.Owner != "" && u.BadAt.Sub(firstBad) < precursorWindow {
+			owners[u.Namespace+"/"+u.Owner] = true
+		}
+	}
+	earliest := firstBad
+	for _, u := range out.Units {
+		if u.Bad() && u.BadAt.Before(earliest) && firstBad.Sub(u.BadAt) <= precursorWindow && owners[u.Namespace+"/"+u.Owner] {
+			earliest = u.BadAt
+		}
+	}
+	for i := first - 1; i >= 0; i-- {
+		if out.Bad[i].Time.Before(earliest) {
+			break
+		}
+		if out.Bad[i].Time.Equal(earliest) {
+			return i
+		}
+	}
+	return first
 }

@@ -93,7 +93,9 @@ func suspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[str
 	// Differences from the counterexample, in content (not names).
 	if ce := rep.Counterexample; ce != nil {
 		for _, d := range ce.Differs {
-			if d.Bad == "" || !contentDim(d.Dimension) {
+			// Only a different value is a contrast: a counterexample that does
+			// not use the object at all (another job's ConfigMap) says nothing.
+			if d.Bad == "" || d.Good == "" || !contentDim(d.Dimension) {
 				continue
 			}
 			// When the bad value was first seen in a bad unit.
@@ -243,7 +245,13 @@ func ago(at, t time.Time) string {
 // counterexample allows.
 func advise(rep *Report) (mit []Action, conf []string) {
 	mit, conf = []Action{}, []string{}
-	if len(rep.Changes) > 0 && rep.Changes[0].Score > 0 {
+	// A gang job whose first rank died of its own cause explains the
+	// avalanche; the job's arrival (a "created" suspect) then does not.
+	gangExplains := false
+	for _, g := range rep.Gangs {
+		gangExplains = gangExplains || (g.Distinct && g.Cascade > 0)
+	}
+	if len(rep.Changes) > 0 && rep.Changes[0].Score > 0 && !(gangExplains && rep.Changes[0].Dimension == "created") {
 		top := rep.Changes[0]
 		switch {
 		case strings.HasPrefix(top.Dimension, "configmap/") || strings.HasPrefix(top.Dimension, "secret/"):

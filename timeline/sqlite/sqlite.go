@@ -80,7 +80,9 @@ type Store struct {
 	log   *slog.Logger
 	salt  []byte // per-database salt for hashing secret values
 	cache *strCache
-	reads struct { // id -> string, for reading
+	// classes maps request classes to their req_class ids (rollup.go).
+	classes classCache
+	reads   struct { // id -> string, for reading
 		mu sync.Mutex
 		m  map[int64]string
 	}
@@ -129,6 +131,7 @@ func Open(ctx context.Context, file string, opt Options) (*Store, error) {
 	}
 	db.SetMaxOpenConns(4)
 	s := &Store{db: db, path: file, log: log, cache: &strCache{m: map[string]int64{}}}
+	s.classes.m = map[classKey]int64{}
 	if err := s.migrate(ctx, opt.ReadOnly); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open timeline %s: %w", file, err)

@@ -93,7 +93,13 @@ const joinStage = `UPDATE record SET
 	latency_ns = CASE WHEN ?1 > stages THEN ?3 ELSE latency_ns END,
 	message = CASE WHEN ?1 > stages THEN ?4 ELSE message END,
 	extra = CASE WHEN ?1 > stages THEN ?5 ELSE extra END
-WHERE key = ?6 AND ?1 != 0 AND (stages & ?1) = 0`
+WHERE id = ?6`
+
+// heldRecord reads what joining a stage needs of the record held under a
+// key: its stages and values before the join, and the fields the request
+// rollup classes it by.
+const heldRecord = `SELECT id, stages, code, latency_ns, source, verb, api_group, resource, subresource,
+	namespace, name, user, user_agent, uri FROM record WHERE key = ?`
 
 type batch struct {
 	s       *Store
@@ -108,6 +114,17 @@ type batch struct {
 	getCont *sql.Stmt
 	putCont *sql.Stmt
 	putVer  *sql.Stmt
+
+	// The request rollup (rollup.go).
+	roll       rollup
+	newClasses []classKey // added in this transaction: forgotten on rollback
+	held       *sql.Stmt
+	strByID    *sql.Stmt
+	getClass   *sql.Stmt
+	putClass   *sql.Stmt
+	putSec     *sql.Stmt
+	putClient  *sql.Stmt
+	putStat    *sql.Stmt
 }
 
 func (b *batch) stmt(ctx context.Context, p **sql.Stmt, query string) (*sql.Stmt, error) {
@@ -197,27 +214,103 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 	if err != nil {
 		return 0, fmt.Errorf("add record: %w", err)
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 1 {
-		return timeline.Added, err
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("add record: %w", err)
+	}
+	if n == 1 {
+		if r.Source == timeline.SourceAudit && o.Resource != "" {
+			rq := newRequest(r.Verb, o.Group, o.Resource, o.Subresource, o.Namespace, o.Name, r.User, r.UserAgent,
+				r.URI, ns(r.Time))
+			b.roll.count(&rq, 0, r.Stages, reqValues{r.Code, int64(r.Latency), apfQueueWait(r.Extra)}, reqValues{})
+		}
+		return timeline.Added, nil
 	}
 	// Held already: a stage of the same request joins it, anything else is
-	// a duplicate. (Two statements rather than one upsert: telling the cases
-	// apart after an upsert needs RETURNING, which costs more than this.)
+	// a duplicate. The held record is read first: the rollup needs its
+	// stages before the join, and a duplicate costs no more than before.
 	if r.Stages == 0 {
 		return timeline.Duplicate, nil
+	}
+	hs, err := b.stmt(ctx, &b.held, heldRecord)
+	if err != nil {
+		return 0, fmt.Errorf("add record: %w", err)
+	}
+	var (
+		id, stages, code, lat int64
+		hid                   [9]int64 // source, verb .. user_agent
+		uri                   string
+	)
+	if err := hs.QueryRowContext(ctx, key).Scan(&id, &stages, &code, &lat, &hid[0], &hid[1], &hid[2], &hid[3], &hid[4],
+		&hid[5], &hid[6], &hid[7], &hid[8], &uri); err != nil {
+		return 0, fmt.Errorf("join stage: %w", err)
+	}
+	old := timeline.Stage(stages)
+	if old&r.Stages != 0 {
+		return timeline.Duplicate, nil
+	}
+	var oldExtra sql.NullString
+	if old&finalStages != 0 && r.Stages > old && r.Stages&finalStages != 0 {
+		// A final stage replaces another's values: the rollup takes the old
+		// ones back (see rollup.go).
+		if err := b.tx.QueryRowContext(ctx, `SELECT extra FROM record WHERE id = ?`, id).Scan(&oldExtra); err != nil {
+			return 0, fmt.Errorf("join stage: %w", err)
+		}
 	}
 	js, err := b.stmt(ctx, &b.join, joinStage)
 	if err != nil {
 		return 0, fmt.Errorf("add record: %w", err)
 	}
-	res, err = js.ExecContext(ctx, int64(r.Stages), r.Code, int64(r.Latency), r.Message, extra, key)
-	if err != nil {
+	if _, err := js.ExecContext(ctx, int64(r.Stages), r.Code, int64(r.Latency), r.Message, extra, id); err != nil {
 		return 0, fmt.Errorf("join stage: %w", err)
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return timeline.Duplicate, err
+	if err := b.rollJoin(ctx, r, ids, hid, uri, old, reqValues{int(code), lat, apfQueueWait([]byte(oldExtra.String))}); err != nil {
+		return 0, fmt.Errorf("join stage: %w", err)
 	}
 	return timeline.Merged, nil
+}
+
+// rollJoin counts a stage joined to a held record in the request rollup.
+// The record's class, time and URI are the held row's: ids are the
+// incoming record's interned fields (as AddRecord interns them), hid the
+// held row's (source, verb, api_group, resource, subresource, namespace,
+// name, user, user_agent).
+func (b *batch) rollJoin(ctx context.Context, r *timeline.Record, ids []int64, hid [9]int64, uri string,
+	old timeline.Stage, ov reqValues) error {
+	if hid[3] == 0 || (old|r.Stages)&responseStages == 0 {
+		return nil
+	}
+	o := &r.Object
+	// incoming string for each held column, and the incoming id
+	in := [...]struct {
+		s  string
+		id int64
+	}{{string(r.Source), ids[0]}, {r.Verb, ids[8]}, {o.Group, ids[1]}, {o.Resource, ids[3]}, {o.Subresource, ids[4]},
+		{o.Namespace, ids[6]}, {o.Name, ids[7]}, {r.User, ids[10]}, {r.UserAgent, ids[11]}}
+	var f [9]string
+	for i, v := range in {
+		if hid[i] == v.id {
+			f[i] = v.s
+			continue
+		}
+		st, err := b.stmt(ctx, &b.strByID, `SELECT s FROM strs WHERE id = ?`)
+		if err != nil {
+			return err
+		}
+		if err := st.QueryRowContext(ctx, hid[i]).Scan(&f[i]); err != nil {
+			return fmt.Errorf("string %d: %w", hid[i], err)
+		}
+	}
+	if f[0] != string(timeline.SourceAudit) {
+		return nil
+	}
+	rq := newRequest(f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], uri, ns(r.Time))
+	nv := ov
+	if r.Stages > old {
+		nv = reqValues{r.Code, int64(r.Latency), apfQueueWait(r.Extra)}
+	}
+	b.roll.count(&rq, old, r.Stages, nv, ov)
+	return nil
 }
 
 // AddVersion redacts the version's content, stores it once by hash, and adds
@@ -290,6 +383,10 @@ func (b *batch) SetCursor(ctx context.Context, name, resourceVersion string) err
 // keeps what it has read.
 func (b *batch) Commit(ctx context.Context, progress *timeline.IngestRun) error {
 	ctx = context.WithoutCancel(ctx)
+	if err := b.flushRollup(ctx); err != nil {
+		b.Rollback()
+		return fmt.Errorf("commit batch: %w", err)
+	}
 	if progress != nil {
 		if err := updateRun(ctx, b.tx, progress); err != nil {
 			b.Rollback()
@@ -300,7 +397,7 @@ func (b *batch) Commit(ctx context.Context, progress *timeline.IngestRun) error 
 		b.forget()
 		return fmt.Errorf("commit batch: %w", err)
 	}
-	b.newStrs = nil
+	b.newStrs, b.newClasses = nil, nil
 	return nil
 }
 
@@ -320,4 +417,12 @@ func (b *batch) forget() {
 		b.strs.del(s)
 	}
 	b.newStrs = nil
+	c := &b.s.classes
+	c.mu.Lock()
+	for _, k := range b.newClasses {
+		delete(c.m, k)
+	}
+	c.mu.Unlock()
+	b.newClasses = nil
+	b.roll = rollup{}
 }

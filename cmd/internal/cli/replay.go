@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/faultline/faultline/analyze/controlplane"
 	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/fixtures"
 	"github.com/faultline/faultline/ingest/audit"
@@ -192,16 +193,29 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 		return err
 	}
 	rep, err := investigate.Run(ctx, ro, investigate.Options{})
+	if err != nil {
+		ro.Close()
+		return fmt.Errorf("replay %s: investigate: %w", opts.name, err)
+	}
+	cp, err := controlplane.Analyze(ctx, ro, controlplane.Options{})
 	ro.Close()
 	if err != nil {
-		return fmt.Errorf("replay %s: investigate: %w", opts.name, err)
+		return fmt.Errorf("replay %s: controlplane: %w", opts.name, err)
 	}
 	fmt.Fprintln(f.IO.Out)
 	if err := writeReport(f.IO.Out, rep); err != nil {
 		return err
 	}
+	if len(cp.Bursts) > 0 {
+		ew := &errWriter{w: f.IO.Out}
+		ew.printf("\nCONTROL PLANE (faultline controlplane for all of it)")
+		writeBursts(ew, cp.Bursts, 3)
+		if ew.err != nil {
+			return ew.err
+		}
+	}
 	if expected != nil {
-		return printCheck(f.IO.Out, expected, rep)
+		return printCheck(f.IO.Out, expected, rep, cp)
 	}
 	return nil
 }
@@ -209,8 +223,8 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 // printCheck reports each field of the ground truth against the analyzers'
 // findings (fixtures.Check has the rules); a field no analyzer covers yet is
 // "not analysed" and never counts as passing. A failure exits 1.
-func printCheck(w io.Writer, e *fixtures.Expected, rep *investigate.Report) error {
-	verdicts := fixtures.Check(e, rep)
+func printCheck(w io.Writer, e *fixtures.Expected, rep *investigate.Report, cp *controlplane.Report) error {
+	verdicts := fixtures.Check(e, rep, cp)
 	fmt.Fprintf(w, "\nCheck against expected.json (%s, seed %d):\n", e.Incident, e.Seed)
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIELD\tSTATUS\tEXPECTED\tFOUND")

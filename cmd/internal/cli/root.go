@@ -58,7 +58,7 @@ smallest slice of the fleet it hurt.`,
 	})
 	root.AddCommand(newIngestCmd(f), newTimelineCmd(f, nil), newSourcesCmd(f, nil), newReplayCmd(f), newIdentityCmd(f), newHistoryCmd(f))
 	root.AddCommand(newBisectCmd(f))
-	root.AddCommand(newSliceCmd(f), newInvestigateCmd(f), newDiffCmd(f), newCounterexampleCmd(f))
+	root.AddCommand(newSliceCmd(f), newInvestigateCmd(f), newDiffCmd(f), newCounterexampleCmd(f), newControlplaneCmd(f))
 	return root
 }
 

@@ -29,6 +29,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,6 +40,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -78,6 +80,7 @@ func run(ctx context.Context) error {
 	setup := flag.Bool("setup-only", false, "create ServiceAccounts, tokens and RBAC, write the tokens to -tokens, then exit")
 	tokenFile := flag.String("tokens", "", "the workers' tokens, one per line: written by -setup-only, read otherwise")
 	ua := flag.String("user-agent", "trainer/2.3 (linux/amd64) client-go/v0.37.2", "the workers' user agent")
+	failPods := flag.Bool("fail-pods", false, "when a worker gives up, its pod (label app=JOB, completion index = worker) exits 1 at once (through kwok's chaos stage)")
 	flag.Parse()
 
 	admin, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
@@ -111,6 +114,12 @@ func run(ctx context.Context) error {
 		mu        sync.Mutex
 		wg        sync.WaitGroup
 	)
+	var podOf map[int]string
+	if *failPods {
+		if podOf, err = podsByIndex(ctx, admin, *ns, *job); err != nil {
+			return err
+		}
+	}
 	rng := rand.New(rand.NewPCG(*seed, 0))
 	delays := make([]time.Duration, *workers)
 	for i := range delays {
@@ -145,6 +154,11 @@ func run(ctx context.Context) error {
 				s.Failed = append(s.Failed, i)
 				s.FailedError = append(s.FailedError, fmt.Sprintf("%d: %v", i, err))
 				mu.Unlock()
+				if pod := podOf[i]; pod != "" {
+					if err := exitPod(ctx, admin, *ns, pod, err); err != nil {
+						slog.Warn("could not fail pod", "pod", pod, "err", err)
+					}
+				}
 			}
 		}(i)
 	}
@@ -288,4 +302,48 @@ func prepare(ctx context.Context, admin *rest.Config, ns, job string, workers in
 		tokens[i] = tr.Status.Token
 	}
 	return tokens, nil
+}
+
+// podsByIndex maps completion indexes to the job's pod names.
+func podsByIndex(ctx context.Context, admin *rest.Config, ns, job string) (map[int]string, error) {
+	c, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		return nil, err
+	}
+	pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + job})
+	if err != nil {
+		return nil, fmt.Errorf("list pods of %s: %w", job, err)
+	}
+	out := map[int]string{}
+	for _, p := range pods.Items {
+		if i, err := strconv.Atoi(p.Labels["batch.kubernetes.io/job-completion-index"]); err == nil {
+			out[i] = p.Name
+		}
+	}
+	return out, nil
+}
+
+// exitPod makes a pod's container exit 1 with the worker's error, through
+// kwok's chaos stage: the annotations say how, the label says now.
+func exitPod(ctx context.Context, admin *rest.Config, ns, pod string, cause error) error {
+	c, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		return err
+	}
+	msg := "worker gave up"
+	if apierrors.IsTooManyRequests(cause) || strings.Contains(cause.Error(), "too many requests") {
+		msg = "the server has received too many requests and has asked us to try again later"
+	} else if strings.Contains(cause.Error(), "deadline") || strings.Contains(cause.Error(), "Timeout") {
+		msg = "timed out waiting for the apiserver"
+	}
+	const stage = "pod-container-running-failed.stage.kwok.x-k8s.io"
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"annotations": map[string]string{stage + "/reason": "Error", stage + "/message": msg, stage + "/exit-code": "1"},
+		"labels":      map[string]string{stage: "true"},
+	}})
+	if err != nil {
+		return err
+	}
+	_, err = c.CoreV1().Pods(ns).Patch(ctx, pod, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
 }

@@ -1,0 +1,250 @@
+package cli
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/faultline/faultline/analyze/controlplane"
+)
+
+type controlplaneOptions struct {
+	since, until string
+	where        string
+	sortBy       string
+	output       string
+	top          int
+	jitter       time.Duration
+}
+
+func newControlplaneCmd(f *Factory) *cobra.Command {
+	opts := &controlplaneOptions{}
+	cmd := &cobra.Command{
+		Use:   "controlplane",
+		Short: "Who is hammering the apiserver, with what, since when, and what would calm it",
+		Long: `Analyse apiserver load from the audit log (and pod versions):
+
+  classes     verb x resource x scope (cluster, namespace, object) x client
+              (user agent) x user, node and service-account names folded
+              (system:node:*, system:serviceaccount:NS:*): count, rate, peak
+              1-second rate, latency p50/p99/max, codes
+  clients     LISTs served from etcd (no resourceVersion, or a limit without
+              continue), unpaged cluster-scope LISTs, watch opens per minute,
+              429s: the clients whose reads cost most
+  slo         classes whose p99 breaks the Kubernetes API latency SLOs (1 s
+              mutating and single-object reads, 5 s namespace LISTs, 30 s
+              cluster LISTs)
+  bursts      classes whose rate jumps an order of magnitude within seconds
+              over their own last five minutes, the clients behind them, the
+              amplification (requests per pod started), the fan-out, and
+              fixes simulated on the recorded requests: a jittered start
+              (--jitter), reads from the watch cache or an informer, scoped
+              reads, a dedicated APF priority level
+  pod start   creation -> running p50/p99 against the SLO (p99 <= 5 s), and
+              scheduler binds per second
+  cardinality distinct users and user agents, and whether they keep growing
+
+--where filters classes with CEL over verb, group, resource, subresource,
+scope, client, user, count, etcdLists, peakRps, p50Ms, p99Ms and codes
+(codes["429"] > 0). -o json is a stable contract (docs/controlplane.md).`,
+		Example: `  faultline controlplane
+  faultline controlplane --since 2026-05-01T10:00:00Z --until 2026-05-01T10:30:00Z
+  faultline controlplane --where 'verb == "list" && scope == "cluster"' --sort etcd
+  faultline controlplane --where 'codes["429"] > 0' -o json | jq '.bursts[0].fixes'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return controlplaneRun(cmd, f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.since, "since", "", "from this instant (RFC 3339, or a duration back from the end of the data)")
+	fl.StringVar(&opts.until, "until", "", "before this instant")
+	fl.StringVar(&opts.where, "where", "", "CEL over class fields: which classes to keep")
+	fl.StringVar(&opts.sortBy, "sort", "count", "order classes by count, peak, p99 or etcd")
+	fl.IntVar(&opts.top, "top", 15, "classes and clients to list in the table (0: all)")
+	fl.DurationVar(&opts.jitter, "jitter", time.Minute, "the window a jittered start would spread a burst over")
+	fl.StringVarP(&opts.output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+func controlplaneRun(cmd *cobra.Command, f *Factory, opts *controlplaneOptions) error {
+	switch opts.output {
+	case "table", "json":
+	default:
+		return usagef("faultline controlplane -o json", "unknown output %q: want table or json", opts.output)
+	}
+	switch opts.sortBy {
+	case "count", "peak", "p99", "etcd":
+	default:
+		return usagef("faultline controlplane --sort peak", "unknown --sort %q: want count, peak, p99 or etcd", opts.sortBy)
+	}
+	ctx := cmd.Context()
+	store, err := f.OpenStoreReadOnly(ctx)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	o := controlplane.Options{Jitter: opts.jitter}
+	if opts.since != "" || opts.until != "" {
+		_, end, err := store.Bounds(ctx)
+		if err != nil {
+			return err
+		}
+		if o.Since, err = parseWhen("--since", opts.since, end); err != nil {
+			return err
+		}
+		if o.Until, err = parseWhen("--until", opts.until, end); err != nil {
+			return err
+		}
+	}
+	if opts.where != "" {
+		if o.Where, err = controlplane.CompileWhere(opts.where); err != nil {
+			return usagef(`faultline controlplane --where 'verb == "list" && scope == "cluster"'`, "%v", err)
+		}
+	}
+	rep, err := controlplane.Analyze(ctx, store, o)
+	if err != nil {
+		return err
+	}
+	sortClasses(rep.Classes, opts.sortBy)
+	if opts.output == "json" {
+		return writeJSON(f.IO.Out, rep)
+	}
+	return writeControlplane(f, rep, opts.top)
+}
+
+func sortClasses(cs []controlplane.Class, by string) {
+	key := func(c *controlplane.Class) float64 {
+		switch by {
+		case "peak":
+			return c.PeakRps
+		case "p99":
+			return c.P99Ms
+		case "etcd":
+			return float64(c.EtcdLists)
+		}
+		return float64(c.Count)
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return key(&cs[i]) > key(&cs[j]) })
+}
+
+func writeControlplane(f *Factory, r *controlplane.Report, top int) error {
+	w := f.IO.Out
+	ew := &errWriter{w: w}
+	ew.printf("Window %s .. %s: %s requests in %d classes\n", ts(r.Window.Start), ts(r.Window.End), humanInt(r.Requests), len(r.Classes))
+	if len(r.Classes) == 0 {
+		ew.printf("No audited API requests in the window.\n")
+		return ew.err
+	}
+	writeBursts(ew, r.Bursts, 5)
+	ew.printf("\nCLASSES\n")
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "VERB\tRESOURCE\tSCOPE\tCLIENT\tUSER\tCOUNT\tPEAK/S\tP50\tP99\tMAX\tCODES\tETCD LISTS")
+	for i, c := range r.Classes {
+		if top > 0 && i == top {
+			break
+		}
+		res := c.Resource
+		if c.Subresource != "" {
+			res += "/" + c.Subresource
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%d\n", c.Verb, res, c.Scope, dash(c.Client), c.User,
+			humanInt(c.Count), c.PeakRps, ms(c.P50Ms), ms(c.P99Ms), ms(c.MaxMs), codeList(c.Codes), c.EtcdLists)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if top > 0 && len(r.Classes) > top {
+		ew.printf("  ... %d more classes (--top 0, or -o json)\n", len(r.Classes)-top)
+	}
+	ew.printf("\nCLIENTS (by LISTs served from etcd)\n")
+	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLIENT\tUSER\tREQUESTS\tETCD LISTS\tUNPAGED CLUSTER LISTS\tWATCHES/MIN\t429s")
+	for i, c := range r.Clients {
+		if top > 0 && i == top {
+			break
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.2f\t%d\n", dash(c.Client), c.User, humanInt(c.Requests), c.EtcdLists, c.UnpagedLists, c.WatchesPerMin, c.Throttled)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.SLO) > 0 {
+		ew.printf("\nSLO BREACHES (p99)\n")
+		for _, s := range r.SLO {
+			ew.printf("  %s: p99 %s > %s (%s)\n", s.Class, ms(s.P99Ms), ms(s.SLOMs), s.Kind)
+		}
+	}
+	if p := r.PodStartup; p != nil {
+		met := "met"
+		if !p.SLOMet {
+			met = "BROKEN"
+		}
+		ew.printf("\nPOD START-UP  %d pods: creation -> running p50 %s, p99 %s (SLO p99 <= 5s: %s); scheduled p99 %s\n",
+			p.Pods, ms(p.P50Ms), ms(p.P99Ms), met, ms(p.SchedP99Ms))
+		for i, o := range p.PerOwner {
+			if i == 5 {
+				break
+			}
+			ew.printf("  %s: %d pods, p50 %s, p99 %s\n", o.Owner, o.Pods, ms(o.P50Ms), ms(o.P99Ms))
+		}
+	}
+	if s := r.Scheduler; s != nil {
+		ew.printf("SCHEDULER  %s binds: peak %.0f/s at %s, %.1f/s over %.0f active seconds\n", humanInt(s.Binds), s.PeakPerSec, ts(s.PeakAt), s.MeanPerSec, s.ActiveSpanS)
+	}
+	c := r.Cardinality
+	ew.printf("CARDINALITY  %d users, %d user agents, %d classes; %d users first seen in the second half\n", c.Users, c.UserAgents, c.Classes, c.UsersLast)
+	if c.Warning != "" {
+		ew.printf("  warning: %s\n", c.Warning)
+	}
+	return ew.err
+}
+
+func ms(v float64) string {
+	switch {
+	case v == 0:
+		return "-"
+	case v < 1:
+		return fmt.Sprintf("%.2fms", v)
+	case v < 1000:
+		return fmt.Sprintf("%.0fms", v)
+	}
+	return fmt.Sprintf("%.1fs", v/1000)
+}
+
+func codeList(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s:%d", k, m[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// writeBursts prints the first n bursts with their simulated fixes.
+func writeBursts(ew *errWriter, bursts []controlplane.Burst, n int) {
+	if len(bursts) == 0 {
+		return
+	}
+	ew.printf("\nBURSTS (by apiserver time spent)\n")
+	for i, b := range bursts {
+		if n > 0 && i == n {
+			ew.printf("  ... %d more (faultline controlplane -o json)\n", len(bursts)-n)
+			break
+		}
+		ew.printf("%d. %s .. %s  %s\n   %.0f/s peak vs %.2f/s before; %s requests from %d clients; %.1f requests per %s started\n   %s\n",
+			i+1, ts(b.Start), ts(b.End), b.Class.Key(), b.PeakRps, b.BaselineRps, humanInt(b.Requests), b.Clients,
+			b.Amplification, dash(b.AmplifiedBy), b.FanOut)
+		for _, fx := range b.Fixes {
+			ew.printf("   fix %-11s -> peak %.1f/s  %s\n                   tradeoff: %s\n", fx.Kind, fx.SimulatedPeakRps, fx.Detail, fx.Tradeoff)
+		}
+	}
+}
