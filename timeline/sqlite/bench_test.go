@@ -56,3 +56,45 @@ func BenchmarkAddRecord(b *testing.B) {
 	}
 	batch.Commit(ctx, run)
 }
+
+// BenchmarkRequestStats reads the whole request rollup of 100,000 audit
+// records (the query faultline controlplane makes over its window).
+func BenchmarkRequestStats(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(b.TempDir(), "b.db"), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	run := &timeline.IngestRun{Source: timeline.SourceAudit, Path: "bench"}
+	if err := s.BeginRun(ctx, run); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	verbs := []string{"get", "list", "watch", "update", "patch", "create"}
+	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	batch, _ := s.Batch(ctx, run.ID)
+	for i := range 100000 {
+		r := timeline.Record{
+			Key: fmt.Sprintf("audit\x00%d", i), Time: t0.Add(time.Duration(i) * 3 * time.Millisecond),
+			Source: timeline.SourceAudit, Verb: verbs[rng.IntN(len(verbs))],
+			User:      fmt.Sprintf("system:node:node-%04d", rng.IntN(1000)),
+			UserAgent: "kubelet/v1.37.2 (linux/amd64) kubernetes/abcdef0",
+			Object:    timeline.ObjectRef{Version: "v1", Resource: "pods", Namespace: fmt.Sprintf("ns-%d", rng.IntN(50))},
+			Code:      200, Latency: time.Duration(rng.IntN(1e9)), Stages: timeline.StageResponseComplete,
+		}
+		if _, err := batch.AddRecord(ctx, &r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := batch.Commit(ctx, run); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		st, err := s.RequestStats(ctx, time.Time{}, time.Time{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(len(st.Seconds)+len(st.Stats)+len(st.Clients)), "rows/op")
+	}
+}
