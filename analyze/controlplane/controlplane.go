@@ -233,7 +233,7 @@ func Analyze(ctx context.Context, s Store, opt Options) (*Report, error) {
 		span = 1
 	}
 	for _, c := range kept {
-		c.Rate = float64(c.Count) / span
+		c.Rate = math.Round(float64(c.Count)/span*1e4) / 1e4
 		rep.Requests += c.Count
 	}
 	sort.SliceStable(kept, func(i, j int) bool {
