@@ -19,8 +19,14 @@ const baselineWindow = 300 // seconds
 // significant under it (Poisson, p < 1e-6); a burst runs while the rate
 // stays that high (gaps of up to five seconds bridged). Bursts are ranked
 // by the apiserver time they cost (requests × the class's mean latency).
-func bursts(classes []*Class, starts []podStart, jitter time.Duration) []Burst {
+func bursts(classes []*Class, starts []podStart, jitter time.Duration, dataStart int64) []Burst {
 	var out []Burst
+	perSecond := map[int64]int64{} // all requests per second, for the APF fix
+	for _, c := range classes {
+		for t, n := range c.seconds {
+			perSecond[t] += n
+		}
+	}
 	type ranked struct {
 		b    Burst
 		cost float64
@@ -32,38 +38,47 @@ func bursts(classes []*Class, starts []podStart, jitter time.Duration) []Burst {
 			secs = append(secs, s)
 		}
 		sort.Slice(secs, func(i, j int) bool { return secs[i] < secs[j] })
+		prefix := make([]int64, len(secs)+1) // requests before secs[i]
+		for i, t := range secs {
+			prefix[i+1] = prefix[i] + c.seconds[t]
+		}
 		mean := meanLatency(c)
 		for i := 0; i < len(secs); i++ {
 			t := secs[i]
 			n := c.seconds[t]
-			base := baseline(c, secs, i)
-			if float64(n) < burstMinRate || float64(n) < burstRatio*base || poissonSF(n, base) >= burstPValue {
+			if t-dataStart < minHistory {
+				continue // no baseline yet: the start of the evidence is not a jump
+			}
+			base := baseline(secs, prefix, i, dataStart)
+			thr := burstRatio * base
+			if float64(n) < burstMinRate || float64(n) < thr || poissonSF(n, base) >= burstPValue {
 				continue
 			}
-			// Extend while the rate stays an order of magnitude up.
-			end, total, peak, peakAt := t, n, n, t
+			// Extend while the rate stays an order of magnitude up, bridging
+			// dips of up to five seconds.
+			end, sum, peak, peakAt := t, n, n, t
 			j := i + 1
 			for ; j < len(secs) && secs[j]-end <= 5; j++ {
 				m := c.seconds[secs[j]]
-				if float64(m) < burstRatio*base && float64(m) < float64(peak)/burstRatio {
-					if secs[j]-end > 1 {
-						break
-					}
+				if float64(m) < thr {
 					continue
 				}
-				end, total = secs[j], total+m
+				end, sum = secs[j], sum+m
 				if m > peak {
 					peak, peakAt = m, secs[j]
 				}
 			}
+			for j < len(secs) && secs[j] <= end {
+				j++
+			}
 			b := Burst{Start: time.Unix(t, 0).UTC(), End: time.Unix(end+1, 0).UTC(), PeakRps: float64(peak),
-				BaselineRps: base, Requests: total, Class: *c}
+				BaselineRps: base, Requests: sum, Class: *c}
 			b.Class.PeakRps, b.Class.PeakAt = float64(peak), time.Unix(peakAt, 0).UTC()
 			b.Clients = clientsIn(c, t, end)
-			b.Amplification, b.AmplifiedBy = amplification(total, b.Clients, starts, t, end)
-			b.Fixes = fixes(c, classes, t, end, jitter, starts)
+			b.Amplification, b.AmplifiedBy = amplification(sum, b.Clients, starts, t, end)
+			b.Fixes = fixes(c, classes, t, end, jitter, starts, perSecond)
 			b.FanOut = fanOut(&b)
-			all = append(all, ranked{b, float64(total) * mean})
+			all = append(all, ranked{b, float64(sum) * mean})
 			i = j - 1
 		}
 	}
@@ -95,15 +110,19 @@ func meanLatency(c *Class) float64 {
 	return sum / float64(n)
 }
 
-// baseline is the class's rate over the five minutes before secs[i], with
-// a floor of one request per window (nothing seen is not "zero forever").
-func baseline(c *Class, secs []int64, i int) float64 {
+// minHistory is how much evidence must precede a second before it can be
+// judged a jump: at the start of the evidence every class "appears".
+const minHistory = 60 // seconds
+
+// baseline is the class's rate over the five minutes before secs[i] (or
+// the evidence before it, when there is less), with a floor of one request
+// per window (nothing seen is not "zero forever").
+func baseline(secs, prefix []int64, i int, dataStart int64) float64 {
 	t := secs[i]
-	var n int64
-	for k := i - 1; k >= 0 && secs[k] >= t-baselineWindow; k-- {
-		n += c.seconds[secs[k]]
-	}
-	return math.Max(float64(n), 1) / baselineWindow
+	window := min(int64(baselineWindow), t-dataStart)
+	k := sort.Search(i, func(k int) bool { return secs[k] >= t-window })
+	n := prefix[i] - prefix[k]
+	return math.Max(float64(n), 1) / float64(window)
 }
 
 // poissonSF is P(X >= n) for X ~ Poisson(lambda).
@@ -125,16 +144,13 @@ func poissonSF(n int64, lambda float64) float64 {
 }
 
 func clientsIn(c *Class, from, to int64) int {
-	users := map[string]bool{}
-	for m, us := range c.userMin {
-		if m+60 <= from || m > to {
-			continue
-		}
-		for u := range us {
-			users[u] = true
+	n := 0
+	for _, span := range c.users {
+		if span[1]+60 > from && span[0] <= to {
+			n++
 		}
 	}
-	return len(users)
+	return n
 }
 
 func amplification(requests int64, clients int, starts []podStart, from, to int64) (float64, string) {
@@ -155,12 +171,12 @@ func amplification(requests int64, clients int, starts []podStart, from, to int6
 
 // fixes simulates, on the recorded seconds, what each smoothing fix would
 // have done to the burst.
-func fixes(c *Class, classes []*Class, from, to int64, jitter time.Duration, starts []podStart) []Fix {
+func fixes(c *Class, classes []*Class, from, to int64, jitter time.Duration, starts []podStart, total map[int64]int64) []Fix {
 	var out []Fix
 	if system(c.User) {
 		// A controller or kubelet reacting to the cluster: its start cannot be
 		// jittered nor its reads rescoped by the user; only isolating it can.
-		return append(out, apfFix(c, classes, from, to))
+		return append(out, apfFix(c, classes, from, to, total))
 	}
 	w := int64(jitter.Seconds())
 	// Jitter: each request of the burst moves by a uniform delay in [0, W).
@@ -207,7 +223,7 @@ func fixes(c *Class, classes []*Class, from, to int64, jitter time.Duration, sta
 				Tradeoff:         "needs the client to know its namespace and labels; the request rate stays, each response shrinks"})
 		}
 	}
-	return append(out, apfFix(c, classes, from, to))
+	return append(out, apfFix(c, classes, from, to, total))
 }
 
 // system says whether a user is a control-plane component or a node.
@@ -216,14 +232,16 @@ func system(user string) bool {
 		strings.HasPrefix(user, "system:kube-") || user == "system:apiserver"
 }
 
-func apfFix(c *Class, classes []*Class, from, to int64) Fix {
+func apfFix(c *Class, classes []*Class, from, to int64, total map[int64]int64) Fix {
 	var others int64
+	for t := from; t <= to; t++ {
+		others += total[t]
+	}
 	for _, o := range classes {
 		if o.Client == c.Client && o.User == c.User {
-			continue
-		}
-		for t := from; t <= to; t++ {
-			others += o.seconds[t]
+			for t := from; t <= to; t++ {
+				others -= o.seconds[t]
+			}
 		}
 	}
 	return Fix{Kind: "apf",

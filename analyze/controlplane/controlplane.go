@@ -37,7 +37,7 @@ const SchemaVersion = 1
 
 // Store is what the analysis reads.
 type Store interface {
-	RequestStats(ctx context.Context, since, until time.Time) (*timeline.RequestStats, error)
+	RequestSummary(ctx context.Context, since, until time.Time) (*timeline.RequestStats, error)
 	Versions(ctx context.Context, q timeline.VersionQuery) ([]timeline.ObjectVersion, error)
 	Bounds(ctx context.Context) (first, last time.Time, err error)
 }
@@ -92,10 +92,10 @@ type Class struct {
 	Unpaged     int64            `json:"unpagedLists"`
 	APFWaitMs   float64          `json:"apfQueueWaitMaxMs"`
 
-	ids     []int64                   // store classes folded into it
-	seconds map[int64]int64           // unix second -> requests
-	buckets map[int]int64             // latency bucket -> requests
-	userMin map[int64]map[string]bool // minute -> raw users seen
+	ids     []int64             // store classes folded into it
+	seconds map[int64]int64     // unix second -> requests
+	buckets map[int]int64       // latency bucket -> requests
+	users   map[string][2]int64 // raw user -> first and last minute seen
 }
 
 // Key names the class in one line.
@@ -215,7 +215,7 @@ func Analyze(ctx context.Context, s Store, opt Options) (*Report, error) {
 	if !opt.Until.IsZero() {
 		last = opt.Until
 	}
-	st, err := s.RequestStats(ctx, opt.Since, opt.Until)
+	st, err := s.RequestSummary(ctx, opt.Since, opt.Until)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +248,7 @@ func Analyze(ctx context.Context, s Store, opt Options) (*Report, error) {
 		return nil, fmt.Errorf("pod versions: %w", err)
 	}
 	starts := podStarts(pods)
-	rep.Bursts = bursts(kept, starts, opt.Jitter)
+	rep.Bursts = bursts(kept, starts, opt.Jitter, first.Unix())
 	rep.Clients = clientCosts(kept, span)
 	rep.SLO = sloBreaches(kept)
 	rep.PodStartup = podStartup(starts)
@@ -272,7 +272,7 @@ func fold(st *timeline.RequestStats) []*Class {
 		if have := byKey[k]; have != nil {
 			c = have
 		} else {
-			c.Codes, c.seconds, c.buckets, c.userMin = map[string]int64{}, map[int64]int64{}, map[int]int64{}, map[int64]map[string]bool{}
+			c.Codes, c.seconds, c.buckets, c.users = map[string]int64{}, map[int64]int64{}, map[int]int64{}, map[string][2]int64{}
 			byKey[k] = c
 		}
 		c.ids = append(c.ids, rc.ID)
@@ -298,10 +298,11 @@ func fold(st *timeline.RequestStats) []*Class {
 	}
 	for _, cl := range st.Clients {
 		if c := byID[cl.Class]; c != nil {
-			if c.userMin[cl.Minute] == nil {
-				c.userMin[cl.Minute] = map[string]bool{}
+			last := max(cl.LastMinute, cl.Minute)
+			if span, ok := c.users[cl.User]; ok {
+				cl.Minute, last = min(cl.Minute, span[0]), max(last, span[1])
 			}
-			c.userMin[cl.Minute][cl.User] = true
+			c.users[cl.User] = [2]int64{cl.Minute, last}
 		}
 	}
 	out := make([]*Class, 0, len(byKey))

@@ -18,7 +18,7 @@ type fakeStore struct {
 	last     time.Time
 }
 
-func (f *fakeStore) RequestStats(context.Context, time.Time, time.Time) (*timeline.RequestStats, error) {
+func (f *fakeStore) RequestSummary(context.Context, time.Time, time.Time) (*timeline.RequestStats, error) {
 	return &f.stats, nil
 }
 

@@ -366,6 +366,17 @@ func (b *batch) flushRollup(ctx context.Context) error {
 // RequestStats returns the request rollup in [since, until): per-second
 // rows by second, per-minute rows by the minute's start.
 func (s *Store) RequestStats(ctx context.Context, since, until time.Time) (*timeline.RequestStats, error) {
+	return s.requestStats(ctx, since, until, false)
+}
+
+// RequestSummary is RequestStats folded over the window (see timeline.Store):
+// SQLite sums the minutes, so a long window costs one row per class, code
+// and bucket, and one per class and user.
+func (s *Store) RequestSummary(ctx context.Context, since, until time.Time) (*timeline.RequestStats, error) {
+	return s.requestStats(ctx, since, until, true)
+}
+
+func (s *Store) requestStats(ctx context.Context, since, until time.Time, summary bool) (*timeline.RequestStats, error) {
 	lo, hi := int64(-1<<63), int64(1<<63-1)
 	if !since.IsZero() {
 		lo = since.Unix()
@@ -402,8 +413,20 @@ func (s *Store) RequestStats(ctx context.Context, since, until time.Time) (*time
 		return nil, fmt.Errorf("request stats: %w", err)
 	}
 
-	rows, err = s.db.QueryContext(ctx, `SELECT class, minute, code, bucket, n, etcd_lists, unpaged_lists, lat_sum,
-		lat_max, apf_wait_max FROM req_stat WHERE minute >= ? AND minute < ? ORDER BY minute, class, code, bucket`, lo, hi)
+	statQuery := `SELECT class, minute, code, bucket, n, etcd_lists, unpaged_lists, lat_sum,
+		lat_max, apf_wait_max FROM req_stat WHERE minute >= ? AND minute < ? ORDER BY minute, class, code, bucket`
+	// Over all the evidence, the summaries read the covering indexes by
+	// class in order (no sort); over a window, the minutes' key range.
+	all := since.IsZero() && until.IsZero()
+	if summary {
+		statQuery = `SELECT class, 0, code, bucket, sum(n), sum(etcd_lists), sum(unpaged_lists), sum(lat_sum),
+		max(lat_max), max(apf_wait_max) FROM req_stat WHERE minute >= ? AND minute < ? GROUP BY class, code, bucket
+		ORDER BY class, code, bucket`
+		if all {
+			statQuery = strings.Replace(statQuery, "WHERE minute >= ? AND minute < ?", "WHERE ? < ?", 1)
+		}
+	}
+	rows, err = s.db.QueryContext(ctx, statQuery, lo, hi)
 	if err != nil {
 		return nil, fmt.Errorf("request stats: %w", err)
 	}
@@ -422,8 +445,16 @@ func (s *Store) RequestStats(ctx context.Context, since, until time.Time) (*time
 		return nil, fmt.Errorf("request stats: %w", err)
 	}
 
-	rows, err = s.db.QueryContext(ctx, `SELECT q.class, q.minute, q.user, q.n FROM req_client q
-		WHERE q.minute >= ? AND q.minute < ? ORDER BY q.minute, q.class, q.user`, lo, hi)
+	clientQuery := `SELECT q.class, q.minute, q.user, q.n, 0 FROM req_client q
+		WHERE q.minute >= ? AND q.minute < ? ORDER BY q.minute, q.class, q.user`
+	if summary {
+		clientQuery = `SELECT q.class, min(q.minute), q.user, sum(q.n), max(q.minute) FROM req_client q
+		WHERE q.minute >= ? AND q.minute < ? GROUP BY q.class, q.user ORDER BY q.class, q.user`
+		if all {
+			clientQuery = strings.Replace(clientQuery, "WHERE q.minute >= ? AND q.minute < ?", "WHERE ? < ?", 1)
+		}
+	}
+	rows, err = s.db.QueryContext(ctx, clientQuery, lo, hi)
 	if err != nil {
 		return nil, fmt.Errorf("request stats: %w", err)
 	}
@@ -432,7 +463,7 @@ func (s *Store) RequestStats(ctx context.Context, since, until time.Time) (*time
 			r    timeline.RequestClient
 			user int64
 		)
-		if err := rows.Scan(&r.Class, &r.Minute, &user, &r.Count); err != nil {
+		if err := rows.Scan(&r.Class, &r.Minute, &user, &r.Count, &r.LastMinute); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("request stats: %w", err)
 		}
