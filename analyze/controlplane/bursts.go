@@ -21,31 +21,22 @@ const baselineWindow = 300 // seconds
 // by the apiserver time they cost (requests × the class's mean latency).
 func bursts(classes []*Class, starts []podStart, jitter time.Duration, dataStart int64) []Burst {
 	var out []Burst
-	perSecond := map[int64]int64{} // all requests per second, for the APF fix
-	for _, c := range classes {
-		for t, n := range c.seconds {
-			perSecond[t] += n
-		}
-	}
+
 	type ranked struct {
 		b    Burst
 		cost float64
 	}
 	var all []ranked
 	for _, c := range classes {
-		secs := make([]int64, 0, len(c.seconds))
-		for s := range c.seconds {
-			secs = append(secs, s)
+		secs := make([]int64, len(c.series))
+		for i, x := range c.series {
+			secs[i] = x.Sec
 		}
-		sort.Slice(secs, func(i, j int) bool { return secs[i] < secs[j] })
-		prefix := make([]int64, len(secs)+1) // requests before secs[i]
-		for i, t := range secs {
-			prefix[i+1] = prefix[i] + c.seconds[t]
-		}
+		prefix := c.prefix
 		mean := meanLatency(c)
 		for i := 0; i < len(secs); i++ {
 			t := secs[i]
-			n := c.seconds[t]
+			n := c.series[i].Count
 			if t-dataStart < minHistory {
 				continue // no baseline yet: the start of the evidence is not a jump
 			}
@@ -59,7 +50,7 @@ func bursts(classes []*Class, starts []podStart, jitter time.Duration, dataStart
 			end, sum, peak, peakAt := t, n, n, t
 			j := i + 1
 			for ; j < len(secs) && secs[j]-end <= 5; j++ {
-				m := c.seconds[secs[j]]
+				m := c.series[j].Count
 				if float64(m) < thr {
 					continue
 				}
@@ -76,7 +67,7 @@ func bursts(classes []*Class, starts []podStart, jitter time.Duration, dataStart
 			b.Class.PeakRps, b.Class.PeakAt = float64(peak), time.Unix(peakAt, 0).UTC()
 			b.Clients = clientsIn(c, t, end)
 			b.Amplification, b.AmplifiedBy = amplification(sum, b.Clients, starts, t, end)
-			b.Fixes = fixes(c, classes, t, end, jitter, starts, perSecond)
+			b.Fixes = fixes(c, classes, t, end, jitter, starts)
 			b.FanOut = fanOut(&b)
 			all = append(all, ranked{b, float64(sum) * mean})
 			i = j - 1
@@ -171,18 +162,18 @@ func amplification(requests int64, clients int, starts []podStart, from, to int6
 
 // fixes simulates, on the recorded seconds, what each smoothing fix would
 // have done to the burst.
-func fixes(c *Class, classes []*Class, from, to int64, jitter time.Duration, starts []podStart, total map[int64]int64) []Fix {
+func fixes(c *Class, classes []*Class, from, to int64, jitter time.Duration, starts []podStart) []Fix {
 	var out []Fix
 	if system(c.User) {
 		// A controller or kubelet reacting to the cluster: its start cannot be
 		// jittered nor its reads rescoped by the user; only isolating it can.
-		return append(out, apfFix(c, classes, from, to, total))
+		return append(out, apfFix(c, classes, from, to))
 	}
 	w := int64(jitter.Seconds())
 	// Jitter: each request of the burst moves by a uniform delay in [0, W).
 	spread := map[int64]float64{}
 	for t := from; t <= to; t++ {
-		n := float64(c.seconds[t])
+		n := float64(c.at(t))
 		for d := int64(0); d < w; d++ {
 			spread[t+d] += n / float64(w)
 		}
@@ -215,15 +206,15 @@ func fixes(c *Class, classes []*Class, from, to int64, jitter time.Duration, sta
 			out = append(out, Fix{Kind: "scope",
 				Detail: fmt.Sprintf("scope the %s to namespace %s and the job's label selector: about %d of %d pods per response",
 					strings.ToUpper(c.Verb), ns, scoped, all),
-				SimulatedPeakRps: round(float64(c.seconds[peakSecond(c, from, to)]) * float64(scoped) / float64(all)),
+				SimulatedPeakRps: round(float64(c.at(peakSecond(c, from, to))) * float64(scoped) / float64(all)),
 				Tradeoff:         "the client sees only its own namespace's pods (in full-list equivalents per second: the rate stays, each response shrinks)"})
 		} else {
 			out = append(out, Fix{Kind: "scope", Detail: "scope the " + strings.ToUpper(c.Verb) + " to a namespace and a label or field selector",
-				SimulatedPeakRps: float64(c.seconds[peakSecond(c, from, to)]),
+				SimulatedPeakRps: float64(c.at(peakSecond(c, from, to))),
 				Tradeoff:         "needs the client to know its namespace and labels; the request rate stays, each response shrinks"})
 		}
 	}
-	return append(out, apfFix(c, classes, from, to, total))
+	return append(out, apfFix(c, classes, from, to))
 }
 
 // system says whether a user is a control-plane component or a node.
@@ -232,21 +223,16 @@ func system(user string) bool {
 		strings.HasPrefix(user, "system:kube-") || user == "system:apiserver"
 }
 
-func apfFix(c *Class, classes []*Class, from, to int64, total map[int64]int64) Fix {
+func apfFix(c *Class, classes []*Class, from, to int64) Fix {
 	var others int64
-	for t := from; t <= to; t++ {
-		others += total[t]
-	}
 	for _, o := range classes {
-		if o.Client == c.Client && o.User == c.User {
-			for t := from; t <= to; t++ {
-				others -= o.seconds[t]
-			}
+		if o.Client != c.Client || o.User != c.User {
+			others += o.sum(from, to)
 		}
 	}
 	return Fix{Kind: "apf",
 		Detail:           fmt.Sprintf("a FlowSchema matching %s to a PriorityLevel of its own (limited seats, queuing)", c.User),
-		SimulatedPeakRps: float64(c.seconds[peakSecond(c, from, to)]),
+		SimulatedPeakRps: float64(c.at(peakSecond(c, from, to))),
 		Tradeoff: fmt.Sprintf("the burst is shed or queued within its own level: the %d other requests in the window keep their seats, but the burst's own clients wait longer",
 			others)}
 }
@@ -254,7 +240,7 @@ func apfFix(c *Class, classes []*Class, from, to int64, total map[int64]int64) F
 func peakSecond(c *Class, from, to int64) int64 {
 	best, at := int64(-1), from
 	for t := from; t <= to; t++ {
-		if n := c.seconds[t]; n > best {
+		if n := c.at(t); n > best {
 			best, at = n, t
 		}
 	}
@@ -365,8 +351,8 @@ func scheduler(classes []*Class) *Scheduler {
 	secs := map[int64]int64{}
 	for _, c := range classes {
 		if c.Verb == "create" && c.Resource == "pods" && c.Subresource == "binding" {
-			for t, n := range c.seconds {
-				secs[t] += n
+			for _, x := range c.series {
+				secs[x.Sec] += x.Count
 			}
 		}
 	}

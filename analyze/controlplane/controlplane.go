@@ -93,7 +93,8 @@ type Class struct {
 	APFWaitMs   float64          `json:"apfQueueWaitMaxMs"`
 
 	ids     []int64             // store classes folded into it
-	seconds map[int64]int64     // unix second -> requests
+	series  []SecondCount       // requests per second, oldest first
+	prefix  []int64             // prefix[i]: requests in series[:i]
 	buckets map[int]int64       // latency bucket -> requests
 	users   map[string][2]int64 // raw user -> first and last minute seen
 }
@@ -272,16 +273,32 @@ func fold(st *timeline.RequestStats) []*Class {
 		if have := byKey[k]; have != nil {
 			c = have
 		} else {
-			c.Codes, c.seconds, c.buckets, c.users = map[string]int64{}, map[int64]int64{}, map[int]int64{}, map[string][2]int64{}
+			c.Codes, c.buckets, c.users = map[string]int64{}, map[int]int64{}, map[string][2]int64{}
 			byKey[k] = c
 		}
 		c.ids = append(c.ids, rc.ID)
 		byID[rc.ID] = c
 	}
+	merged := map[*Class]bool{} // classes that several store classes fold into
 	for _, sec := range st.Seconds {
 		if c := byID[sec.Class]; c != nil {
-			c.seconds[sec.Sec] += sec.Count
+			if len(c.ids) > 1 {
+				merged[c] = true
+			}
+			c.series = append(c.series, SecondCount{Sec: sec.Sec, Count: sec.Count})
 		}
+	}
+	for c := range merged {
+		sort.Slice(c.series, func(i, j int) bool { return c.series[i].Sec < c.series[j].Sec })
+		out := c.series[:0]
+		for _, x := range c.series {
+			if n := len(out); n > 0 && out[n-1].Sec == x.Sec {
+				out[n-1].Count += x.Count
+				continue
+			}
+			out = append(out, x)
+		}
+		c.series = out
 	}
 	for _, x := range st.Stats {
 		c := byID[x.Class]
@@ -307,9 +324,11 @@ func fold(st *timeline.RequestStats) []*Class {
 	}
 	out := make([]*Class, 0, len(byKey))
 	for _, c := range byKey {
-		for sec, n := range c.seconds {
-			if r := float64(n); r > c.PeakRps || (r == c.PeakRps && time.Unix(sec, 0).Before(c.PeakAt)) {
-				c.PeakRps, c.PeakAt = r, time.Unix(sec, 0).UTC()
+		c.prefix = make([]int64, len(c.series)+1)
+		for i, x := range c.series {
+			c.prefix[i+1] = c.prefix[i] + x.Count
+			if r := float64(x.Count); r > c.PeakRps {
+				c.PeakRps, c.PeakAt = r, time.Unix(x.Sec, 0).UTC()
 			}
 		}
 		c.P50Ms = percentile(c.buckets, c.Count, 0.50)
@@ -396,4 +415,20 @@ func CompileWhere(expr string) (func(*Class) bool, error) {
 		b, _ := out.Value().(bool)
 		return b
 	}, nil
+}
+
+// at returns the class's requests in second t.
+func (c *Class) at(t int64) int64 {
+	i := sort.Search(len(c.series), func(i int) bool { return c.series[i].Sec >= t })
+	if i < len(c.series) && c.series[i].Sec == t {
+		return c.series[i].Count
+	}
+	return 0
+}
+
+// sum returns the class's requests in seconds [from, to].
+func (c *Class) sum(from, to int64) int64 {
+	i := sort.Search(len(c.series), func(i int) bool { return c.series[i].Sec >= from })
+	j := sort.Search(len(c.series), func(i int) bool { return c.series[i].Sec > to })
+	return c.prefix[j] - c.prefix[i]
 }
