@@ -3,6 +3,6 @@
 // faultline's own go.mod: see README.md.
 module github.com/faultline/faultline/hack/promtool
 
-go 1.26.0
+go 1.26.7
 
 require github.com/prometheus/prometheus v0.316.0
