@@ -1,0 +1,323 @@
+package alerts
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/analyze/controlplane"
+	"github.com/faultline/faultline/analyze/investigate"
+	"github.com/faultline/faultline/analyze/outcome"
+	"github.com/faultline/faultline/timeline"
+)
+
+// Store is what alerts read: what an investigation and the control-plane
+// analysis read.
+type Store interface {
+	investigate.Store
+	controlplane.Store
+}
+
+// Evidence is an investigated incident, held for replaying signals: the
+// records of the timeline and the object states as records of source
+// "status" (as outcome offers them to --bad), in time order.
+type Evidence struct {
+	Start, End time.Time
+	// LastGood and FirstBad are the investigation's boundary; the
+	// known-good window is [Start, LastGood].
+	LastGood, FirstBad, IncidentEnd time.Time
+	// Noticed is when a human could first have noticed, where the
+	// evidence shows it: the first Warning event or failed Job from the
+	// last known-good instant on (zero if none).
+	Noticed   time.Time
+	NoticedBy string
+
+	Investigation *investigate.Report
+	ControlPlane  *controlplane.Report
+
+	records []*timeline.Record
+	units   map[string]*outcome.Unit // "ns/name" of pods
+	pools   map[string]string        // node name -> pool
+	poolKey string                   // the label the pools were read from
+}
+
+// statusResource maps the kinds outcome reads states of to resources.
+var statusResource = map[string]string{"Pod": "pods", "Node": "nodes", "Job": "jobs"}
+
+// Load investigates the timeline (analyze/investigate with its defaults,
+// analyze/controlplane) and reads its records and object states.
+func Load(ctx context.Context, s Store) (*Evidence, error) {
+	inv, err := investigate.Run(ctx, s, investigate.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if inv.Boundary == nil {
+		return nil, fmt.Errorf("the investigation found no bad observation: nothing to learn alerts from")
+	}
+	if inv.Boundary.LastGood.IsZero() {
+		return nil, fmt.Errorf("the investigation found no known-good instant before the boundary (%s): no normal range to learn",
+			inv.Boundary.FirstBad.Format(time.RFC3339Nano))
+	}
+	cp, err := controlplane.Analyze(ctx, s, controlplane.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("control plane: %w", err)
+	}
+	ev := &Evidence{Start: inv.Window.Start, End: inv.Window.End, LastGood: inv.Boundary.LastGood,
+		FirstBad: inv.Boundary.FirstBad, IncidentEnd: inv.Boundary.IncidentEnd, Investigation: inv, ControlPlane: cp,
+		units: map[string]*outcome.Unit{}, pools: map[string]string{}}
+
+	// Every object state, as a record of source "status".
+	states, err := outcome.Read(ctx, s, outcome.Options{Bad: `source == "status"`, Good: "false"})
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range states.Units {
+		ev.units[u.Namespace+"/"+u.Name] = u
+	}
+	started := map[string]bool{}
+	var status []*timeline.Record
+	for _, o := range states.Bad {
+		r := &timeline.Record{Time: o.Time, Source: outcome.SourceStatus, Object: o.Object, Reason: o.Reason,
+			Message: o.Message, Code: o.Code, Evidence: o.Evidence}
+		r.Object.Resource = statusResource[o.Object.Kind]
+		// A pod's first Running or Ready carries its start-up latency.
+		if o.Object.Kind == "Pod" && (o.Reason == "Running" || o.Reason == "Ready") {
+			k := o.Object.Namespace + "/" + o.Object.Name
+			if u := ev.units[k]; u != nil && !started[k] && !u.Created.IsZero() && o.Time.After(u.Created) {
+				r.Latency = o.Time.Sub(u.Created)
+			}
+			started[k] = true
+		}
+		status = append(status, r)
+		if o.Object.Kind == "Job" && !o.Time.Before(ev.LastGood) && o.Reason != "Complete" && (ev.Noticed.IsZero() || o.Time.Before(ev.Noticed)) {
+			ev.Noticed, ev.NoticedBy = o.Time, fmt.Sprintf("Job/%s/%s %s", o.Object.Namespace, o.Object.Name, o.Reason)
+		}
+	}
+	var stored []*timeline.Record
+	for r, err := range s.Records(ctx, timeline.Query{}) {
+		if err != nil {
+			return nil, err
+		}
+		stored = append(stored, r)
+		if r.Source == timeline.SourceEvent && r.Type == "Warning" && !r.Time.Before(ev.LastGood) &&
+			(ev.Noticed.IsZero() || r.Time.Before(ev.Noticed)) {
+			ev.Noticed, ev.NoticedBy = r.Time, fmt.Sprintf("Warning event %s on %s/%s", r.Reason, r.Object.Kind, r.Object.Name)
+		}
+	}
+	ev.records = merge(stored, status)
+
+	nodes, err := s.Versions(ctx, timeline.VersionQuery{Resource: "nodes"})
+	if err != nil {
+		return nil, fmt.Errorf("node versions: %w", err)
+	}
+	for _, n := range nodes {
+		if k, p := poolOf(n.Content); p != "" {
+			ev.pools[n.Object.Name] = p
+			if ev.poolKey == "" {
+				ev.poolKey = k
+			}
+		}
+	}
+	return ev, nil
+}
+
+// merge joins two time-ordered record lists, stored records first on ties.
+func merge(a, b []*timeline.Record) []*timeline.Record {
+	sort.SliceStable(b, func(i, j int) bool { return b[i].Time.Before(b[j].Time) })
+	out := make([]*timeline.Record, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		if j == len(b) || (i < len(a) && !b[j].Time.Before(a[i].Time)) {
+			out = append(out, a[i])
+			i++
+		} else {
+			out = append(out, b[j])
+			j++
+		}
+	}
+	return out
+}
+
+// PoolLabels name a node's pool, as analyze/identity reads them; the
+// exported rules read the first through kube_node_labels.
+var PoolLabels = []string{"cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup", "kubernetes.azure.com/agentpool",
+	"karpenter.sh/nodepool", "node.kubernetes.io/pool", "pool"}
+
+func poolOf(content json.RawMessage) (key, value string) {
+	var m struct {
+		Metadata struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(content, &m) != nil {
+		return "", ""
+	}
+	for _, l := range PoolLabels {
+		if v := m.Metadata.Labels[l]; v != "" {
+			return l, v
+		}
+	}
+	return "", ""
+}
+
+// Slice keys with a meaning of their own; any other key is an identity
+// dimension of a pod (analyze/identity: image.digest/C, node.label/K...),
+// resolved through the investigation.
+var recordKeys = []string{"namespace", "owner", "pool", "verb", "resource", "subresource", "scope", "code"}
+
+// sliceMatcher returns whether a record lies in the slice.
+func (ev *Evidence) sliceMatcher(slice map[string]string) func(r *timeline.Record) bool {
+	identityDims := map[string]string{}
+	for k, v := range slice {
+		if !slices.Contains(recordKeys, k) {
+			identityDims[k] = v
+		}
+	}
+	var refs map[string]bool
+	if len(identityDims) > 0 {
+		refs = map[string]bool{}
+		matched, _ := ev.Investigation.Matching(identityDims)
+		for _, r := range matched {
+			refs[r] = true
+		}
+	}
+	isPod := func(r *timeline.Record) bool {
+		return r.Object.Kind == "Pod" || (r.Object.Resource == "pods" && r.Object.Name != "")
+	}
+	return func(r *timeline.Record) bool {
+		for k, v := range slice {
+			ok := true
+			switch k {
+			case "namespace":
+				ok = r.Object.Namespace == v
+			case "owner":
+				u := ev.units[r.Object.Namespace+"/"+r.Object.Name]
+				ok = isPod(r) && u != nil && StableOwner(u.Owner) == v
+			case "pool":
+				ok = (r.Object.Kind == "Node" || r.Object.Resource == "nodes") && ev.pools[r.Object.Name] == v
+			case "verb":
+				ok = strings.EqualFold(r.Verb, v)
+			case "resource":
+				ok = r.Object.Resource == v
+			case "subresource":
+				ok = r.Object.Subresource == v
+			case "scope":
+				ok = metricScope(r.Object.Namespace, r.Object.Name) == v
+			case "code":
+				ok = strconv.Itoa(r.Code) == v
+			default:
+				continue // identity: below
+			}
+			if !ok {
+				return false
+			}
+		}
+		if refs != nil {
+			return isPod(r) && refs["Pod/"+r.Object.Namespace+"/"+r.Object.Name]
+		}
+		return true
+	}
+}
+
+// metricScope is the apiserver metrics' scope label: cluster, namespace
+// or resource.
+func metricScope(ns, name string) string {
+	switch timeline.RequestScope(ns, name) {
+	case timeline.ScopeObject:
+		return "resource"
+	case timeline.ScopeNamespace:
+		return "namespace"
+	}
+	return "cluster"
+}
+
+// Grid returns the evaluation times: multiples of step from the start of
+// the evidence to its end.
+func (ev *Evidence) Grid(step time.Duration) []time.Time {
+	var out []time.Time
+	t := ev.Start.Truncate(step)
+	if t.Before(ev.Start) {
+		t = t.Add(step)
+	}
+	for ; !t.After(ev.End.Add(step)); t = t.Add(step) {
+		out = append(out, t)
+	}
+	return out
+}
+
+// Evaluate computes a definition's signal at every evaluation time.
+func (ev *Evidence) Evaluate(d *Definition, step time.Duration) ([]Point, error) {
+	count, err := timeline.CompileFilter(d.Signal.Count)
+	if err != nil {
+		return nil, fmt.Errorf("%s: signal.count: %w", d.Name, err)
+	}
+	var of *timeline.Filter
+	if d.Signal.Kind == KindRatio {
+		if of, err = timeline.CompileFilter(d.Signal.Of); err != nil {
+			return nil, fmt.Errorf("%s: signal.of: %w", d.Name, err)
+		}
+	}
+	in := ev.sliceMatcher(d.Slice)
+	type hit struct {
+		t   time.Time
+		lat time.Duration
+	}
+	var num, den []hit
+	for _, r := range ev.records {
+		if !in(r) {
+			continue
+		}
+		if ok, _ := count.Match(r); ok { // a runtime error (a missing key) is no match
+			num = append(num, hit{r.Time, r.Latency})
+		}
+		if of != nil {
+			if ok, _ := of.Match(r); ok {
+				den = append(den, hit{r.Time, r.Latency})
+			}
+		}
+	}
+	w := d.Signal.Window.D()
+	grid := ev.Grid(step)
+	out := make([]Point, len(grid))
+	// Windows (t-w, t] slide forward: two cursors per list.
+	var nLo, nHi, dLo, dHi int
+	for i, t := range grid {
+		for nHi < len(num) && !num[nHi].t.After(t) {
+			nHi++
+		}
+		for nLo < nHi && !num[nLo].t.After(t.Add(-w)) {
+			nLo++
+		}
+		for dHi < len(den) && !den[dHi].t.After(t) {
+			dHi++
+		}
+		for dLo < dHi && !den[dLo].t.After(t.Add(-w)) {
+			dLo++
+		}
+		p := Point{T: t}
+		switch d.Signal.Kind {
+		case KindRate:
+			p.V, p.OK = float64(nHi-nLo)/w.Seconds(), true
+		case KindRatio:
+			if dHi > dLo {
+				p.V, p.OK = float64(nHi-nLo)/float64(dHi-dLo), true
+			}
+		case KindQuantile:
+			if nHi > nLo {
+				lat := make([]float64, 0, nHi-nLo)
+				for _, h := range num[nLo:nHi] {
+					lat = append(lat, h.lat.Seconds())
+				}
+				sort.Float64s(lat)
+				p.V, p.OK = quantile(lat, d.Signal.Quantile), true
+			}
+		}
+		out[i] = p
+	}
+	return out, nil
+}
