@@ -313,6 +313,9 @@ type RequestClient struct {
 	Minute int64 // Unix seconds, a multiple of 60
 	User   string
 	Count  int64
+	// LastMinute is set by RequestSummary only: the user's last minute in
+	// the window (Minute is then its first).
+	LastMinute int64
 }
 
 // RequestStats is the control-plane rollup over a window: the classes the
@@ -323,6 +326,21 @@ type RequestStats struct {
 	Seconds []RequestSecond
 	Stats   []RequestStat
 	Clients []RequestClient
+}
+
+// HistogramQuery asks how many records fell in each of Buckets equal spans
+// of [Since, Until): all those matching Where (nil: every record), and those
+// matching both Where and Bad (nil: none are counted bad).
+type HistogramQuery struct {
+	Since, Until time.Time // both required; Until after Since
+	Buckets      int       // at least 1
+	Where, Bad   *Filter
+}
+
+// Bucket counts the records of one span of a histogram.
+type Bucket struct {
+	Start, End time.Time // [Start, End)
+	All, Bad   int64
 }
 
 // Store keeps the timeline. timeline/sqlite implements it.
@@ -362,6 +380,16 @@ type Store interface {
 	// the classes those rows refer to. It is kept as records are written,
 	// so it answers in time proportional to the rows returned.
 	RequestStats(ctx context.Context, since, until time.Time) (*RequestStats, error)
+	// RequestSummary is RequestStats folded over the window, for analyses
+	// of long spans: Seconds as they are; Stats summed per (Class, Code,
+	// LatencyBucket) with Minute 0; Clients one per (Class, User), with the
+	// user's first and last minute.
+	RequestSummary(ctx context.Context, since, until time.Time) (*RequestStats, error)
+	// Histogram counts the records in equal spans of time (see
+	// HistogramQuery), for a timeline drawn at a glance. Its cost is that
+	// of counting the matching entries of the time index, not of reading
+	// the records.
+	Histogram(ctx context.Context, q HistogramQuery) ([]Bucket, error)
 
 	// StartBisect opens a bisect session at wall-clock time at, ending the
 	// open one if any, and returns the new session's id.

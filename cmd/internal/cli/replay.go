@@ -42,7 +42,8 @@ NAME is a bundled incident; DIR is a folder of your own in the same format
 (fixtures/README.md): audit logs (*.log, *.log.gz), objects/ (kubectl get -o
 json dumps, events too), versions.jsonl, expected.json and a README.md. The
 timeline goes to a new temporary database unless --db is given; its path is
-printed so you can go on exploring it.
+printed so you can go on exploring it. On a terminal (and without --check),
+the interactive investigation (faultline tui) opens on it afterwards.
 
 --check compares the analyzers' findings with expected.json field by field
 and exits non-zero on a mismatch; a field no analyzer covers yet is reported
@@ -216,6 +217,10 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 	}
 	if expected != nil {
 		return printCheck(f.IO.Out, expected, rep, cp)
+	}
+	if f.IO.StdoutIsTTY {
+		// On a terminal, go on exploring it interactively.
+		return tuiRun(ctx, &tuiOptions{f: f})
 	}
 	return nil
 }

@@ -59,6 +59,8 @@ smallest slice of the fleet it hurt.`,
 	root.AddCommand(newIngestCmd(f), newTimelineCmd(f, nil), newSourcesCmd(f, nil), newReplayCmd(f), newIdentityCmd(f), newHistoryCmd(f))
 	root.AddCommand(newBisectCmd(f))
 	root.AddCommand(newSliceCmd(f), newInvestigateCmd(f), newDiffCmd(f), newCounterexampleCmd(f), newControlplaneCmd(f))
+	root.AddCommand(newAlertsCmd(f))
+	root.AddCommand(newTUICmd(f))
 	return root
 }
 

@@ -1,0 +1,99 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+// maxBuckets bounds a histogram: more columns than any screen holds.
+const maxBuckets = 100_000
+
+// Histogram counts the records in q.Buckets equal spans of [q.Since,
+// q.Until). A filter with a complete SQL form is counted by SQLite in one
+// GROUP BY over the time index (with no filter, the index alone answers);
+// a filter with a residual part is counted row by row, like Records.
+func (s *Store) Histogram(ctx context.Context, q timeline.HistogramQuery) ([]timeline.Bucket, error) {
+	lo, hi := q.Since.UnixNano(), q.Until.UnixNano()
+	if q.Since.IsZero() || q.Until.IsZero() || hi <= lo {
+		return nil, fmt.Errorf("histogram: want Since before Until, got %s .. %s", q.Since, q.Until)
+	}
+	if q.Buckets < 1 || q.Buckets > maxBuckets {
+		return nil, fmt.Errorf("histogram: want 1 to %d buckets, got %d", maxBuckets, q.Buckets)
+	}
+	n := int64(q.Buckets)
+	width := (hi - lo + n - 1) / n
+	out := make([]timeline.Bucket, q.Buckets)
+	for i := range out {
+		start, end := lo+int64(i)*width, min(lo+int64(i+1)*width, hi)
+		out[i] = timeline.Bucket{Start: fromNS(start), End: fromNS(max(start, end))}
+	}
+	count := func(f *timeline.Filter, add func(b *timeline.Bucket, k int64)) error {
+		return s.countBuckets(ctx, lo, hi, width, f, func(i, k int64) {
+			if i >= 0 && i < n {
+				add(&out[i], k)
+			}
+		})
+	}
+	if err := count(q.Where, func(b *timeline.Bucket, k int64) { b.All += k }); err != nil {
+		return nil, err
+	}
+	if q.Bad == nil {
+		return out, nil
+	}
+	bad := q.Bad
+	if q.Where != nil {
+		both, err := timeline.CompileFilter("(" + q.Where.String() + ") && (" + q.Bad.String() + ")")
+		if err != nil {
+			return nil, fmt.Errorf("histogram: %w", err)
+		}
+		bad = both
+	}
+	if err := count(bad, func(b *timeline.Bucket, k int64) { b.Bad += k }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// countBuckets calls add(bucket, count) for the records of [lo, hi)
+// matching f, bucketed by width nanoseconds from lo.
+func (s *Store) countBuckets(ctx context.Context, lo, hi, width int64, f *timeline.Filter, add func(i, k int64)) error {
+	where, args, complete := "", []any(nil), true
+	if f != nil {
+		where, args, complete = compileWhere(f.Expr())
+	}
+	if !complete {
+		for r, err := range s.Records(ctx, timeline.Query{Since: fromNS(lo), Until: fromNS(hi), Where: f}) {
+			if err != nil {
+				return fmt.Errorf("histogram: %w", err)
+			}
+			if !r.Time.IsZero() {
+				add((r.Time.UnixNano()-lo)/width, 1)
+			}
+		}
+		return nil
+	}
+	// time_ns 0 is an unknown time, never in a span.
+	query := "SELECT (r.time_ns - ?) / ? AS b, count(*) FROM record r WHERE r.time_ns >= ? AND r.time_ns < ? AND r.time_ns != 0"
+	if where != "" {
+		query += " AND (" + where + ")"
+	}
+	query += " GROUP BY b"
+	rows, err := s.db.QueryContext(ctx, query, append([]any{lo, width, lo, hi}, args...)...)
+	if err != nil {
+		return fmt.Errorf("histogram: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var i, k int64
+		if err := rows.Scan(&i, &k); err != nil {
+			return fmt.Errorf("histogram: %w", err)
+		}
+		add(i, k)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("histogram: %w", err)
+	}
+	return nil
+}

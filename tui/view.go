@@ -1,0 +1,83 @@
+package tui
+
+import (
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+)
+
+// View draws the screen: a title bar with the tabs, the current screen, a
+// status line (what runs, the last message or error) and the keys.
+func (m *Model) View() string {
+	body := m.bodyHeight()
+	var screen string
+	switch {
+	case m.showHelp:
+		screen = m.help.View(m.keys)
+	case m.screen == screenTimeline:
+		screen = m.timelineView()
+	case m.screen == screenDiff:
+		screen = m.diffView(body)
+	case m.screen == screenSlice:
+		screen = m.sliceView(body)
+	case m.screen == screenControlPlane:
+		screen = m.controlPlaneView(body)
+	}
+	lines := strings.Split(screen, "\n")
+	if len(lines) > body {
+		lines = lines[:body]
+	}
+	for len(lines) < body {
+		lines = append(lines, "")
+	}
+	for i, l := range lines {
+		lines[i] = fit(l, m.width)
+	}
+	return strings.Join(append(append([]string{m.titleView()}, lines...), m.statusView()...), "\n")
+}
+
+// bodyHeight is the room between the title bar and the two bottom lines.
+func (m *Model) bodyHeight() int { return max(m.height-3, 1) }
+
+func (m *Model) titleView() string {
+	s := m.styles
+	tabs := []string{s.Title.Render("faultline")}
+	for i, name := range screenNames {
+		st := s.Tab
+		if screen(i) == m.screen {
+			st = s.ActiveTab
+		}
+		tabs = append(tabs, st.Render(name))
+	}
+	left := strings.Join(tabs, " ")
+	right := s.Dim.Render(m.opt.Source)
+	gap := m.width - lipgloss.Width(left) - lipgloss.Width(right)
+	if gap < 1 {
+		return fit(left, m.width)
+	}
+	return left + strings.Repeat(" ", gap) + right
+}
+
+// statusView is the status line and the key line; while filtering, the
+// input and its error (or help) instead.
+func (m *Model) statusView() []string {
+	s := m.styles
+	if m.filtering {
+		under := s.Dim.Render("enter: apply  esc: back  empty: no filter  fields: faultline timeline --help")
+		if m.filterErr != "" {
+			under = s.Error.Render(strings.ReplaceAll(m.filterErr, "\n", " "))
+		}
+		return []string{fit(m.input.View(), m.width), fit(under, m.width)}
+	}
+	var status string
+	switch {
+	case m.errMsg != "":
+		status = s.Error.Render("error: " + strings.ReplaceAll(m.errMsg, "\n", " "))
+	case m.busy() != "":
+		status = m.spin.View() + " " + m.busy() + "… (esc cancels)"
+	default:
+		status = s.Status.Render(m.status)
+	}
+	keys := m.help.ShortHelpView(m.keys.ShortHelp())
+	return []string{fit(status, m.width), fit(keys, m.width)}
+}
