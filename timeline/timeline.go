@@ -244,6 +244,38 @@ type BisectMark struct {
 	At      time.Time  `json:"at"` // wall-clock time the mark was made
 }
 
+// BisectWindow returns the last good and the first bad instant among
+// marks, zero where none is: the span a bisect has narrowed to.
+func BisectWindow(marks []BisectMark) (lastGood, firstBad time.Time) {
+	for _, m := range marks {
+		switch m.Kind {
+		case BisectGood:
+			if lastGood.IsZero() || m.Time.After(lastGood) {
+				lastGood = m.Time
+			}
+		case BisectBad:
+			if firstBad.IsZero() || m.Time.Before(firstBad) {
+				firstBad = m.Time
+			}
+		}
+	}
+	return lastGood, firstBad
+}
+
+// Contradicts reports whether m contradicts marks (every good instant must
+// come before every bad one), and the instant it contradicts: the first bad
+// for a good mark, the last good for a bad one.
+func Contradicts(marks []BisectMark, m BisectMark) (bound time.Time, ok bool) {
+	lastGood, firstBad := BisectWindow(marks)
+	switch {
+	case m.Kind == BisectGood && !firstBad.IsZero() && !m.Time.Before(firstBad):
+		return firstBad, true
+	case m.Kind == BisectBad && !lastGood.IsZero() && !m.Time.After(lastGood):
+		return lastGood, true
+	}
+	return time.Time{}, false
+}
+
 // BisectSession is the open bisect session: the search, by hand, for the
 // earliest known-bad instant of an incident. One session is open at a time.
 type BisectSession struct {

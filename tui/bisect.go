@@ -7,35 +7,17 @@ import (
 	"github.com/faultline/faultline/timeline"
 )
 
-// markWindow returns the last good and the first bad instant marked (zero
-// where none is): the span the investigation narrows to.
-func markWindow(marks []timeline.BisectMark) (lastGood, firstBad time.Time) {
-	for _, m := range marks {
-		switch m.Kind {
-		case timeline.BisectGood:
-			if lastGood.IsZero() || m.Time.After(lastGood) {
-				lastGood = m.Time
-			}
-		case timeline.BisectBad:
-			if firstBad.IsZero() || m.Time.Before(firstBad) {
-				firstBad = m.Time
-			}
-		}
-	}
-	return lastGood, firstBad
-}
-
 // checkMark refuses a mark that contradicts the others, as faultline bisect
 // does: every good instant is before every bad one.
 func checkMark(marks []timeline.BisectMark, m timeline.BisectMark) error {
-	lastGood, firstBad := markWindow(marks)
+	bound, bad := timeline.Contradicts(marks, m)
 	switch {
-	case m.Kind == timeline.BisectGood && !firstBad.IsZero() && !m.Time.Before(firstBad):
-		return fmt.Errorf("a good instant must be before the first bad one (%s): faultline bisect log shows the marks", clock(firstBad))
-	case m.Kind == timeline.BisectBad && !lastGood.IsZero() && !m.Time.After(lastGood):
-		return fmt.Errorf("a bad instant must be after the last good one (%s): faultline bisect log shows the marks", clock(lastGood))
+	case !bad:
+		return nil
+	case m.Kind == timeline.BisectGood:
+		return fmt.Errorf("a good instant must be before the first bad one (%s): faultline bisect log shows the marks", clock(bound))
 	}
-	return nil
+	return fmt.Errorf("a bad instant must be after the last good one (%s): faultline bisect log shows the marks", clock(bound))
 }
 
 // markInstant is the instant a mark on bucket b stands for: its end. A

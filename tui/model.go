@@ -184,5 +184,5 @@ func (m *Model) window() (since, until time.Time) {
 	if m.session == nil {
 		return time.Time{}, time.Time{}
 	}
-	return markWindow(m.session.Marks)
+	return timeline.BisectWindow(m.session.Marks)
 }

@@ -159,7 +159,7 @@ func (m *Model) bucketLine(b *strings.Builder) {
 		line += "  where " + m.where.String()
 	}
 	if m.session != nil {
-		g, bad := markWindow(m.session.Marks)
+		g, bad := timeline.BisectWindow(m.session.Marks)
 		line += fmt.Sprintf("  bisect %s .. %s", clock(g), clock(bad))
 	}
 	b.WriteString(line + "\n")

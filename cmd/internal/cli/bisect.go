@@ -309,44 +309,25 @@ func cleanNote(s string) string {
 	return strings.TrimSpace(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s))
 }
 
-// bisectWindow returns the last good and the first bad instant marked;
-// zero where none is.
-func bisectWindow(marks []timeline.BisectMark) (lastGood, firstBad time.Time) {
-	for _, m := range marks {
-		switch m.Kind {
-		case timeline.BisectGood:
-			if lastGood.IsZero() || m.Time.After(lastGood) {
-				lastGood = m.Time
-			}
-		case timeline.BisectBad:
-			if firstBad.IsZero() || m.Time.Before(firstBad) {
-				firstBad = m.Time
-			}
-		}
-	}
-	return lastGood, firstBad
-}
-
 // checkMark refuses a mark that contradicts the others: every good instant
 // must be before every bad one.
 func checkMark(marks []timeline.BisectMark, m timeline.BisectMark) error {
-	lastGood, firstBad := bisectWindow(marks)
-	const hint = "faultline bisect log (to review the marks), or faultline bisect start to begin again"
-	switch {
-	case m.Kind == timeline.BisectGood && !firstBad.IsZero() && !m.Time.Before(firstBad):
-		rel := "is after"
-		if m.Time.Equal(firstBad) {
-			rel = "is the same instant as"
-		}
-		return usagef(hint, "a good instant must be before the bad one: good %s %s bad %s", fmtInstant(m.Time), rel, fmtInstant(firstBad))
-	case m.Kind == timeline.BisectBad && !lastGood.IsZero() && !m.Time.After(lastGood):
-		rel := "is before"
-		if m.Time.Equal(lastGood) {
-			rel = "is the same instant as"
-		}
-		return usagef(hint, "a bad instant must be after the good one: bad %s %s good %s", fmtInstant(m.Time), rel, fmtInstant(lastGood))
+	bound, bad := timeline.Contradicts(marks, m)
+	if !bad {
+		return nil
 	}
-	return nil
+	const hint = "faultline bisect log (to review the marks), or faultline bisect start to begin again"
+	rel := "is after"
+	if m.Kind == timeline.BisectBad {
+		rel = "is before"
+	}
+	if m.Time.Equal(bound) {
+		rel = "is the same instant as"
+	}
+	if m.Kind == timeline.BisectGood {
+		return usagef(hint, "a good instant must be before the bad one: good %s %s bad %s", fmtInstant(m.Time), rel, fmtInstant(bound))
+	}
+	return usagef(hint, "a bad instant must be after the good one: bad %s %s good %s", fmtInstant(m.Time), rel, fmtInstant(bound))
 }
 
 func fmtInstant(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -354,7 +335,7 @@ func fmtInstant(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 // notes says, on stderr, what a valid mark does not do: narrow the window,
 // or fall inside the data.
 func markNotes(w io.Writer, marks []timeline.BisectMark, m timeline.BisectMark, first, last time.Time) {
-	lastGood, firstBad := bisectWindow(marks)
+	lastGood, firstBad := timeline.BisectWindow(marks)
 	switch {
 	case m.Kind == timeline.BisectGood && !lastGood.IsZero() && !m.Time.After(lastGood):
 		fmt.Fprintf(w, "note: good %s does not narrow the window: the last good instant is %s\n", fmtInstant(m.Time), fmtInstant(lastGood))
@@ -686,7 +667,7 @@ type window struct {
 
 func newBisectWindow(marks []timeline.BisectMark, first, last time.Time) window {
 	w := window{lo: first.Add(-1), hi: last}
-	w.lastGood, w.firstBad = bisectWindow(marks)
+	w.lastGood, w.firstBad = timeline.BisectWindow(marks)
 	if !w.lastGood.IsZero() {
 		w.lo = w.lastGood
 	}
