@@ -1,0 +1,77 @@
+package investigate
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/faultline/faultline/analyze/gang"
+	"github.com/faultline/faultline/analyze/outcome"
+	"github.com/faultline/faultline/timeline"
+)
+
+var t0 = time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+
+func at(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+
+// A rank dies 4 s before its peers; an unrelated pod failed a minute
+// earlier. The boundary moves to the rank, never to the stranger.
+func TestPrecursor(t *testing.T) {
+	unit := func(name, owner string, bad float64) *outcome.Unit {
+		return &outcome.Unit{Ref: "Pod/ml/" + name, Namespace: "ml", Name: name, Owner: owner, BadAt: at(bad)}
+	}
+	out := &outcome.Outcomes{Units: []*outcome.Unit{
+		unit("stranger", "Job/other", 40),
+		unit("rank-7", "Job/train", 96),
+		unit("rank-1", "Job/train", 100),
+		unit("rank-2", "Job/train", 100.5),
+	}}
+	for _, u := range out.Units {
+		out.Bad = append(out.Bad, outcome.Observation{Time: u.BadAt, Object: timeline.ObjectRef{Kind: "Pod", Namespace: "ml", Name: u.Name}})
+	}
+	// The change point found the avalanche at index 2 (rank-1).
+	if got := precursor(out, 2, at(100)); got != 1 {
+		t.Errorf("precursor = %d, want 1 (rank-7)", got)
+	}
+	// Without a failure of the same job before it, nothing moves.
+	if got := precursor(out, 1, at(96)); got != 1 {
+		t.Errorf("precursor = %d, want 1 (the stranger is not the job's)", got)
+	}
+}
+
+func TestAdvise(t *testing.T) {
+	tests := []struct {
+		name string
+		rep  Report
+		want []Action
+	}{
+		{"config key", Report{Changes: []Suspect{{Ref: "ConfigMap/ml/env", Dimension: "configmap/env/LR", From: "sha256:a", To: "sha256:b", Score: 5}},
+			Slice: &Slice{}},
+			[]Action{{Action: "rollback", Target: "ConfigMap/ml/env", To: "sha256:a"}}},
+		{"node driver", Report{Changes: []Suspect{{Ref: "Node/gpu-1", Dimension: "node.label/nvidia.com/cuda.driver.major", From: "550", To: "560", Score: 5}},
+			Slice: &Slice{}, typical: map[string]string{"node.pool": "h100-b"}},
+			[]Action{{Action: "cordon", Target: "node.pool=h100-b"}, {Action: "set", Target: "node.pool=h100-b nvidia.com/cuda.driver.major", To: "550"}}},
+		{"digest", Report{Changes: []Suspect{{Ref: "Deployment/web/api", Dimension: "image.digest/server", From: "sha256:a", To: "sha256:b", Score: 4}},
+			Slice: &Slice{}, typical: map[string]string{"image.tag/server": "registry.example/api:1.0"}},
+			[]Action{{Action: "set", Target: "Deployment/web/api image", To: "registry.example/api@sha256:a"}}},
+		{"a gang's first rank outranks the job's arrival", Report{Changes: []Suspect{{Ref: "Job/ml/train", Dimension: "created", To: "Job", Score: 2}},
+			Gangs: []gang.Finding{{Owner: "Job/train", First: gang.Rank{Ref: "Pod/ml/train-7", Rank: "7", Reason: "OOMKilled", ExitCode: 137}, Cascade: 40, Distinct: true}}},
+			[]Action{{Action: "set", Target: "Job/ml/train rank 7 memory"}}},
+		{"no suspect, no gang", Report{}, []Action{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _ := advise(&tt.rep)
+			for i := range got {
+				got[i].Why = ""
+				if tt.want[i].To == "" {
+					got[i].To = ""
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("advise (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
