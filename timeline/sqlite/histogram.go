@@ -3,6 +3,10 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"strings"
+
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
 
 	"github.com/faultline/faultline/timeline"
 )
@@ -75,12 +79,31 @@ func (s *Store) countBuckets(ctx context.Context, lo, hi, width int64, f *timeli
 		return nil
 	}
 	// time_ns 0 is an unknown time, never in a span.
-	query := "SELECT (r.time_ns - ?) / ? AS b, count(*) FROM record r WHERE r.time_ns >= ? AND r.time_ns < ? AND r.time_ns != 0"
-	if where != "" {
-		query += " AND (" + where + ")"
+	query := "SELECT (r.time_ns - ?) / ? AS b, count(*) FROM record r WHERE "
+	qargs := []any{lo, width}
+	if parts := disjuncts(f); len(parts) > 1 {
+		// A || B over a time range: SQLite would walk the time index and
+		// read every row; the union of each part's own index search is
+		// exact (ids are unique) and reads only the matches.
+		var sub []string
+		for _, p := range parts {
+			w, a, _ := compileWhere(p)
+			sub = append(sub, "SELECT r.id FROM record r WHERE r.time_ns >= ? AND r.time_ns < ? AND ("+w+")")
+			qargs = append(qargs, lo, hi)
+			qargs = append(qargs, a...)
+		}
+		// The ids drive the outer query (the time range is in each part).
+		query += "r.time_ns != 0 AND r.id IN (" + strings.Join(sub, " UNION ") + ")"
+	} else {
+		query += "r.time_ns >= ? AND r.time_ns < ? AND r.time_ns != 0"
+		qargs = append(qargs, lo, hi)
+		if where != "" {
+			query += " AND (" + where + ")"
+			qargs = append(qargs, args...)
+		}
 	}
 	query += " GROUP BY b"
-	rows, err := s.db.QueryContext(ctx, query, append([]any{lo, width, lo, hi}, args...)...)
+	rows, err := s.db.QueryContext(ctx, query, qargs...)
 	if err != nil {
 		return fmt.Errorf("histogram: %w", err)
 	}
@@ -96,4 +119,28 @@ func (s *Store) countBuckets(ctx context.Context, lo, hi, width int64, f *timeli
 		return fmt.Errorf("histogram: %w", err)
 	}
 	return nil
+}
+
+// disjuncts splits a filter at its top-level ORs when every part has a
+// complete SQL form; otherwise it returns nil.
+func disjuncts(f *timeline.Filter) []ast.Expr {
+	if f == nil {
+		return nil
+	}
+	var parts []ast.Expr
+	var walk func(e ast.Expr) bool
+	walk = func(e ast.Expr) bool {
+		if e.Kind() == ast.CallKind && e.AsCall().FunctionName() == operators.LogicalOr && len(e.AsCall().Args()) == 2 {
+			return walk(e.AsCall().Args()[0]) && walk(e.AsCall().Args()[1])
+		}
+		if w, _, complete := compileWhere(e); !complete || w == "" {
+			return false
+		}
+		parts = append(parts, e)
+		return true
+	}
+	if !walk(f.Expr()) {
+		return nil
+	}
+	return parts
 }

@@ -20,6 +20,7 @@ func TestHistogramAgreesWithCEL(t *testing.T) {
 	for _, tc := range []struct{ name, where, bad string }{
 		{"no filter", "", "code >= 400"},
 		{"where and bad", `verb == "get"`, "code == 404 || code >= 500"},
+		{"bad as a union of indexed parts", "", `(code >= 400 && code == 404) || reason in ["BackOff", "Failed"]`},
 		{"residual bad", "", `annotations["authorization.k8s.io/decision"] == "forbid"`},
 		{"residual where", `stage == "ResponseComplete"`, `user == "bob"`},
 		{"nothing bad", `ns == "default"`, ""},
