@@ -145,14 +145,20 @@ func fetchRows(ctx context.Context, s Store, b timeline.Bucket, where *timeline.
 func (m *Model) investigateCmd(ctx context.Context, id int) tea.Cmd {
 	since, until := m.window()
 	opt := investigate.Options{Bad: m.opt.Bad, Since: since, Until: until}
+	heavy := m.heavy
 	return func() tea.Msg {
+		heavy.Lock()
+		defer heavy.Unlock()
 		rep, err := investigate.Run(ctx, m.store, opt)
 		return reportMsg{id: id, rep: rep, err: err}
 	}
 }
 
 func (m *Model) controlPlaneCmd(ctx context.Context, id int) tea.Cmd {
+	heavy := m.heavy
 	return func() tea.Msg {
+		heavy.Lock()
+		defer heavy.Unlock()
 		rep, err := controlplane.Analyze(ctx, m.store, controlplane.Options{})
 		return cpMsg{id: id, rep: rep, err: err}
 	}

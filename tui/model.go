@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/charmbracelet/bubbles/cursor"
@@ -33,8 +34,11 @@ var screenNames = [screenCount]string{"1 Timeline", "2 Diff", "3 Slice", "4 Cont
 // Model is the TUI's state. Update routes messages; View draws it; all
 // I/O happens in the tea.Cmds of commands.go.
 type Model struct {
-	ctx    context.Context
-	store  Store
+	ctx   context.Context
+	store Store
+	// heavy lets one whole-timeline analysis run at a time: on a 10 M-record
+	// timeline each holds a few hundred MiB while it runs.
+	heavy  *sync.Mutex
 	opt    Options
 	keys   KeyMap
 	styles Styles
@@ -111,7 +115,7 @@ func New(ctx context.Context, store Store, opt Options) *Model {
 	r := lipgloss.DefaultRenderer()
 	m := &Model{ctx: ctx, store: store, opt: opt, keys: DefaultKeys(), styles: NewStyles(r, opt.NoColor),
 		help: help.New(), spin: spinner.New(spinner.WithSpinner(spinner.Line)), input: textinput.New(),
-		width: 80, height: 24, expanded: map[int]bool{}, ops: map[opKind]*op{}}
+		width: 80, height: 24, expanded: map[int]bool{}, ops: map[opKind]*op{}, heavy: &sync.Mutex{}}
 	m.input.Prompt = "/"
 	m.input.Cursor.SetMode(cursor.CursorStatic) // no blink: a frame only when something changes
 	m.input.Placeholder = `CEL over records, e.g. code >= 500 && verb == "list" (enter: apply, esc: back)`

@@ -2,11 +2,15 @@ package cli
 
 import (
 	"context"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
 	"github.com/faultline/faultline/tui"
 )
+
+// tuiMemoryLimit is the TUI's soft memory limit.
+const tuiMemoryLimit = 256 << 20
 
 type tuiOptions struct {
 	f   *Factory
@@ -56,6 +60,12 @@ func tuiRun(ctx context.Context, opts *tuiOptions) error {
 	f := opts.f
 	if !f.IO.StdoutIsTTY {
 		return usagef("faultline investigate (for pipes and files)", "faultline tui needs a terminal: stdout is not one")
+	}
+	// A soft memory limit (unless GOMEMLIMIT says otherwise): the TUI stays
+	// open for hours, and the analyses it runs in the background over a large
+	// timeline would otherwise leave the heap at twice what they need.
+	if f.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(tuiMemoryLimit)
 	}
 	store, err := openBisectStore(ctx, f)
 	if err != nil {
