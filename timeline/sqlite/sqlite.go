@@ -94,6 +94,9 @@ var _ timeline.Store = (*Store)(nil)
 type Options struct {
 	Logger   *slog.Logger // nil discards
 	ReadOnly bool         // refuse to create or migrate; open for reading
+	// CacheKiB is SQLite's page cache per connection (0: 32 MiB). A
+	// long-lived reader (the TUI) trades some speed for memory with less.
+	CacheKiB int
 }
 
 // ErrNotTimeline is returned for a file that is not a faultline database.
@@ -120,7 +123,11 @@ func Open(ctx context.Context, file string, opt Options) (*Store, error) {
 	q.Set("_busy_timeout", "10000")
 	q.Set("_txlock", "immediate")
 	q.Set("_synchronous", "NORMAL")
-	q.Set("_cache_size", "-32768") // KiB: 32 MiB per connection
+	cache := opt.CacheKiB
+	if cache <= 0 {
+		cache = 32 << 10 // KiB: 32 MiB per connection
+	}
+	q.Set("_cache_size", strconv.Itoa(-cache))
 	if opt.ReadOnly {
 		q.Set("mode", "ro")
 	}

@@ -6,11 +6,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/faultline/faultline/timeline/sqlite"
 	"github.com/faultline/faultline/tui"
 )
 
-// tuiMemoryLimit is the TUI's soft memory limit.
-const tuiMemoryLimit = 256 << 20
+// The TUI's soft memory limit, and SQLite's page cache per connection.
+const (
+	tuiMemoryLimit = 192 << 20
+	tuiCacheKiB    = 4 << 10
+)
 
 type tuiOptions struct {
 	f   *Factory
@@ -67,7 +71,12 @@ func tuiRun(ctx context.Context, opts *tuiOptions) error {
 	if f.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(tuiMemoryLimit)
 	}
-	store, err := openBisectStore(ctx, f)
+	probe, err := openBisectStore(ctx, f) // it exists and is migrated
+	if err != nil {
+		return err
+	}
+	probe.Close()
+	store, err := sqlite.Open(ctx, f.dbPath, sqlite.Options{Logger: f.Logger(), CacheKiB: tuiCacheKiB})
 	if err != nil {
 		return err
 	}
