@@ -23,7 +23,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	ew.printf("## Summary\n\n")
 	ew.printf("- **Earliest known-bad:** %s; **last known-good:** %s.\n", mdTime(b.FirstBad), mdTime(b.LastGood))
 	if s := r.Slice; s != nil {
-		ew.printf("- **Affected slice:** `%s`: %d of %d units bad (precision %.2f, coverage %.0f%%).\n", mdWhere(s.Where), s.Bad, s.Total, s.Precision, 100*s.Coverage)
+		ew.printf("- **Affected slice:** `%s`: %d of %d units bad (precision %.2f, coverage %.0f%%).\n", WhereString(s.Where), s.Bad, s.Total, s.Precision, 100*s.Coverage)
 	}
 	if len(r.Changes) > 0 {
 		c := r.Changes[0]
@@ -40,16 +40,16 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	}
 	var rows []row
 	for _, e := range b.Evidence {
-		rows = append(rows, row{e.Time, e.Side, e.What, e.Ref, mdEvidence(e.Record, e.Run, e.Line)})
+		rows = append(rows, row{e.Time, e.Side, e.What, e.Ref, EvidenceLink(e.Record, e.Run, e.Line)})
 	}
 	for i, c := range r.Changes {
 		if i == 3 {
 			break
 		}
-		rows = append(rows, row{c.At, "change", fmt.Sprintf("`%s`: `%s` → `%s`", c.Dimension, ShortID(c.From), ShortID(c.To)), c.Ref, mdEvidence(0, c.Run, c.Line)})
+		rows = append(rows, row{c.At, "change", fmt.Sprintf("`%s`: `%s` → `%s`", c.Dimension, ShortID(c.From), ShortID(c.To)), c.Ref, EvidenceLink(0, c.Run, c.Line)})
 	}
 	for _, g := range r.Gangs {
-		rows = append(rows, row{g.First.At, "bad", "first rank to fail: " + g.First.Reason, g.First.Ref, mdEvidence(g.First.Record, 0, 0)})
+		rows = append(rows, row{g.First.At, "bad", "first rank to fail: " + g.First.Reason, g.First.Ref, EvidenceLink(g.First.Record, 0, 0)})
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].t.Before(rows[j].t) })
 	for _, x := range rows {
@@ -95,7 +95,8 @@ func mdTime(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
-func mdWhere(w map[string]string) string {
+// WhereString writes a slice's conjunction as "a=x & b=y", keys sorted.
+func WhereString(w map[string]string) string {
 	keys := make([]string, 0, len(w))
 	for k := range w {
 		keys = append(keys, k)
@@ -108,7 +109,9 @@ func mdWhere(w map[string]string) string {
 	return strings.Join(parts, " & ")
 }
 
-func mdEvidence(record, run, line int64) string {
+// EvidenceLink names where a finding's evidence is: the record id, and the
+// ingest run and line of its source ("-" when neither is known).
+func EvidenceLink(record, run, line int64) string {
 	var parts []string
 	if record != 0 {
 		parts = append(parts, fmt.Sprintf("record %d", record))

@@ -147,19 +147,6 @@ func ts(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
-func whereString(w map[string]string) string {
-	keys := make([]string, 0, len(w))
-	for k := range w {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + w[k]
-	}
-	return strings.Join(parts, " & ")
-}
-
 // writeReport prints the report for a terminal.
 func writeReport(w io.Writer, r *investigate.Report) error {
 	ew := &errWriter{w: w}
@@ -178,7 +165,7 @@ func writeReport(w io.Writer, r *investigate.Report) error {
 	}
 	if s := r.Slice; s != nil {
 		ew.printf("\nSLICE  %s\n  %d of %d units bad (precision %.2f), covering %.0f%% of the bad\n",
-			whereString(s.Where), s.Bad, s.Total, s.Precision, 100*s.Coverage)
+			investigate.WhereString(s.Where), s.Bad, s.Total, s.Precision, 100*s.Coverage)
 		for _, o := range s.Others {
 			ew.printf("  also: %s (%d of %g bad)\n", o.Where.String(), int(o.Bad), o.Total)
 		}
@@ -238,20 +225,6 @@ func reasonList(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s %d", k, v))
 	}
 	sort.Strings(parts)
-	return strings.Join(parts, ", ")
-}
-
-func evidenceLink(record, run, line int64) string {
-	var parts []string
-	if record != 0 {
-		parts = append(parts, fmt.Sprintf("record %d", record))
-	}
-	if run != 0 {
-		parts = append(parts, fmt.Sprintf("run %d line %d", run, line))
-	}
-	if len(parts) == 0 {
-		return "-"
-	}
 	return strings.Join(parts, ", ")
 }
 

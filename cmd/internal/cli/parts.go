@@ -66,7 +66,7 @@ func runAutoBisect(cmd *cobra.Command, f *Factory) error {
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "SIDE\tTIME\tOBJECT\tWHAT\tEVIDENCE")
 	for _, e := range b.Evidence {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Side, ts(e.Time), e.Ref, e.What, evidenceLink(e.Record, e.Run, e.Line))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Side, ts(e.Time), e.Ref, e.What, investigate.EvidenceLink(e.Record, e.Run, e.Line))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -101,7 +101,7 @@ func runSliceTimeline(cmd *cobra.Command, f *Factory) error {
 	s := rep.Slice
 	ew := &errWriter{w: f.IO.Out}
 	ew.printf("%s\n  %d of %d units bad (precision %.2f), covering %.0f%% of the %d bad units\n",
-		whereString(s.Where), s.Bad, s.Total, s.Precision, 100*s.Coverage, rep.Units.Bad)
+		investigate.WhereString(s.Where), s.Bad, s.Total, s.Precision, 100*s.Coverage, rep.Units.Bad)
 	for _, o := range s.Others {
 		ew.printf("%s\n  %g of %g units bad (precision %.2f), covering %.0f%%\n", o.Where.String(), o.Bad, o.Total, o.Precision, 100*o.Coverage)
 	}
@@ -149,7 +149,7 @@ For the identity of one unit at two instants, see faultline identity diff.
 			}
 			for _, c := range rep.Changes {
 				ew.printf("%d. %s  %s\n   %s -> %s  at %s (%s, %s)\n   %s\n", c.Rank, c.Ref, c.Dimension, c.From, c.To, ts(c.At), c.Kind,
-					evidenceLink(0, c.Run, c.Line), c.Why)
+					investigate.EvidenceLink(0, c.Run, c.Line), c.Why)
 			}
 			return ew.err
 		},
@@ -190,11 +190,11 @@ does not explain the failure. When no good unit exists, it says so.
 				fmt.Fprintln(f.IO.Out, "No bad slice, so no counterexample.")
 				return nil
 			case ce == nil:
-				fmt.Fprintf(f.IO.Out, "No known-good unit in the evidence resembles the slice %s.\n", whereString(rep.Slice.Where))
+				fmt.Fprintf(f.IO.Out, "No known-good unit in the evidence resembles the slice %s.\n", investigate.WhereString(rep.Slice.Where))
 				return nil
 			}
 			ew := &errWriter{w: f.IO.Out}
-			ew.printf("%s stayed good; bad slice %s\n", ce.Ref, whereString(rep.Slice.Where))
+			ew.printf("%s stayed good; bad slice %s\n", ce.Ref, investigate.WhereString(rep.Slice.Where))
 			if ce.InSlice {
 				ew.printf("It matches the whole slice: identity alone does not explain the failure.\n")
 			}
