@@ -256,6 +256,19 @@ func openBisectStore(ctx context.Context, f *Factory) (timeline.Store, error) {
 	return f.OpenStore(ctx)
 }
 
+// openBisectData opens the timeline for marks, with the first and last
+// instants of its evidence; an empty timeline is refused.
+func openBisectData(ctx context.Context, f *Factory) (store timeline.Store, first, last time.Time, err error) {
+	if store, err = openBisectStore(ctx, f); err != nil {
+		return nil, first, last, err
+	}
+	if first, last, err = dataBounds(ctx, f, store); err != nil {
+		store.Close()
+		return nil, first, last, err
+	}
+	return store, first, last, nil
+}
+
 // dataBounds returns the first and last instants of evidence, refusing an
 // empty timeline.
 func dataBounds(ctx context.Context, f *Factory, store timeline.Store) (first, last time.Time, err error) {
@@ -349,15 +362,11 @@ func markNotes(w io.Writer, marks []timeline.BisectMark, m timeline.BisectMark, 
 
 func bisectStartRun(ctx context.Context, opts *bisectOptions) error {
 	f := opts.f
-	store, err := openBisectStore(ctx, f)
+	store, first, last, err := openBisectData(ctx, f)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	first, last, err := dataBounds(ctx, f, store)
-	if err != nil {
-		return err
-	}
 	now := f.Now()
 	var marks []timeline.BisectMark
 	for _, fl := range []struct {
@@ -595,15 +604,11 @@ func bisectReplayRun(ctx context.Context, opts *bisectOptions, file string) erro
 			break
 		}
 	}
-	store, err := openBisectStore(ctx, f)
+	store, first, last, err := openBisectData(ctx, f)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	first, last, err := dataBounds(ctx, f, store)
-	if err != nil {
-		return err
-	}
 	now := f.Now()
 	var marks []timeline.BisectMark
 	for _, l := range lines {
