@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Family 7: one rank of a gang job dies; its peers lose the collective and
+// exit with NCCL errors in waves, and past its backoff limit the Job
+// controller fails the job and tears the rest down.
+
+func init() {
+	register(&Family{Name: "gang-rank-death", Summary: "one rank of a gang job dies (OOM, CUDA fault, segfault); NCCL cascade; the job is torn down",
+		Run: runGangRankDeath})
+}
+
+type rankDeath struct {
+	reason string
+	code   int
+	msg    string
+}
+
+var rankDeaths = []rankDeath{
+	{"OOMKilled", 137, ""},
+	{"Error", 1, "CUDA error - an illegal memory access was encountered"},
+	{"Error", 139, "Segmentation fault (core dumped) in dataloader worker"},
+}
+
+func runGangRankDeath(ctx context.Context, c *Cluster, e *Expected) (string, error) {
+	e.Nodes = Scale(c, e.Family)
+	fleet, err := c.Nodes(ctx, e.Nodes)
+	if err != nil {
+		return "", err
+	}
+	ns := Pick(c, []string{"ml", "research", "pretrain"})
+	name := Pick(c, []string{"llm-pretrain", "moe-train", "diffusion-train", "rlhf-ppo"})
+	other := Pick(c, []string{"eval", "batch-infer", "data-prep"})
+	ranks := Pick(c, []int{64, 128, 256, 384})
+	if e.Nodes >= 1000 {
+		ranks = 512
+	}
+	ranks = min(ranks, len(fleet.Nodes)*8-64)
+	death := Pick(c, rankDeaths)
+	victim := c.Intn(ranks)
+	backoff := c.Between(ranks/8, ranks/3)
+	if err := c.Background(ctx); err != nil {
+		return "", err
+	}
+	tmpl := Template{Image: "registry.example/trainer:3." + strconv.Itoa(c.Intn(4)), Container: "trainer", GPU: true}
+	if err := c.Job(ctx, routineActor, ns, name, ranks, backoff, tmpl); err != nil {
+		return "", err
+	}
+	if err := c.Job(ctx, routineActor, ns, other, c.Between(12, 40), 0, tmpl); err != nil {
+		return "", err
+	}
+	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
+		return "", err
+	}
+	Sleep(ctx, c.Dur(10*time.Second, 20*time.Second))
+	pods, err := c.Running(ctx, ns, "app="+name)
+	if err != nil {
+		return "", err
+	}
+	var first corev1.Pod
+	var peers []string
+	for _, p := range pods {
+		if p.Labels["batch.kubernetes.io/job-completion-index"] == strconv.Itoa(victim) {
+			first = p
+		} else {
+			peers = append(peers, p.Name)
+		}
+	}
+	if first.Name == "" {
+		return "", fmt.Errorf("rank %d of %s has no running pod", victim, name)
+	}
+	c.rng.Shuffle(len(peers), func(i, j int) { peers[i], peers[j] = peers[j], peers[i] })
+	cascade := peers[:min(len(peers), backoff+c.Between(ranks/8, ranks/4))]
+	lastGood := Now()
+	Sleep(ctx, time.Second)
+	firstBad, err := c.FailPods(ctx, ns, []string{first.Name}, death.reason, death.code, death.msg)
+	if err != nil {
+		return "", err
+	}
+	lead := c.Dur(2*time.Second, 6*time.Second)
+	Sleep(ctx, lead)
+	waves := c.Between(2, 4)
+	for w := range waves {
+		part := cascade[w*len(cascade)/waves : (w+1)*len(cascade)/waves]
+		if _, err := c.FailPods(ctx, ns, part, "Error", 1, "NCCL error, remote process exited or there was a network error"); err != nil {
+			c.log.Warn("cascade wave", "err", err) // the controller may already be tearing down
+		}
+		Sleep(ctx, c.Dur(1*time.Second, 3*time.Second))
+	}
+	if err := until(ctx, 90*time.Second, "job "+name+" failed", func() (bool, error) {
+		j, err := c.Admin.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, cond := range j.Status.Conditions {
+			if cond.Type == batchv1.JobFailed && cond.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		return "", err
+	}
+	Sleep(ctx, c.Dur(10*time.Second, 15*time.Second))
+
+	e.Boundary = &Boundary{LastGood: lastGood, FirstBad: firstBad, Tolerance: "2s"}
+	e.Changes = []Change{}
+	e.Slice = map[string]string{"owner/Job": name}
+	e.SliceEquivalents = []map[string]string{}
+	e.Population = map[string]string{}
+	e.CounterexampleDiffersIn = []string{"owner/Job"}
+	switch {
+	case death.reason == "OOMKilled":
+		e.Mitigation = []Action{{Action: "set", Target: fmt.Sprintf("Job/%s/%s rank %d memory", ns, name, victim), To: "a higher memory limit, then restart from the last checkpoint"}}
+	case death.code == 1:
+		e.Mitigation = []Action{{Action: "cordon", Target: "Node/" + first.Spec.NodeName}}
+	}
+	e.extra("firstRank", map[string]any{"pod": "Pod/" + ns + "/" + first.Name, "rank": victim, "reason": death.reason,
+		"exitCode": death.code, "at": firstBad, "node": first.Spec.NodeName})
+	e.extra("ranks", ranks)
+	e.extra("cascadeAtLeast", len(cascade)/3+1)
+	e.extra("cascadeReason", "NCCL error, remote process exited or there was a network error")
+	return fmt.Sprintf(`A %d-rank training job died within seconds; hundreds of pods show errors.
+
+## What on-call saw
+%s/%s (%d ranks) is Failed with BackoffLimitExceeded. Most of its pods ended with
+"NCCL error, remote process exited or there was a network error", the rest were
+terminated by the Job controller. %s/%s on the same fleet kept running. Which rank
+started it, and why?`, ranks, ns, name, ranks, ns, other), nil
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// Deployment creates a Deployment as the actor and waits until its pods run.
+func (c *Cluster) Deployment(ctx context.Context, a Actor, ns, name string, replicas int, t Template) error {
+	if err := c.Namespace(ctx, ns); err != nil {
+		return err
+	}
+	labels := labelsWith(t.Labels, "app", name)
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": name}},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(replicas)),
+			// Slow enough a rollout that a broken new pod is seen broken
+			// before the next old one is taken down, as with readiness probes.
+			MinReadySeconds: 10,
+			Selector:        &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template:        corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: t.spec(corev1.RestartPolicyAlways)},
+		},
+	}
+	if _, err := c.As(a).AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create deployment %s/%s: %w", ns, name, err)
+	}
+	return c.WaitRunning(ctx, ns, "app="+name, replicas, 5*time.Minute)
+}
+
+// Scale sets a Deployment's replicas as the actor (an autoscaler or a
+// person) and returns at once.
+func (c *Cluster) Scale(ctx context.Context, a Actor, ns, name string, replicas int) error {
+	p := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+	_, err := c.As(a).AppsV1().Deployments(ns).Patch(ctx, name, types.MergePatchType, []byte(p), metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("scale %s/%s: %w", ns, name, err)
+	}
+	return nil
+}
+
+// RolloutRestart restarts a Deployment's pods as the actor, as
+// `kubectl rollout restart` does (a template annotation).
+func (c *Cluster) RolloutRestart(ctx context.Context, a Actor, ns, name string) error {
+	p := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":%q}}}}}`, Now().Format(time.RFC3339))
+	_, err := c.As(a).AppsV1().Deployments(ns).Patch(ctx, name, types.MergePatchType, []byte(p), metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("restart %s/%s: %w", ns, name, err)
+	}
+	return nil
+}
+
+// NewPods watches for running pods of the selector that are not in before,
+// handing each batch to f as it appears, until want have been handed over
+// or the timeout passes. It returns every pod it handed over.
+func (c *Cluster) NewPods(ctx context.Context, ns, selector string, before map[string]bool, want int, timeout time.Duration, f func([]corev1.Pod) error) ([]corev1.Pod, error) {
+	seen := map[string]bool{}
+	for k := range before {
+		seen[k] = true
+	}
+	var got []corev1.Pod
+	err := until(ctx, timeout, fmt.Sprintf("%d new pods %s in %s", want, selector, ns), func() (bool, error) {
+		pods, err := c.Running(ctx, ns, selector)
+		if err != nil {
+			return false, err
+		}
+		var fresh []corev1.Pod
+		for _, p := range pods {
+			if !seen[p.Name] {
+				seen[p.Name] = true
+				fresh = append(fresh, p)
+			}
+		}
+		if len(fresh) > 0 {
+			if err := f(fresh); err != nil {
+				return false, err
+			}
+			got = append(got, fresh...)
+		}
+		return len(got) >= want, nil
+	})
+	return got, err
+}
+
+// podNames returns the names of the pods as a set.
+func podNames(pods []corev1.Pod) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range pods {
+		out[p.Name] = true
+	}
+	return out
+}
+
+// Crasher makes every new running pod of a selector crash-loop as soon as
+// it appears (the pods a broken config or image starts), until Stop.
+type Crasher struct {
+	c                  *Cluster
+	ns, selector       string
+	image, digest, msg string
+	seen               map[string]bool
+	mu                 sync.Mutex
+	pods               []corev1.Pod
+	first              time.Time
+	err                error
+	cancel             context.CancelFunc
+	done               chan struct{}
+	// Only, when set, says which new pods crash (those on changed nodes).
+	Only func(corev1.Pod) bool
+}
+
+// StartCrasher starts crash-looping the selector's pods that are not in before.
+func (c *Cluster) StartCrasher(ctx context.Context, ns, selector string, before map[string]bool, image, digest, msg string) *Crasher {
+	return c.StartCrasherOnly(ctx, ns, selector, before, image, digest, msg, nil)
+}
+
+// StartCrasherOnly is StartCrasher for the new pods for which only is true;
+// the others are left to run.
+func (c *Cluster) StartCrasherOnly(ctx context.Context, ns, selector string, before map[string]bool, image, digest, msg string, only func(corev1.Pod) bool) *Crasher {
+	ctx, cancel := context.WithCancel(ctx)
+	k := &Crasher{c: c, ns: ns, selector: selector, image: image, digest: digest, msg: msg, seen: map[string]bool{}, cancel: cancel, done: make(chan struct{}), Only: only}
+	for n := range before {
+		k.seen[n] = true
+	}
+	go k.loop(ctx)
+	return k
+}
+
+func (k *Crasher) loop(ctx context.Context) {
+	defer close(k.done)
+	for ctx.Err() == nil {
+		pods, err := k.c.Running(ctx, k.ns, k.selector)
+		if err == nil {
+			var fresh []corev1.Pod
+			for _, p := range pods {
+				if !k.seen[p.Name] {
+					k.seen[p.Name] = true
+					if k.Only == nil || k.Only(p) {
+						fresh = append(fresh, p)
+					}
+				}
+			}
+			if len(fresh) > 0 {
+				t, err := k.c.CrashLoop(ctx, k.ns, fresh, k.image, k.digest, k.msg)
+				k.mu.Lock()
+				if k.first.IsZero() {
+					k.first = t
+				}
+				k.pods = append(k.pods, fresh...)
+				if err != nil && ctx.Err() == nil {
+					k.err = err
+				}
+				k.mu.Unlock()
+			}
+		}
+		Sleep(ctx, 250*time.Millisecond)
+	}
+}
+
+// Count is how many pods it crashed so far.
+func (k *Crasher) Count() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.pods)
+}
+
+// WaitFor waits until n pods crashed or the timeout passes.
+func (k *Crasher) WaitFor(ctx context.Context, n int, timeout time.Duration) error {
+	return until(ctx, timeout, fmt.Sprintf("%d pods crash-looping %s in %s", n, k.selector, k.ns), func() (bool, error) {
+		return k.Count() >= n, nil
+	})
+}
+
+// Stop stops it and returns the pods it crashed and the first instant.
+func (k *Crasher) Stop() ([]corev1.Pod, time.Time, error) {
+	k.cancel()
+	<-k.done
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.pods, k.first, k.err
+}
