@@ -43,7 +43,9 @@ func drawKeyChange(c *Cluster, kind string) *keyChange {
 	k := &keyChange{kind: kind, ns: Pick(c, teamNamespaces), trigger: Pick(c, []string{"restart", "scale"})}
 	k.mode = Pick(c, []string{"env", "envFrom", "volume"})
 	if kind == "secrets" {
-		k.mode = Pick(c, []string{"env", "volume"})
+		// A rotated Secret reaches pods when something restarts them: a
+		// reloader restarts the consumers of the Secret that changed.
+		k.mode, k.trigger = Pick(c, []string{"env", "volume"}), "restart"
 	}
 	n := c.Between(2, 4)
 	perm := c.rng.Perm(len(serviceNames))
@@ -184,7 +186,7 @@ func runKeyChange(ctx context.Context, c *Cluster, e *Expected, kind string) (st
 	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(10*time.Second, 20*time.Second))
+	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
 
 	actor := c.DrawActor()
 	victim, decoy := k.consumers[k.victim], k.consumers[k.decoy]
@@ -249,7 +251,7 @@ func runKeyChange(ctx context.Context, c *Cluster, e *Expected, kind string) (st
 			}
 		}
 	}
-	Sleep(ctx, c.Dur(8*time.Second, 15*time.Second))
+	Sleep(ctx, c.Dur(5*time.Second, 10*time.Second))
 	badPods, firstBad, err := crash.Stop()
 	if err != nil {
 		return "", err
@@ -257,15 +259,15 @@ func runKeyChange(ctx context.Context, c *Cluster, e *Expected, kind string) (st
 
 	e.Boundary = &Boundary{LastGood: lastGood, FirstBad: firstBad, Tolerance: "2s"}
 	e.Slice = map[string]string{ch.Dimension: ch.To}
-	if kind == "secrets" {
-		// No value to name: the slice is the service's pods that started
-		// after the rotation.
-		e.Slice = map[string]string{"owner/Deployment": victim.name}
-	}
 	e.SliceEquivalents = []map[string]string{}
 	if k.trigger == "restart" && len(badPods) > 0 {
 		e.SliceEquivalents = append(e.SliceEquivalents, map[string]string{"owner/Deployment": victim.name,
 			"owner.podTemplateHash": badPods[0].Labels["pod-template-hash"]})
+	}
+	if kind == "secrets" && len(badPods) > 0 {
+		// No value to name (a Secret's values are never stored): the slice
+		// is the pods the reloader started after the rotation.
+		e.Slice = map[string]string{"owner.podTemplateHash": badPods[0].Labels["pod-template-hash"]}
 	}
 	e.Population = map[string]string{}
 	e.CounterexampleDiffersIn = []string{ch.Dimension, "owner/Deployment"}

@@ -56,7 +56,7 @@ func runDigestDrift(ctx context.Context, c *Cluster, e *Expected) (string, error
 	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(10*time.Second, 20*time.Second))
+	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
 
 	// The other service is scaled too (its pods start fine): a decoy by the
 	// same actor that scales the broken one.
@@ -105,7 +105,7 @@ func runDigestDrift(ctx context.Context, c *Cluster, e *Expected) (string, error
 	}); err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(8*time.Second, 15*time.Second))
+	Sleep(ctx, c.Dur(5*time.Second, 10*time.Second))
 	badPods, firstBad, err := crash.Stop()
 	if err != nil {
 		return "", err

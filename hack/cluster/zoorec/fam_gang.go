@@ -62,7 +62,7 @@ func runGangRankDeath(ctx context.Context, c *Cluster, e *Expected) (string, err
 	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(10*time.Second, 20*time.Second))
+	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
 	pods, err := c.Running(ctx, ns, "app="+name)
 	if err != nil {
 		return "", err
@@ -111,7 +111,7 @@ func runGangRankDeath(ctx context.Context, c *Cluster, e *Expected) (string, err
 	}); err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(10*time.Second, 15*time.Second))
+	Sleep(ctx, c.Dur(6*time.Second, 10*time.Second))
 
 	e.Boundary = &Boundary{LastGood: lastGood, FirstBad: firstBad, Tolerance: "2s"}
 	e.Changes = []Change{}

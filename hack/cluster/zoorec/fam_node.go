@@ -89,7 +89,7 @@ func runNodeChange(ctx context.Context, c *Cluster, e *Expected) (string, error)
 	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(10*time.Second, 20*time.Second))
+	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
 
 	// The actor upgrades the subset; a decoy: the same actor first changes
 	// something harmless on other nodes (or the kubelets of other nodes
@@ -145,7 +145,7 @@ func runNodeChange(ctx context.Context, c *Cluster, e *Expected) (string, error)
 		crash.Stop()
 		return "", err
 	}
-	Sleep(ctx, c.Dur(15*time.Second, 25*time.Second))
+	Sleep(ctx, c.Dur(6*time.Second, 10*time.Second))
 	badPods, firstBad, err := crash.Stop()
 	if err != nil {
 		return "", err
@@ -216,7 +216,7 @@ func runTaintEvict(ctx context.Context, c *Cluster, e *Expected) (string, error)
 	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(10*time.Second, 20*time.Second))
+	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
 	running, err := c.Running(ctx, ns, "app="+name)
 	if err != nil {
 		return "", err
@@ -265,7 +265,7 @@ func runTaintEvict(ctx context.Context, c *Cluster, e *Expected) (string, error)
 	if err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(10*time.Second, 20*time.Second))
+	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
 	e.Boundary = &Boundary{LastGood: lastGood, FirstBad: firstBad, Tolerance: "2s"}
 	e.Slice = map[string]string{s.Dimension: s.Value}
 	e.SliceEquivalents = []map[string]string{{s.Dimension: s.Value, "owner/Job": name}}
@@ -353,7 +353,7 @@ func runNodeFailure(ctx context.Context, c *Cluster, e *Expected) (string, error
 	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(10*time.Second, 20*time.Second))
+	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
 	running, err := c.Running(ctx, ns, "app="+name)
 	if err != nil {
 		return "", err
@@ -365,12 +365,12 @@ func runNodeFailure(ctx context.Context, c *Cluster, e *Expected) (string, error
 	if err != nil {
 		return "", err
 	}
-	firstBad, err := c.NodeReadyFalseAt(ctx, s.Names())
+	firstBad, err := c.NodeReadyFalseAt(ctx, s.Names(), at)
 	if err != nil {
 		return "", err
 	}
 	// The pods on them are evicted once their toleration runs out.
-	Sleep(ctx, time.Duration(grace)*time.Second+c.Dur(10*time.Second, 20*time.Second))
+	Sleep(ctx, time.Duration(grace)*time.Second+c.Dur(6*time.Second, 12*time.Second))
 	e.Boundary = &Boundary{LastGood: lastGood, FirstBad: firstBad, Tolerance: "2s"}
 	e.Changes = []Change{{Ref: s.Selector(), Selector: s.Selector(), Objects: s.Refs(), Dimension: "node.ready", From: "True", To: "False", At: at}}
 	e.Slice = map[string]string{s.Dimension: s.Value}

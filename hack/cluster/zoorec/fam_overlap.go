@@ -43,7 +43,7 @@ func runOverlap(ctx context.Context, c *Cluster, e *Expected) (string, error) {
 	if err := c.Routine(ctx, fleet, c.Between(1, 2)); err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(10*time.Second, 20*time.Second))
+	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
 
 	// The config episode.
 	victim := k.consumers[k.victim]
@@ -81,7 +81,7 @@ func runOverlap(ctx context.Context, c *Cluster, e *Expected) (string, error) {
 			return err
 		}
 		node.Changes = []Change{{Ref: s.Selector(), Selector: s.Selector(), Objects: s.Refs(), Dimension: "node.ready", From: "True", To: "False", At: at}}
-		nodeFirstBad, err = c.NodeReadyFalseAt(ctx, s.Names())
+		nodeFirstBad, err = c.NodeReadyFalseAt(ctx, s.Names(), at)
 		return err
 	}
 	steps := []func() error{doConfig, doNodes}
@@ -99,7 +99,7 @@ func runOverlap(ctx context.Context, c *Cluster, e *Expected) (string, error) {
 		crash.Stop()
 		return "", err
 	}
-	Sleep(ctx, c.Dur(25*time.Second, 35*time.Second))
+	Sleep(ctx, c.Dur(15*time.Second, 25*time.Second))
 	badPods, cfgFirstBad, err := crash.Stop()
 	if err != nil {
 		return "", err
@@ -153,7 +153,7 @@ func runControl(ctx context.Context, c *Cluster, e *Expected) (string, error) {
 	if err := c.Job(ctx, routineActor, ns, "nightly-eval", c.Between(20, 80), 4, Template{Image: "registry.example/eval:1.2"}); err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(10*time.Second, 20*time.Second))
+	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
 	// A routine day: config tweaks that the services take in their stride,
 	// a rollout that goes through, node labels, scaling.
 	actor := c.DrawActor()
@@ -192,7 +192,7 @@ func runControl(ctx context.Context, c *Cluster, e *Expected) (string, error) {
 	if err := c.Complete(ctx, ns, pods[:len(pods)/2]); err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(15*time.Second, 25*time.Second))
+	Sleep(ctx, c.Dur(6*time.Second, 10*time.Second))
 	e.Changes = []Change{}
 	e.CounterexampleDiffersIn = nil
 	return fmt.Sprintf(`A routine hour on a %d-node cluster; somebody asks whether anything is wrong.

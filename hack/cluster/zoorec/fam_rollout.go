@@ -50,7 +50,7 @@ func runSchedulingBreak(ctx context.Context, c *Cluster, e *Expected) (string, e
 	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(10*time.Second, 20*time.Second))
+	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
 	actor := c.DrawActor()
 	// The decoy: the same actor adds a harmless label to the same nodes.
 	decoyAt := Now()
@@ -106,7 +106,7 @@ func runSchedulingBreak(ctx context.Context, c *Cluster, e *Expected) (string, e
 	}); err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(15*time.Second, 25*time.Second))
+	Sleep(ctx, c.Dur(6*time.Second, 10*time.Second))
 	pods, err := c.Pods(ctx, ns, "app="+name)
 	if err != nil {
 		return "", err
@@ -168,7 +168,7 @@ func runCanaryPartial(ctx context.Context, c *Cluster, e *Expected) (string, err
 	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(10*time.Second, 20*time.Second))
+	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
 	actor := c.DrawActor()
 	// The decoy: the same actor rolls the other service first; it is fine.
 	decoyAt := Now()

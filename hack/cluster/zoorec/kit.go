@@ -63,7 +63,7 @@ var userAgents = []string{
 	"platform-operator/1.9.0 (linux/amd64) client-go/v0.37.2",
 }
 
-func newCluster(seed int64, log *slog.Logger) (*Cluster, error) {
+func newCluster(family string, seed int64, log *slog.Logger) (*Cluster, error) {
 	dir := os.Getenv("FAULTLINE_CLUSTER_DIR")
 	if dir == "" {
 		return nil, fmt.Errorf("FAULTLINE_CLUSTER_DIR is not set: run under hack/cluster/zoo")
@@ -92,7 +92,9 @@ func newCluster(seed int64, log *slog.Logger) (*Cluster, error) {
 		return nil, err
 	}
 	return &Cluster{Dir: dir, Admin: admin, Kwok: kw, cfg: cfg, seed: seed, log: log,
-		rng: rand.New(rand.NewPCG(uint64(seed), 0x200)), actors: map[string]*kubernetes.Clientset{}, tokens: tokens}, nil
+		// The family is mixed into the stream, so seed 1 of two families
+		// draws two different scales, namespaces and timings.
+		rng: rand.New(rand.NewPCG(uint64(seed), fnv64(family))), actors: map[string]*kubernetes.Clientset{}, tokens: tokens}, nil
 }
 
 func readTokens(path string) (map[string]string, error) {
@@ -455,4 +457,14 @@ func refs(pods []corev1.Pod) []string {
 		out[i] = "Pod/" + p.Namespace + "/" + p.Name
 	}
 	return out
+}
+
+// fnv64 is the FNV-1a hash of s.
+func fnv64(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := range len(s) {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
 }

@@ -107,7 +107,7 @@ func main() {
 }
 
 func record(ctx context.Context, f *Family, seed int64, out string, log *slog.Logger) error {
-	c, err := newCluster(seed, log)
+	c, err := newCluster(f.Name, seed, log)
 	if err != nil {
 		return err
 	}

@@ -233,9 +233,9 @@ func (c *Cluster) NotReady(ctx context.Context, nodes []string) (time.Time, erro
 	return at, nil
 }
 
-// NodeReadyFalseAt waits until one of the nodes reports Ready=False and
-// returns the earliest transition time.
-func (c *Cluster) NodeReadyFalseAt(ctx context.Context, nodes []string) (time.Time, error) {
+// NodeReadyFalseAt waits until one of the nodes reports Ready=False after
+// since and returns the earliest such transition time.
+func (c *Cluster) NodeReadyFalseAt(ctx context.Context, nodes []string, since time.Time) (time.Time, error) {
 	var first time.Time
 	want := map[string]bool{}
 	for _, n := range nodes {
@@ -251,7 +251,9 @@ func (c *Cluster) NodeReadyFalseAt(ctx context.Context, nodes []string) (time.Ti
 				continue
 			}
 			for _, cond := range nd.Status.Conditions {
-				if cond.Type == corev1.NodeReady && cond.Status != corev1.ConditionTrue {
+				// Conditions are stamped to the second: a transition in the
+				// second of since counts.
+				if cond.Type == corev1.NodeReady && cond.Status != corev1.ConditionTrue && !cond.LastTransitionTime.Time.Before(since.Truncate(time.Second)) {
 					if t := cond.LastTransitionTime.Time.UTC(); first.IsZero() || t.Before(first) {
 						first = t
 					}
