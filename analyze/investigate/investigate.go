@@ -59,6 +59,7 @@ type Report struct {
 	SchemaVersion  int             `json:"schemaVersion"`
 	Window         Window          `json:"window"`
 	Bad            string          `json:"bad"`
+	Verdict        string          `json:"verdict,omitempty"` // "cause": a confident cause; empty until the investigation decides
 	Boundary       *Boundary       `json:"boundary"`
 	Changes        []Suspect       `json:"changes"`
 	Slice          *Slice          `json:"slice"`
@@ -86,6 +87,31 @@ func (r *Report) Matching(where map[string]string) (refs []string, bad int) {
 		}
 	}
 	return refs, bad
+}
+
+// UnitInfo is one unit in scope as the investigation saw it: its fate and
+// its identity (dimension → value).
+type UnitInfo struct {
+	Ref       string
+	Namespace string
+	Bad       bool // went bad from the boundary on
+	Good      bool // seen good, never bad
+	Identity  map[string]string
+}
+
+// Unit returns the unit in scope called ref (Pod/NAMESPACE/NAME).
+func (r *Report) Unit(ref string) (UnitInfo, bool) {
+	for i, u := range r.units {
+		if u.Ref != ref {
+			continue
+		}
+		id := make(map[string]string, len(r.ids[i]))
+		for k, d := range r.ids[i] {
+			id[k] = d.Value
+		}
+		return UnitInfo{Ref: u.Ref, Namespace: u.Namespace, Bad: u.Bad(), Good: u.Good(), Identity: id}, true
+	}
+	return UnitInfo{}, false
 }
 
 // Window is the span of evidence looked at.
@@ -133,6 +159,10 @@ type Suspect struct {
 	Kind string `json:"kind"`
 	Run  int64  `json:"run,omitempty"`
 	Line int64  `json:"line,omitempty"`
+	// By and UserAgent will name who made the change (the audit record's
+	// user and user agent); empty until the suspects carry their actor.
+	By        string `json:"by,omitempty"`
+	UserAgent string `json:"userAgent,omitempty"`
 }
 
 // Slice is the smallest affected slice.

@@ -101,6 +101,8 @@ func TestExitCodes(t *testing.T) {
 		{context.Canceled, 130, "interrupted: what was committed is kept; rerun to complete it\n"},
 		{errors.New("boom"), 1, "error: boom\n"},
 		{&silentError{code: 1}, 1, ""},
+		{&evalFailedError{unscored: 1, incidents: 7, below: true, score: 0.5, min: 0.9}, 1,
+			"error: eval: 1 of 7 incidents could not be scored (NOT SCORED in the output); overall score 0.500 is below --min 0.9\n"},
 	}
 	for _, tt := range tests {
 		var b bytes.Buffer
@@ -114,7 +116,7 @@ func TestExitCodes(t *testing.T) {
 }
 
 func TestHelpTeachesByExample(t *testing.T) {
-	for _, args := range [][]string{{"--help"}, {"ingest", "audit", "--help"}, {"ingest", "cluster", "--help"}, {"ingest", "objects", "--help"}, {"timeline", "--help"}, {"sources", "--help"}, {"replay", "--help"}} {
+	for _, args := range [][]string{{"--help"}, {"ingest", "audit", "--help"}, {"ingest", "cluster", "--help"}, {"ingest", "objects", "--help"}, {"timeline", "--help"}, {"sources", "--help"}, {"replay", "--help"}, {"eval", "--help"}} {
 		var out, errOut bytes.Buffer
 		f := &Factory{IO: IOStreams{Out: &out, ErrOut: &errOut}, Getenv: func(string) string { return "" }, Now: time.Now}
 		if code := Run(context.Background(), args, f); code != 0 {

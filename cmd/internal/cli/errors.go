@@ -33,10 +33,31 @@ type silentError struct{ code int }
 
 func (e *silentError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
+// evalFailedError is an evaluation that printed its scores but failed:
+// some incidents could not be scored, or the overall score is below the bar
+// set with --min. Exit 1.
+type evalFailedError struct {
+	unscored, incidents int
+	below               bool
+	score, min          float64
+}
+
+func (e *evalFailedError) Error() string {
+	var parts []string
+	if e.unscored > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d incidents could not be scored (NOT SCORED in the output)", e.unscored, e.incidents))
+	}
+	if e.below {
+		parts = append(parts, fmt.Sprintf("overall score %.3f is below --min %g", e.score, e.min))
+	}
+	return "eval: " + strings.Join(parts, "; ")
+}
+
 // exitCode reports err on w and returns the process exit code.
 func exitCode(err error, w io.Writer) int {
 	var ue *usageError
 	var se *silentError
+	var ef *evalFailedError
 	switch {
 	case err == nil:
 		return exitOK
@@ -45,6 +66,9 @@ func exitCode(err error, w io.Writer) int {
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(w, "interrupted: what was committed is kept; rerun to complete it")
 		return exitInterrupt
+	case errors.As(err, &ef):
+		fmt.Fprintf(w, "error: %s\n", ef)
+		return exitFailure
 	case errors.As(err, &ue):
 		fmt.Fprintf(w, "error: %s\n", ue.msg)
 		if ue.hint != "" {

@@ -6,9 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -17,10 +15,6 @@ import (
 	"github.com/faultline/faultline/analyze/controlplane"
 	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/fixtures"
-	"github.com/faultline/faultline/ingest/audit"
-	"github.com/faultline/faultline/ingest/kube"
-	"github.com/faultline/faultline/ingest/versions"
-	"github.com/faultline/faultline/timeline"
 )
 
 type replayOptions struct {
@@ -45,11 +39,15 @@ timeline goes to a new temporary database unless --db is given; its path is
 printed so you can go on exploring it. On a terminal (and without --check),
 the interactive investigation (faultline tui) opens on it afterwards.
 
---check compares the analyzers' findings with expected.json field by field
-and exits non-zero on a mismatch; a field no analyzer covers yet is reported
-as "not analysed", never as passing.`,
+--check compares the analyzers' findings with expected.json field by field,
+with the strict rules of faultline eval (fixtures/README.md: the #1 suspect
+must be the change, the last known-good within the tolerance of the true
+one, the slice named by the truth's dimensions), and exits 1 on a mismatch;
+a field no analyzer covers yet is reported as "not analysed", never as
+passing. To score many incidents at once, see faultline eval.`,
 		Example: `  faultline replay
   faultline replay sample-audit
+  faultline replay mpi-rank-death --check
   faultline replay ./incidents/2026-05-01-apf-storm --db storm.db`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
@@ -109,99 +107,25 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 	if err != nil {
 		return err
 	}
-	var audits, objects, versionFiles []string
-	err = fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		var into *[]string
-		base := strings.TrimSuffix(path.Base(p), ".gz")
-		switch {
-		case strings.HasPrefix(p, "objects/"):
-			into = &objects
-		case base == "versions.jsonl" || base == "versions.yaml":
-			into = &versionFiles
-		case strings.HasSuffix(base, ".log"):
-			into = &audits
-		default:
-			return nil
-		}
-		b, err := fs.ReadFile(fsys, p)
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(work, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
-		}
-		*into = append(*into, dst)
-		return os.WriteFile(dst, b, 0o644)
-	})
-	if err != nil {
-		return fmt.Errorf("replay %s: %w", opts.name, err)
-	}
-	if len(audits)+len(objects)+len(versionFiles) == 0 {
-		return fmt.Errorf("replay %s: no evidence in it (*.log, *.log.gz, objects/, versions.jsonl): see fixtures/README.md", opts.name)
-	}
 	if !opts.dbSet {
 		f.dbPath = filepath.Join(work, "faultline.db")
 	}
-	store, err := f.OpenStore(ctx)
-	if err != nil {
-		return err
-	}
-	var runs []timeline.IngestRun
-	if len(audits) > 0 {
-		r, err := audit.Ingest(ctx, store, audits, audit.Options{Logger: f.Logger(), OnBadLine: func(b *audit.BadLine) { f.warnf("%s", b) }})
-		runs = append(runs, r...)
-		if err != nil {
-			store.Close()
-			return err
-		}
-	}
-	if len(objects) > 0 {
-		r, err := kube.IngestFiles(ctx, store, objects, kube.FileOptions{Now: f.Now,
-			OnBad: func(p string, doc int, err error) { f.warnf("%s: document %d: %v", p, doc, err) }})
-		runs = append(runs, r...)
-		if err != nil {
-			store.Close()
-			return err
-		}
-	}
-	if len(versionFiles) > 0 {
-		r, err := versions.Ingest(ctx, store, versionFiles, versions.Options{OnBadLine: func(b *versions.BadEntry) { f.warnf("%s", b) }})
-		runs = append(runs, r...)
-		if err != nil {
-			store.Close()
-			return err
-		}
-	}
-	err = store.Analyze(ctx)
-	store.Close()
+	load := incidentLoader{logger: f.Logger(), now: f.Now, warnf: f.warnf}
+	runs, err := load.ingest(ctx, fsys, work, f.dbPath)
 	for _, r := range runs {
 		printRunSummary(f.IO.ErrOut, &r, 20)
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("replay %s: %w", opts.name, err)
 	}
 	fmt.Fprintf(f.IO.Out, "Replayed %s into %s\n\n", opts.name, f.dbPath)
 	if err := sourcesRun(ctx, &sourcesOptions{f: f, output: "table", gap: 5 * time.Minute}); err != nil {
 		return err
 	}
 	fmt.Fprintf(f.IO.Out, "\nExplore it:\n  faultline --db %s timeline --where 'code >= 429'\n", f.dbPath)
-	ro, err := f.OpenStoreReadOnly(ctx)
+	rep, cp, err := analyzeIncident(ctx, f.dbPath, f.Logger())
 	if err != nil {
-		return err
-	}
-	rep, err := investigate.Run(ctx, ro, investigate.Options{})
-	if err != nil {
-		ro.Close()
-		return fmt.Errorf("replay %s: investigate: %w", opts.name, err)
-	}
-	cp, err := controlplane.Analyze(ctx, ro, controlplane.Options{})
-	ro.Close()
-	if err != nil {
-		return fmt.Errorf("replay %s: controlplane: %w", opts.name, err)
+		return fmt.Errorf("replay %s: %w", opts.name, err)
 	}
 	fmt.Fprintln(f.IO.Out)
 	if err := writeReport(f.IO.Out, rep); err != nil {

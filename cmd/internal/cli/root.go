@@ -56,7 +56,7 @@ smallest slice of the fleet it hurt.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usagef(c.CommandPath()+" --help", "%s", err)
 	})
-	root.AddCommand(newIngestCmd(f), newTimelineCmd(f, nil), newSourcesCmd(f, nil), newReplayCmd(f), newIdentityCmd(f), newHistoryCmd(f))
+	root.AddCommand(newIngestCmd(f), newTimelineCmd(f, nil), newSourcesCmd(f, nil), newReplayCmd(f), newEvalCmd(f), newIdentityCmd(f), newHistoryCmd(f))
 	root.AddCommand(newBisectCmd(f))
 	root.AddCommand(newSliceCmd(f), newInvestigateCmd(f), newDiffCmd(f), newCounterexampleCmd(f), newControlplaneCmd(f))
 	root.AddCommand(newAlertsCmd(f))
