@@ -271,6 +271,12 @@ func runKeyChange(ctx context.Context, c *Cluster, e *Expected, kind string) (st
 	}
 	e.Population = map[string]string{}
 	e.CounterexampleDiffersIn = []string{ch.Dimension, "owner/Deployment"}
+	if k.trigger == "restart" {
+		// The service's own pods started before the change stayed good:
+		// they differ in the ReplicaSet that the restart carried the new
+		// value with.
+		e.CounterexampleDiffersIn = append(e.CounterexampleDiffersIn, "owner.podTemplateHash")
+	}
 	if kind == "secrets" {
 		e.Mitigation = []Action{{Action: "rollback", Target: ch.Ref}}
 	} else {

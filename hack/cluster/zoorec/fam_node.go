@@ -365,7 +365,7 @@ func runNodeFailure(ctx context.Context, c *Cluster, e *Expected) (string, error
 	if err != nil {
 		return "", err
 	}
-	firstBad, err := c.NodeReadyFalseAt(ctx, s.Names(), at)
+	firstBad, err := c.NodeReadyFalseAt(ctx, s.Names())
 	if err != nil {
 		return "", err
 	}

@@ -81,7 +81,7 @@ func runOverlap(ctx context.Context, c *Cluster, e *Expected) (string, error) {
 			return err
 		}
 		node.Changes = []Change{{Ref: s.Selector(), Selector: s.Selector(), Objects: s.Refs(), Dimension: "node.ready", From: "True", To: "False", At: at}}
-		nodeFirstBad, err = c.NodeReadyFalseAt(ctx, s.Names(), at)
+		nodeFirstBad, err = c.NodeReadyFalseAt(ctx, s.Names())
 		return err
 	}
 	steps := []func() error{doConfig, doNodes}
@@ -111,7 +111,7 @@ func runOverlap(ctx context.Context, c *Cluster, e *Expected) (string, error) {
 		cfg.SliceEquivalents = append(cfg.SliceEquivalents, map[string]string{"owner/Deployment": victim.name, "owner.podTemplateHash": badPods[0].Labels["pod-template-hash"]})
 	}
 	cfg.Population = map[string]string{}
-	cfg.CounterexampleDiffersIn = []string{cfg.Changes[0].Dimension, "owner/Deployment"}
+	cfg.CounterexampleDiffersIn = []string{cfg.Changes[0].Dimension, "owner/Deployment", "owner.podTemplateHash"}
 	cfg.Mitigation = []Action{{Action: "rollback", Target: cfg.Changes[0].Ref, To: cfg.Changes[0].From}}
 	node.EpisodeBoundary = &Boundary{LastGood: nodeLastGood, FirstBad: nodeFirstBad, Tolerance: "2s"}
 	node.Slice = map[string]string{s.Dimension: s.Value}

@@ -233,36 +233,35 @@ func (c *Cluster) NotReady(ctx context.Context, nodes []string) (time.Time, erro
 	return at, nil
 }
 
-// NodeReadyFalseAt waits until one of the nodes reports Ready=False after
-// since and returns the earliest such transition time.
-func (c *Cluster) NodeReadyFalseAt(ctx context.Context, nodes []string, since time.Time) (time.Time, error) {
-	var first time.Time
+// NodeReadyFalseAt waits until one of the nodes reports Ready other than
+// True and returns when that was first seen. (kwok's not-ready stage does
+// not stamp lastTransitionTime anew, so the condition's own time is no
+// use; the poll is frequent enough to stay well within the tolerance.)
+func (c *Cluster) NodeReadyFalseAt(ctx context.Context, nodes []string) (time.Time, error) {
 	want := map[string]bool{}
 	for _, n := range nodes {
 		want[n] = true
 	}
-	err := until(ctx, 90*time.Second, "a node NotReady", func() (bool, error) {
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		at := Now()
 		l, err := c.Admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "type=kwok"})
 		if err != nil {
-			return false, err
+			return time.Time{}, err
 		}
 		for _, nd := range l.Items {
 			if !want[nd.Name] {
 				continue
 			}
 			for _, cond := range nd.Status.Conditions {
-				// Conditions are stamped to the second: a transition in the
-				// second of since counts.
-				if cond.Type == corev1.NodeReady && cond.Status != corev1.ConditionTrue && !cond.LastTransitionTime.Time.Before(since.Truncate(time.Second)) {
-					if t := cond.LastTransitionTime.Time.UTC(); first.IsZero() || t.Before(first) {
-						first = t
-					}
+				if cond.Type == corev1.NodeReady && cond.Status != corev1.ConditionTrue {
+					return at, nil
 				}
 			}
 		}
-		return !first.IsZero(), nil
-	})
-	return first, err
+		Sleep(ctx, 200*time.Millisecond)
+	}
+	return time.Time{}, fmt.Errorf("no node of %d went NotReady in 90s", len(nodes))
 }
 
 // nodeSet returns the names as a set.

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/faultline/faultline/hack/cluster/internal/apiload"
+)
+
+// Family watch-restart-storm: an agent's watchers (a Job of a drawn size)
+// hold WATCHes on a resource cluster-wide. The kube-apiserver is killed
+// and restarted; every watch breaks at once, and every watcher relists
+// (from etcd) and re-watches as soon as the apiserver is back, with no
+// jitter. The apiserver sheds them with 429s; watchers that exhaust their
+// retries exit 1. A neighbour that relists from the watch cache after a
+// jittered backoff rides it out.
+
+func init() {
+	register(&Family{Name: "watch-restart-storm",
+		Summary:        "the kube-apiserver restarts; an agent's watchers all relist from etcd and re-watch at once; 429s",
+		APIServerFlags: "--max-requests-inflight=30 --max-mutating-requests-inflight=15",
+		Run:            runWatchRestartStorm})
+}
+
+var watchAgents = []string{"node-labeler", "gpu-health-agent", "netpol-agent", "log-router", "inventory-sync", "cost-exporter"}
+
+func runWatchRestartStorm(ctx context.Context, c *Cluster, e *Expected) (string, error) {
+	restart, err := restartScript()
+	if err != nil {
+		return "", err
+	}
+	e.Nodes = Scale(c, e.Family)
+	ns, name, version := Pick(c, agentNamespaces), Pick(c, watchAgents), c.version()
+	resource := Pick(c, []string{"pods", "configmaps", "nodes"})
+	workers := c.Between(150, 400)
+	timeout := c.Dur(8*time.Second, 12*time.Second)
+	tries := c.Between(2, 3)
+	ramp := c.Dur(15*time.Second, 30*time.Second)
+	down := c.Between(2, 6)
+	nb, nbVersion, nbWorkers := pickOther(c, neighbourNames, name), c.version(), c.Between(8, 20)
+	nbBackoff := c.Dur(5*time.Second, 15*time.Second)
+	actor := c.DrawActor()
+	c.log.Info("watch-restart-storm", "ns", ns, "job", name, "resource", resource, "workers", workers, "timeout", timeout,
+		"tries", tries, "downFor", down, "neighbour", nb)
+
+	fleet, err := c.Nodes(ctx, e.Nodes)
+	if err != nil {
+		return "", err
+	}
+	if err := c.Background(ctx); err != nil {
+		return "", err
+	}
+	if err := c.fleetObjects(ctx, fleet, resource); err != nil {
+		return "", err
+	}
+	if err := c.readers(ctx, ns, resource); err != nil {
+		return "", err
+	}
+	// The neighbour watches its own objects, relisting from the watch
+	// cache after a jittered backoff when its watch breaks.
+	nbOp := apiload.Op{Verb: "watch", Resource: resource, Namespace: ns, Selector: "app=" + nb, Cached: true}
+	if resource == "nodes" {
+		nbOp = apiload.Op{Verb: "watch", Resource: "nodes", Selector: "pool=" + Pick(c, fleet.Pools), Cached: true}
+	}
+	_, stopNb, err := c.neighbour(ctx, ns, nb, nbVersion, nbWorkers, func(i int, w *apiload.Worker) {
+		w.Delay, w.Watch, w.Jitter = c.Dur(0, 10*time.Second), []apiload.Op{nbOp}, nbBackoff
+	})
+	if err != nil {
+		return "", err
+	}
+	defer stopNb()
+
+	cr, created, err := c.agent(ctx, actor, ns, name, version, workers, timeout)
+	if err != nil {
+		return "", err
+	}
+	fail, err := c.exitJobPods(ctx, ns, name, apiload.GiveUpMessage)
+	if err != nil {
+		return "", err
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	c.cancelWhenJobFails(wctx, ns, name, stop)
+	// Each watcher: LIST the resource cluster-wide from etcd, WATCH from
+	// there, and when the watch breaks, the same again at once; a failed
+	// attempt is retried a second later. The pods come up over a minute or
+	// so, as a rollout does.
+	op := apiload.Op{Verb: "watch", Resource: resource}
+	wait := cr.run(wctx, func(i int, w *apiload.Worker) {
+		w.Delay, w.Watch, w.Tries, w.Pause, w.WaitForServer = c.Dur(0, ramp), []apiload.Op{op}, tries, time.Second, true
+	}, fail)
+	defer wait()
+	if err := until(ctx, 3*time.Minute, fmt.Sprintf("%d watchers watching", workers), func() (bool, error) {
+		if n := cr.progress.GaveUp.Load(); n > 0 {
+			return false, fmt.Errorf("%d watchers gave up before the restart: %v", n, cr.firstError())
+		}
+		return cr.progress.Watching.Load() >= int64(workers), nil
+	}); err != nil {
+		return "", err
+	}
+	c.log.Info("watchers watching", "watchers", workers)
+	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
+		return "", err
+	}
+	Sleep(ctx, c.Dur(10*time.Second, 20*time.Second))
+
+	lastGood := Now()
+	cmd := exec.CommandContext(ctx, "bash", restart, "kube-apiserver", "--down-for", strconv.Itoa(down))
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("restart kube-apiserver: %w", err)
+	}
+	c.log.Info("kube-apiserver restarted", "took", time.Since(lastGood).Round(time.Second))
+	// The storm is over when every watcher watches again, or gave up (and
+	// with it the Job, whose pods are then deleted).
+	_ = until(wctx, 2*time.Minute, "watchers back", func() (bool, error) {
+		return cr.progress.Watching.Load()+cr.progress.GaveUp.Load() >= int64(workers), nil
+	})
+	stormEnd := Now()
+	gave, _ := cr.failures()
+	c.log.Info("storm over", "requests", cr.counter.Requests(), "429s", cr.counter.Count(429), "gaveUp", len(gave), "err", cr.firstError())
+	failed := 0
+	if len(gave) > 0 {
+		if failed, _, err = c.waitFailedPods(ctx, ns, "app="+name, 1); err != nil {
+			return "", err
+		}
+	}
+	Sleep(ctx, c.Dur(10*time.Second, 15*time.Second))
+	stop()
+	wait()
+	stopNb()
+	if failed, _, err = c.failedPods(ctx, ns, "app="+name); err != nil {
+		return "", err
+	}
+
+	e.Changes = []Change{{Ref: "kube-apiserver", Dimension: "restart", At: lastGood}}
+	image := agentImage(name, version)
+	classes := []map[string]any{
+		{"verb": "watch", "resource": resource, "scope": "cluster"},
+		{"verb": "list", "resource": resource, "scope": "cluster", "etcd": true},
+	}
+	if err := stormTruth(e, cr, image, lastGood, stormEnd, classes, []string{"jitter", "watch-cache"}); err != nil {
+		return "", err
+	}
+	e.Mitigation = []Action{{Action: "set", Target: created.Ref,
+		To:      "relist from the watch cache (resourceVersion=0) after a jittered backoff when a watch breaks",
+		Targets: []string{created.Ref + " reads", created.Ref + " start"}}}
+	e.extra("failedPods", failed)
+	e.extra("resource", resource)
+	e.extra("downFor", down)
+	e.extra("agentCreated", created)
+
+	story := fmt.Sprintf(`The kube-apiserver went away for a few seconds; afterwards the agent %s/%s failed and kubectl was slow.
+
+## What on-call saw
+The kube-apiserver was unreachable for a few seconds (connections refused), then
+came back. In the minute after, everybody's kubectl was slow and some requests failed
+with "the server has received too many requests". %s/%s, an agent of %d pods that had
+been running quietly, failed: %d of its pods exited 1 ("%s") and the Job controller
+deleted the others. %s, in the same namespace, kept running. Nothing on the nodes
+looked wrong.`,
+		ns, name, ns, name, workers, failed, apiload.GiveUpMessage(cr.firstError()), nb)
+	return story, nil
+}
+
+// restartScript finds hack/cluster/restart: beside zoorec's source, found
+// from the working directory up (hack/cluster/zoo runs from the repository).
+func restartScript() (string, error) {
+	if p := os.Getenv("FAULTLINE_CLUSTER_RESTART"); p != "" {
+		return p, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		for _, p := range []string{filepath.Join(dir, "hack", "cluster", "restart"), filepath.Join(dir, "restart")} {
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && filepath.Base(filepath.Dir(p)) == "cluster" {
+				return p, nil
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("hack/cluster/restart not found from the working directory up (set FAULTLINE_CLUSTER_RESTART)")
+		}
+		dir = parent
+	}
+}
