@@ -1,5 +1,5 @@
-// Package input opens the files an ingester reads: plain or gzip-compressed
-// files, directories of rotated logs, and standard input, as streams of lines
+// Package input opens the files an ingester reads: plain, gzip- or
+// xz-compressed files, directories of rotated logs, and standard input, as streams of lines
 // of any length up to a limit. It hashes and counts the bytes it reads, so an
 // ingest run can say exactly which evidence it rests on.
 package input
@@ -19,6 +19,8 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+
+	"github.com/ulikunitz/xz"
 
 	"github.com/faultline/faultline/timeline"
 )
@@ -109,7 +111,7 @@ type Source struct {
 	f      *os.File
 	hasher hash.Hash
 	count  *countingReader
-	gz     *gzip.Reader
+	gz     io.Closer // the decompressor, when there is one to close
 	r      *bufio.Reader
 	max    int
 	line   int64
@@ -135,8 +137,11 @@ func (s *Source) RunPath() string {
 	return s.Path
 }
 
-// Open opens path (or standard input for "-"), decompressing gzip found by
-// its magic bytes. maxLine <= 0 means DefaultMaxLine.
+// xzMagic opens an xz stream.
+var xzMagic = []byte{0xfd, '7', 'z', 'X', 'Z', 0x00}
+
+// Open opens path (or standard input for "-"), decompressing gzip or xz
+// found by its magic bytes. maxLine <= 0 means DefaultMaxLine.
 func Open(path string, maxLine int) (*Source, error) {
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLine
@@ -156,8 +161,9 @@ func Open(path string, maxLine int) (*Source, error) {
 	}
 	s.count = &countingReader{r: io.TeeReader(s.f, s.hasher)}
 	raw := bufio.NewReaderSize(s.count, 1<<20)
-	magic, _ := raw.Peek(2)
-	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+	magic, _ := raw.Peek(6)
+	switch {
+	case len(magic) >= 2 && magic[0] == 0x1f && magic[1] == 0x8b:
 		gz, err := gzip.NewReader(raw)
 		if err != nil {
 			s.Close()
@@ -165,7 +171,14 @@ func Open(path string, maxLine int) (*Source, error) {
 		}
 		s.gz = gz
 		s.r = bufio.NewReaderSize(gz, 1<<20)
-	} else {
+	case bytes.Equal(magic, xzMagic):
+		xr, err := xz.NewReader(raw)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("%s: xz: %w", s.Name(), err)
+		}
+		s.r = bufio.NewReaderSize(xr, 1<<20)
+	default:
 		s.r = raw
 	}
 	return s, nil

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ulikunitz/xz"
 )
 
 func write(t *testing.T, path string, data []byte) {
@@ -128,5 +129,40 @@ func TestExpandOrdersRotatedLogsByFirstRecord(t *testing.T) {
 	}
 	if _, _, err := Expand([]string{filepath.Join(dir, "nope")}, nil); err == nil {
 		t.Error("missing path: want an error")
+	}
+}
+
+// An xz-compressed log reads as its lines, found by its magic bytes.
+func TestOpenXZ(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log.xz")
+	var b bytes.Buffer
+	w, err := xz.NewWriter(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("one\ntwo\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var got []string
+	for {
+		line, _, err := s.Line()
+		if err != nil {
+			break
+		}
+		got = append(got, string(line))
+	}
+	if diff := cmp.Diff([]string{"one", "two"}, got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
 	}
 }

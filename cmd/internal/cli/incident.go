@@ -23,7 +23,7 @@ import (
 )
 
 // errNoEvidence is an incident folder with nothing to ingest.
-var errNoEvidence = errors.New("no evidence in it (*.log, *.log.gz, objects/, versions.jsonl): see fixtures/README.md")
+var errNoEvidence = errors.New("no evidence in it (*.log, *.log.gz, *.log.xz, objects/, versions.jsonl): see fixtures/README.md")
 
 // incidentLoader ingests an incident folder (fixtures/README.md) the one
 // way replay and eval share.
@@ -93,7 +93,7 @@ func stageEvidence(fsys fs.FS, work string) (*stagedEvidence, error) {
 			return err
 		}
 		var into *[]string
-		base := strings.TrimSuffix(path.Base(p), ".gz")
+		base := strings.TrimSuffix(strings.TrimSuffix(path.Base(p), ".gz"), ".xz")
 		switch {
 		case strings.HasPrefix(p, "objects/"):
 			into = &ev.objects

@@ -255,7 +255,7 @@ func (c *Cluster) nodeConfigs(ctx context.Context, f *Fleet) error {
 			defer wg.Done()
 			for n := range work {
 				data := map[string]string{"zone": n.Zone, "pool": n.Pool, "rack": n.Rack, "gpu.product": products[n.Pool],
-					"tuning.yaml": fmt.Sprintf("node: %s\nhugepages: 2048\nnccl:\n  ib_hca: mlx5\n  socket_ifname: eth0\n%s", n.Name, padding(n.Name, 8000))}
+					"tuning.yaml": fmt.Sprintf("node: %s\nhugepages: 2048\nnccl:\n  ib_hca: mlx5\n  socket_ifname: eth0\n%s", n.Name, padding(n.Name, 3000))}
 				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Namespace: ns, Labels: map[string]string{"pool": n.Pool}}, Data: data}
 				if _, err := c.Admin.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 					errs <- fmt.Errorf("node config %s: %w", n.Name, err)
@@ -277,7 +277,7 @@ func (c *Cluster) nodeConfigs(ctx context.Context, f *Fleet) error {
 // on a real fleet.
 func (c *Cluster) reportImages(ctx context.Context, f *Fleet) error {
 	var images []corev1.ContainerImage
-	for i := range 40 {
+	for i := range 16 {
 		repo := fmt.Sprintf("registry.example/%s", Pick(c, []string{"trainer", "frontend", "ops-tools", "eval", "cuda-base", "nccl-tests", "dcgm-exporter", "fluent-bit"}))
 		digest := sha(fmt.Sprint(repo, i))
 		images = append(images, corev1.ContainerImage{Names: []string{repo + "@" + digest, fmt.Sprintf("%s:%d.%d", repo, i/8, i%8)},
