@@ -43,11 +43,18 @@ func TestScripts(t *testing.T) {
 	if _, err := os.Stat(samples); err != nil && os.Getenv("CI") != "" {
 		t.Fatalf("shared samples missing in CI: %v", err)
 	}
+	// The incident zoo (fixtures/zoo): CI scores a sample of it, one
+	// incident per family (zoo-sample.txtar).
+	zoo, err := filepath.Abs("../../fixtures/zoo")
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("SAMPLES", samples)
 			env.Setenv("HOLDOUT", holdout)
+			env.Setenv("ZOO", zoo)
 			env.Setenv("NO_COLOR", "1")
 			return nil
 		},
