@@ -67,7 +67,17 @@ func Load(ctx context.Context, s Store) (*Evidence, error) {
 	if err != nil {
 		return nil, fmt.Errorf("control plane: %w", err)
 	}
-	ev := &Evidence{Start: inv.Window.Start, End: inv.Window.End, LastGood: inv.Boundary.LastGood,
+	// Normal ranges are what the system did before the cause arrived: with a
+	// confident cause that came before the last known-good instant (a
+	// workload whose load took a while to build), the known-good window
+	// ends at the cause, not at the first bad request.
+	lastGood := inv.Boundary.LastGood
+	if inv.Verdict == investigate.VerdictCause && len(inv.Changes) > 0 {
+		if at := inv.Changes[0].At; inv.Changes[0].Confidence >= investigate.Confident && !at.IsZero() && at.Before(lastGood) && at.After(inv.Window.Start) {
+			lastGood = at
+		}
+	}
+	ev := &Evidence{Start: inv.Window.Start, End: inv.Window.End, LastGood: lastGood,
 		FirstBad: inv.Boundary.FirstBad, IncidentEnd: inv.Boundary.IncidentEnd, Investigation: inv, ControlPlane: cp,
 		units: map[string]*outcome.Unit{}, pools: map[string]string{}}
 

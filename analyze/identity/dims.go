@@ -2,6 +2,8 @@ package identity
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strconv"
@@ -92,6 +94,12 @@ func (r *Resolver) pod(ctx context.Context, p *obj) ([]Dimension, error) {
 		}
 		o := refs[0]
 		owner, err := r.owner(ctx, o)
+		if err == nil && r.pinStart {
+			var then *obj
+			if then, err = r.ownerAtStart(ctx, o, p); then != nil {
+				owner = then
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -110,7 +118,13 @@ func (r *Resolver) pod(ctx context.Context, p *obj) ([]Dimension, error) {
 		names         []string
 	}{{"configmaps", "configmap", cms}, {"secrets", "secret", secrets}} {
 		for _, name := range ref.names {
-			o, err := r.get(ctx, "", ref.resource, p.v.Object.Namespace, name)
+			var o *obj
+			var err error
+			if r.pinStart {
+				o, err = r.atStart(ctx, "", ref.resource, p.v.Object.Namespace, name, p)
+			} else {
+				o, err = r.get(ctx, "", ref.resource, p.v.Object.Namespace, name)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -118,7 +132,10 @@ func (r *Resolver) pod(ctx context.Context, p *obj) ([]Dimension, error) {
 				add(ref.dim+"/"+name, "(not in the timeline)", ev)
 				continue
 			}
-			add(ref.dim+"/"+name, o.v.Hash, o.evidence())
+			// The object as a whole by its content alone: the same bytes in
+			// every namespace (kube-root-ca.crt) are one value, so an object
+			// every pod mounts never stands in for the namespace.
+			add(ref.dim+"/"+name, contentHash(o.m), o.evidence())
 			for _, field := range []string{"data", "binaryData", "stringData"} {
 				for k, v := range strMap(o.m, field) {
 					add(ref.dim+"/"+name+"/"+k, v, o.evidence())
@@ -132,7 +149,7 @@ func (r *Resolver) pod(ctx context.Context, p *obj) ([]Dimension, error) {
 		add("node", node, ev)
 		var n *obj
 		var err error
-		if r.nodesAtStart {
+		if r.pinStart {
 			n, err = r.nodeAtStart(ctx, node, p)
 		} else {
 			n, err = r.get(ctx, "", "nodes", "", node)
@@ -354,4 +371,18 @@ func list(m map[string]any, keys ...string) []any {
 	}
 	l, _ := mapAt(m, keys[:len(keys)-1]...)[keys[len(keys)-1]].([]any)
 	return l
+}
+
+// contentHash is a digest of a ConfigMap's or Secret's data (its keys and
+// their stored values), nothing of its metadata.
+func contentHash(m map[string]any) string {
+	var lines []string
+	for _, field := range []string{"data", "binaryData", "stringData"} {
+		for k, v := range strMap(m, field) {
+			lines = append(lines, field+"\x00"+k+"\x00"+v)
+		}
+	}
+	sort.Strings(lines)
+	h := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return "sha256:" + hex.EncodeToString(h[:])
 }

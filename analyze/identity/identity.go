@@ -139,48 +139,112 @@ type Resolver struct {
 	pods   map[string][]*obj          // namespace -> pods
 	runs   map[string]*jobRun         // pod ("ns/name", "uid:UID") -> latest job run
 
-	nodesAtStart bool
-	nodeHistory  map[string][]*obj // node name -> versions, oldest first
+	pinStart  bool
+	histories map[string]*history // group/resource -> every version
 }
 
-// PinNodesAtPodStart makes a pod's node dimensions those of its node when
-// the pod was created, not at the resolver's instant: a pod runs with the
-// driver and kernel its node had when it started, and a node relabelled
-// later does not change that. (Creation, not status.startTime: some kubelets
-// and kwok rewrite startTime when a container restarts or fails.)
-func (r *Resolver) PinNodesAtPodStart() { r.nodesAtStart = true }
+// PinAtPodStart makes a pod's identity the one it started with: the
+// ConfigMaps and Secrets it read, its owners and its node as they were when
+// the pod was created, not at the resolver's instant. A pod runs with the
+// config, template and node it started on; a ConfigMap edited, an owner
+// rolled or a node relabelled later does not change what it ran. (Creation,
+// not status.startTime: some kubelets and kwok rewrite startTime when a
+// container restarts or fails.) The pod's own fields (its image digests,
+// its labels) are read from its latest version: they describe what ran.
+func (r *Resolver) PinAtPodStart() { r.pinStart = true }
 
-func (r *Resolver) nodeAtStart(ctx context.Context, name string, p *obj) (*obj, error) {
-	if r.nodeHistory == nil {
-		vs, err := r.store.Versions(ctx, timeline.VersionQuery{Resource: "nodes", History: true})
-		if err != nil {
-			return nil, err
-		}
-		r.nodeHistory = map[string][]*obj{}
-		for i := range vs {
-			o := &obj{v: vs[i]}
-			if json.Unmarshal(vs[i].Content, &o.m) != nil {
-				continue
-			}
-			r.nodeHistory[vs[i].Object.Name] = append(r.nodeHistory[vs[i].Object.Name], o)
-		}
-	}
-	hist := r.nodeHistory[name]
-	if len(hist) == 0 {
-		return nil, nil
-	}
+// PinNodesAtPodStart is PinAtPodStart.
+//
+// Deprecated: use PinAtPodStart, which pins config and owners too.
+func (r *Resolver) PinNodesAtPodStart() { r.PinAtPodStart() }
+
+// podStart is when the pod was created (its first version, when the
+// creationTimestamp is missing).
+func podStart(p *obj) time.Time {
 	start, _ := time.Parse(time.RFC3339, str(mapAt(p.m, "metadata"), "creationTimestamp"))
 	if start.IsZero() {
 		start = p.v.Time
 	}
+	return start
+}
+
+// history holds every version of one resource, by ns/name and by uid,
+// oldest first.
+type history struct {
+	byName map[string][]*obj
+	byUID  map[string][]*obj
+}
+
+func (r *Resolver) history(ctx context.Context, group, resource string) (*history, error) {
+	key := group + "/" + resource
+	if h := r.histories[key]; h != nil {
+		return h, nil
+	}
+	vs, err := r.store.Versions(ctx, timeline.VersionQuery{Group: group, Resource: resource, History: true})
+	if err != nil {
+		return nil, err
+	}
+	h := &history{byName: map[string][]*obj{}, byUID: map[string][]*obj{}}
+	for i := range vs {
+		o := &obj{v: vs[i]}
+		if json.Unmarshal(vs[i].Content, &o.m) != nil {
+			continue
+		}
+		nk := vs[i].Object.Namespace + "/" + vs[i].Object.Name
+		h.byName[nk] = append(h.byName[nk], o)
+		if u := vs[i].Object.UID; u != "" {
+			h.byUID[u] = append(h.byUID[u], o)
+		}
+	}
+	if r.histories == nil {
+		r.histories = map[string]*history{}
+	}
+	r.histories[key] = h
+	return h, nil
+}
+
+// standingAt picks the version of an object that stood at t: the latest
+// written at or before it, else its first (a snapshot taken after its last
+// write stands for it from its creation).
+func standingAt(hist []*obj, t time.Time) *obj {
+	if len(hist) == 0 {
+		return nil
+	}
 	pick := hist[0]
 	for _, o := range hist[1:] {
-		if o.v.Time.After(start) {
+		if o.v.Time.After(t) {
 			break
 		}
 		pick = o
 	}
-	return pick, nil
+	return pick
+}
+
+// atStart returns the object (by namespace and name) as it stood when the
+// pod p was created.
+func (r *Resolver) atStart(ctx context.Context, group, resource, ns, name string, p *obj) (*obj, error) {
+	h, err := r.history(ctx, group, resource)
+	if err != nil {
+		return nil, err
+	}
+	return standingAt(h.byName[ns+"/"+name], podStart(p)), nil
+}
+
+// ownerAtStart returns the owner as it stood when the pod p was created.
+func (r *Resolver) ownerAtStart(ctx context.Context, o ownerRef, p *obj) (*obj, error) {
+	m, ok := kinds[strings.ToLower(o.kind)]
+	if !ok {
+		return nil, nil
+	}
+	h, err := r.history(ctx, m.group, m.resource)
+	if err != nil {
+		return nil, err
+	}
+	return standingAt(h.byUID[o.uid], podStart(p)), nil
+}
+
+func (r *Resolver) nodeAtStart(ctx context.Context, name string, p *obj) (*obj, error) {
+	return r.atStart(ctx, "", "nodes", "", name, p)
 }
 
 type obj struct {
@@ -444,4 +508,14 @@ func ownerRefs(m map[string]any) []ownerRef {
 func sorted(dims []Dimension) []Dimension {
 	sort.SliceStable(dims, func(i, j int) bool { return dims[i].Name < dims[j].Name })
 	return dims
+}
+
+// NodeLabels returns a node's labels at the resolver's instant (nil when
+// the timeline holds no version of it).
+func (r *Resolver) NodeLabels(ctx context.Context, name string) (map[string]string, error) {
+	n, err := r.get(ctx, "", "nodes", "", name)
+	if err != nil || n == nil {
+		return nil, err
+	}
+	return strMap(n.m, "metadata", "labels"), nil
 }

@@ -167,12 +167,12 @@ func TestPodIdentity(t *testing.T) {
 		"owner/ReplicaSet.generation":             "1",
 		"owner/Deployment":                        "trainer",
 		"owner/Deployment.generation":             "3",
-		"configmap/trainer-env":                   m.vs[3].Hash,
+		"configmap/trainer-env":                   contentOf(t, m.vs[3]),
 		"configmap/trainer-env/LR":                "sha256:aaa",
 		"configmap/trainer-env/BATCH":             "sha256:bbb",
-		"configmap/shared":                        m.vs[4].Hash,
+		"configmap/shared":                        contentOf(t, m.vs[4]),
 		"configmap/shared/x":                      "sha256:ccc",
-		"secret/wandb":                            m.vs[5].Hash,
+		"secret/wandb":                            contentOf(t, m.vs[5]),
 		"secret/wandb/token":                      "hmac-sha256:ddd",
 		"node":                                    "gpu-1",
 		"node.kernel":                             "6.8.0",
@@ -380,5 +380,66 @@ func TestJobRunJoinsThePodIdentity(t *testing.T) {
 		if got[name] != want {
 			t.Errorf("%s = %q, want %q", name, got[name], want)
 		}
+	}
+}
+
+// contentOf is the content digest of a ConfigMap or Secret version.
+func contentOf(t *testing.T, v timeline.ObjectVersion) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(v.Content, &m); err != nil {
+		t.Fatal(err)
+	}
+	return contentHash(m)
+}
+
+// A pod runs with what it started on: pinned at its start, a pod created
+// before a ConfigMap edit and an owner's rollout keeps the old key value
+// and generation, and one created after holds the new ones.
+func TestPinAtPodStart(t *testing.T) {
+	m := world(t)
+	m.add(t, t0.Add(2*time.Minute), "40", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"trainer-env","namespace":"ml","uid":"c1"},"data":{"LR":"sha256:eee","BATCH":"sha256:bbb"}}`)
+	m.add(t, t0.Add(2*time.Minute), "41", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"trainer","namespace":"ml","uid":"d1","generation":4}}`)
+	m.add(t, t0.Add(3*time.Minute), "42", pod("ml", "trainer-1", "p1", "gpu-1", "ReplicaSet", "rs1", "sha256:0001", "trainer-env", ""))
+	tests := []struct {
+		pod     string
+		pin     bool
+		lr, gen string
+	}{
+		{"trainer-0", true, "sha256:aaa", "3"},
+		{"trainer-1", true, "sha256:eee", "4"},
+		{"trainer-0", false, "sha256:eee", "4"}, // at the latest instant: what it would read now
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/pin=%v", tt.pod, tt.pin), func(t *testing.T) {
+			r := NewResolver(m, time.Time{}, nil)
+			if tt.pin {
+				r.PinAtPodStart()
+			}
+			id, err := r.Of(context.Background(), Ref{"Pod", "ml", tt.pod})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := dimNames(id)
+			want := map[string]string{"configmap/trainer-env/LR": tt.lr, "owner/Deployment.generation": tt.gen}
+			if diff := cmp.Diff(want, map[string]string{"configmap/trainer-env/LR": got["configmap/trainer-env/LR"],
+				"owner/Deployment.generation": got["owner/Deployment.generation"]}); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+// The same content in every namespace is one value: an object every pod
+// mounts (kube-root-ca.crt) cannot stand in for the namespace.
+func TestContentHashIgnoresMetadata(t *testing.T) {
+	a := map[string]any{"metadata": map[string]any{"namespace": "ml", "uid": "1", "resourceVersion": "7"}, "data": map[string]any{"ca.crt": "sha256:ca"}}
+	b := map[string]any{"metadata": map[string]any{"namespace": "web", "uid": "2", "resourceVersion": "9"}, "data": map[string]any{"ca.crt": "sha256:ca"}}
+	c := map[string]any{"metadata": map[string]any{"namespace": "web"}, "data": map[string]any{"ca.crt": "sha256:other"}}
+	if contentHash(a) != contentHash(b) {
+		t.Errorf("same data, other metadata: %s != %s", contentHash(a), contentHash(b))
+	}
+	if contentHash(a) == contentHash(c) {
+		t.Errorf("other data, same digest %s", contentHash(a))
 	}
 }

@@ -36,7 +36,7 @@ import (
 )
 
 // SchemaVersion is the version of the Report's JSON contract.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Store is what an investigation reads.
 type Store interface {
@@ -56,18 +56,28 @@ type Options struct {
 
 // Report is an investigation's findings.
 type Report struct {
-	SchemaVersion  int             `json:"schemaVersion"`
-	Window         Window          `json:"window"`
-	Bad            string          `json:"bad"`
-	Verdict        string          `json:"verdict,omitempty"` // "cause": a confident cause; empty until the investigation decides
+	SchemaVersion int    `json:"schemaVersion"`
+	Window        Window `json:"window"`
+	Bad           string `json:"bad"`
+	// Verdict is "cause" when the evidence names a confident cause, else
+	// "no-confident-cause"; VerdictWhy says why in one line, and Next what
+	// to collect or mark to get further (docs/investigate.md).
+	Verdict        string          `json:"verdict"`
+	VerdictWhy     string          `json:"verdictWhy"`
+	Next           []string        `json:"next,omitempty"`
 	Boundary       *Boundary       `json:"boundary"`
 	Changes        []Suspect       `json:"changes"`
 	Slice          *Slice          `json:"slice"`
 	Counterexample *Counterexample `json:"counterexample"`
 	Gangs          []gang.Finding  `json:"gangs"`
-	Mitigation     []Action        `json:"mitigation"`
-	Confirmation   []string        `json:"confirmation"`
-	Units          UnitCounts      `json:"units"`
+	// Episodes are independent faults beside the main one (episodes.go).
+	Episodes []Episode `json:"episodes"`
+	// NodeHealth are the nodes seen going bad in the window (NotReady),
+	// whether or not they ran a unit.
+	NodeHealth   []NodeHealth `json:"nodeHealth"`
+	Mitigation   []Action     `json:"mitigation"`
+	Confirmation []string     `json:"confirmation"`
+	Units        UnitCounts   `json:"units"`
 
 	typical map[string]string // the bad slice's typical identity
 	ns      string            // the bad slice's namespace
@@ -153,7 +163,16 @@ type Suspect struct {
 	At        time.Time `json:"at,omitzero"`
 	Why       string    `json:"why"`
 	Score     float64   `json:"score"`
-	Objects   int       `json:"objects"` // objects that made the same change
+	// Confidence is the evidence that this change is the cause, in [0, 1],
+	// and ConfidenceWhy what it rests on, in one line (docs/investigate.md).
+	Confidence    float64 `json:"confidence"`
+	ConfidenceWhy string  `json:"confidenceWhy"`
+	Objects       int     `json:"objects"` // objects that made the same change
+	// Selector matches exactly the objects that made the change, when one
+	// label does (a pool, a zone, a rack): the change's scope.
+	Selector string `json:"selector,omitempty"`
+
+	refs []string // the objects that made it
 	// Kind is "change" (an object's identity changed in time) or
 	// "difference" (the bad slice differs from its counterexample).
 	Kind string `json:"kind"`
@@ -167,11 +186,14 @@ type Suspect struct {
 
 // Slice is the smallest affected slice.
 type Slice struct {
-	Where     map[string]string `json:"where"`
-	Bad       int               `json:"bad"`
-	Total     int               `json:"total"`
-	Coverage  float64           `json:"coverage"`
-	Precision float64           `json:"precision"`
+	Where map[string]string `json:"where"`
+	// Equivalents are other descriptions of exactly the same units, the
+	// most interpretable first (Where is the best of all).
+	Equivalents []map[string]string `json:"equivalents,omitempty"`
+	Bad         int                 `json:"bad"`
+	Total       int                 `json:"total"`
+	Coverage    float64             `json:"coverage"`
+	Precision   float64             `json:"precision"`
 	// Others are further causes, for incidents with several.
 	Others []slice.Cause `json:"others,omitempty"`
 }
@@ -225,7 +247,7 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 		last = opt.Until
 	}
 	rep := &Report{SchemaVersion: SchemaVersion, Window: Window{first, last}, Changes: []Suspect{},
-		Gangs: []gang.Finding{}, Mitigation: []Action{}, Confirmation: []string{}}
+		Gangs: []gang.Finding{}, Episodes: []Episode{}, NodeHealth: []NodeHealth{}, Mitigation: []Action{}, Confirmation: []string{}}
 
 	out, err := outcome.Read(ctx, s, outcome.Options{Bad: opt.Bad, Good: opt.Good, Since: opt.Since, Until: opt.Until})
 	if err != nil {
@@ -233,6 +255,7 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	}
 	rep.Bad = out.BadExpr
 	if len(out.Bad) == 0 {
+		decide(rep)
 		return rep, nil
 	}
 
@@ -247,20 +270,16 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	}
 	b := &Boundary{FirstBad: cp.FirstBad, IncidentEnd: cp.End, BaselineRate: cp.BaselineRate,
 		IncidentRate: cp.IncidentRate, Score: cp.Score, Noise: cp.First}
-	var lastGood *outcome.Observation
-	for i := range out.Good {
-		if !out.Good[i].Time.Before(cp.FirstBad) {
-			break
-		}
-		lastGood = &out.Good[i]
+	// Container states and events are stamped to the second: the failure
+	// they report may have begun up to a second before they say, and
+	// nothing seen in that second is known good.
+	goodUntil := cp.FirstBad
+	if src := out.Bad[cp.First].Source; src == outcome.SourceStatus || src == timeline.SourceEvent {
+		goodUntil = goodUntil.Truncate(time.Second)
 	}
-	if lastGood == nil {
-		// No object was seen good: the latest record before the boundary
-		// that is not bad (a request served, a Normal event) stands for it.
-		lastGood, err = lastGoodRecord(ctx, s, out, cp.FirstBad)
-		if err != nil {
-			return nil, err
-		}
+	lastGood, err := lastGoodBefore(ctx, s, out, goodUntil)
+	if err != nil {
+		return nil, err
 	}
 	if lastGood != nil {
 		b.LastGood = lastGood.Time
@@ -293,7 +312,7 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 
 	// 3. Identities and the slice.
 	res := identity.NewResolver(s, time.Time{}, opt.Rules)
-	res.PinNodesAtPodStart()
+	res.PinAtPodStart()
 	ids := make([]map[string]identity.Dimension, len(units))
 	ranks := map[*outcome.Unit]string{} // rank is per pod: kept apart from the slice
 	for i, u := range units {
@@ -335,10 +354,66 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 		rep.Counterexample = counterexample(units, ids, rep0, rep.Slice.Where, cp.FirstBad)
 	}
 
-	// 5. Suspects.
+	// 5. Node health, then the suspects.
+	rep.NodeHealth = nodeHealth(out, first, units, ids)
 	rep.Changes, err = suspects(ctx, s, units, ids, rep, rep0, cp.FirstBad, first)
 	if err != nil {
 		return nil, err
+	}
+
+	// 5b. Independent episodes; the earliest is the main one.
+	eps, earlier, mainFirst, err := episodes(ctx, s, out, units, ids, rep, first)
+	if err != nil {
+		return nil, err
+	}
+	if earlier != nil {
+		old, err := demote(ctx, s, out, rep, mainFirst, first)
+		if err != nil {
+			return nil, err
+		}
+		others := rep.Slice.Others
+		rep.Slice, rep.Changes, rep.Counterexample, rep.typical, rep.ns = earlier.Slice, earlier.Changes, earlier.Counterexample, earlier.typical, earlier.ns
+		rep.Slice.Others, old.Slice.Others = others, nil
+		eps = append([]Episode{old}, eps...)
+		sort.SliceStable(eps, func(i, j int) bool { return eps[i].Boundary.FirstBad.Before(eps[j].Boundary.FirstBad) })
+		mainFirst = earlier.Boundary.FirstBad
+	}
+	// Nodes that went bad are an episode of their own, over the nodes.
+	nep, err := nodeEpisode(ctx, s, identity.NewResolver(s, rep.Boundary.LastGood, opt.Rules), out, rep.NodeHealth, first)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case nep == nil:
+	case rep.Slice == nil: // no pod went bad: the nodes are the incident
+		rep.Slice, rep.Changes, rep.Counterexample, rep.typical, rep.ns = nep.Slice, nep.Changes, nep.Counterexample, nep.typical, nep.ns
+		rep.units, rep.ids = nep.units, nep.ids
+		rep.Units.Bad, rep.Units.Good = 0, 0
+		for _, u := range nep.units {
+			if u.Bad() {
+				rep.Units.Bad++
+			} else if u.Good() {
+				rep.Units.Good++
+			}
+		}
+	case sameEpisode(nep, rep.Changes):
+	case nep.Boundary.FirstBad.Before(mainFirst):
+		// The nodes failed before the main slice's units did: theirs is
+		// the main episode.
+		old, err := demote(ctx, s, out, rep, mainFirst, first)
+		if err != nil {
+			return nil, err
+		}
+		rep.Slice, rep.Changes, rep.Counterexample, rep.typical, rep.ns = nep.Slice, nep.Changes, nep.Counterexample, nep.typical, nep.ns
+		rep.units, rep.ids = nep.units, nep.ids
+		eps = append(eps, old)
+		sort.SliceStable(eps, func(i, j int) bool { return eps[i].Boundary.FirstBad.Before(eps[j].Boundary.FirstBad) })
+	default:
+		eps = append(eps, *nep)
+		sort.SliceStable(eps, func(i, j int) bool { return eps[i].Boundary.FirstBad.Before(eps[j].Boundary.FirstBad) })
+	}
+	if eps != nil {
+		rep.Episodes = eps
 	}
 
 	// 6. Gang jobs.
@@ -347,7 +422,11 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 		rep.Gangs = []gang.Finding{}
 	}
 
-	// 7. Mitigation apart from confirmation.
+	// 7. A verdict, then mitigation apart from confirmation.
+	decide(rep)
+	if err := lastGoodBeforeCause(ctx, s, out, rep); err != nil {
+		return nil, err
+	}
 	rep.Mitigation, rep.Confirmation = advise(rep)
 	return rep, nil
 }
@@ -403,6 +482,7 @@ func findSlice(ctx context.Context, units []*outcome.Unit, ids []map[string]iden
 			keep = append(keep, d)
 		}
 	}
+	keep = redundant(keep)
 	cube := &slice.Cube{Dims: keep, Measure: slice.Ratio}
 	nbad := 0
 	for i, u := range units {
@@ -427,7 +507,8 @@ func findSlice(ctx context.Context, units []*outcome.Unit, ids []map[string]iden
 		return nil, nil
 	}
 	c := res.Causes[0]
-	return &Slice{Where: map[string]string(c.Where), Bad: int(c.Bad), Total: int(c.Total),
+	where, equivalents := nameSlice(units, ids, keep, map[string]string(c.Where))
+	return &Slice{Where: where, Equivalents: equivalents, Bad: int(c.Bad), Total: int(c.Total),
 		Coverage: c.Coverage, Precision: c.Precision, Others: res.Causes[1:]}, nil
 }
 
@@ -475,7 +556,9 @@ func typical(units []*outcome.Unit, ids []map[string]identity.Dimension, where m
 func counterexample(units []*outcome.Unit, ids []map[string]identity.Dimension, typ, where map[string]string, firstBad time.Time) *Counterexample {
 	best, bestScore := -1, -1
 	for i, u := range units {
-		if !u.Good() {
+		// A counterexample stayed good and differs in the slice: a good
+		// unit inside the slice contradicts it, it does not confirm it.
+		if !u.Good() || matches(ids[i], where) {
 			continue
 		}
 		score := 0
@@ -594,4 +677,61 @@ func precursor(out *outcome.Outcomes, first int, firstBad time.Time) int {
 		}
 	}
 	return first
+}
+
+// lastGoodBeforeCause moves the last known-good instant before a confident
+// cause: what was seen good after a change, before the units it broke had
+// run into it, was not known good, only not yet bad. The bisect window
+// [last good, first bad] then holds the cause, as git bisect's would.
+func lastGoodBeforeCause(ctx context.Context, s Store, out *outcome.Outcomes, rep *Report) error {
+	b := rep.Boundary
+	if rep.Verdict != VerdictCause || b == nil || len(rep.Changes) == 0 || !confidentChange(rep.Changes[0]) {
+		return nil
+	}
+	// A workload's arrival breaks nothing until its load builds: the
+	// window is the load's, not the creation's.
+	at := rep.Changes[0].At
+	if rep.Changes[0].Kind != "change" || rep.Changes[0].Dimension == "created" || at.IsZero() || !at.Before(b.LastGood) {
+		return nil
+	}
+	lg, err := lastGoodBefore(ctx, s, out, at)
+	if err != nil || lg == nil {
+		return err
+	}
+	b.LastGood = lg.Time
+	for i := range b.Evidence {
+		if b.Evidence[i].Side == "good" {
+			b.Evidence[i] = evidenceOf("good", lg)
+		}
+	}
+	return nil
+}
+
+// lastGoodBefore is the last instant known good before t: the latest
+// observation before it that is not bad, an object seen Ready or a record
+// (a request served, a Normal event). Evidence that keeps arriving with
+// nothing bad in it is evidence of health, so the latest of either is the
+// last known good, not only the last state change to Ready.
+func lastGoodBefore(ctx context.Context, s Store, out *outcome.Outcomes, t time.Time) (*outcome.Observation, error) {
+	var lg *outcome.Observation
+	for i := range out.Good {
+		if !out.Good[i].Time.Before(t) {
+			break
+		}
+		lg = &out.Good[i]
+	}
+	rec, err := lastGoodRecord(ctx, s, out, t)
+	if err != nil {
+		return nil, err
+	}
+	if rec != nil && (lg == nil || rec.Time.After(lg.Time)) {
+		lg = rec
+	}
+	return lg, nil
+}
+
+// sameEpisode says whether the node episode is what the main findings
+// already name: their leading suspect is its nodes' failure.
+func sameEpisode(nep *Episode, changes []Suspect) bool {
+	return len(changes) > 0 && len(nep.Changes) > 0 && changes[0].Dimension == "node.ready" && nep.Changes[0].Dimension == "node.ready"
 }

@@ -46,16 +46,19 @@ func TestAdvise(t *testing.T) {
 		rep  Report
 		want []Action
 	}{
-		{"config key", Report{Changes: []Suspect{{Ref: "ConfigMap/ml/env", Dimension: "configmap/env/LR", From: "sha256:a", To: "sha256:b", Score: 5}},
+		{"config key", Report{Changes: []Suspect{{Ref: "ConfigMap/ml/env", Dimension: "configmap/env/LR", From: "sha256:a", To: "sha256:b", Confidence: 0.9}},
 			Slice: &Slice{}},
 			[]Action{{Action: "rollback", Target: "ConfigMap/ml/env", To: "sha256:a"}}},
-		{"node driver", Report{Changes: []Suspect{{Ref: "Node/gpu-1", Dimension: "node.label/nvidia.com/cuda.driver.major", From: "550", To: "560", Score: 5}},
-			Slice: &Slice{}, typical: map[string]string{"node.pool": "h100-b"}},
-			[]Action{{Action: "cordon", Target: "node.pool=h100-b"}, {Action: "set", Target: "node.pool=h100-b nvidia.com/cuda.driver.major", To: "550"}}},
-		{"digest", Report{Changes: []Suspect{{Ref: "Deployment/web/api", Dimension: "image.digest/server", From: "sha256:a", To: "sha256:b", Score: 4}},
+		// A fleet change is undone on its selector, never on one member.
+		{"node driver", Report{Changes: []Suspect{{Ref: "Node/gpu-1", Dimension: "node.label/nvidia.com/cuda.driver.major", From: "550", To: "560", Confidence: 0.9, Selector: "pool=h100-b", Objects: 40}},
+			Slice: &Slice{}},
+			[]Action{{Action: "cordon", Target: "pool=h100-b"}, {Action: "set", Target: "pool=h100-b nvidia.com/cuda.driver.major", To: "550"}}},
+		{"a suspect short of confident: no mitigation", Report{Changes: []Suspect{{Ref: "ConfigMap/ml/env", Dimension: "configmap/env/LR", From: "sha256:a", To: "sha256:b", Confidence: 0.3}},
+			Slice: &Slice{}}, []Action{}},
+		{"digest", Report{Changes: []Suspect{{Ref: "Deployment/web/api", Dimension: "image.digest/server", From: "sha256:a", To: "sha256:b", Confidence: 0.9}},
 			Slice: &Slice{}, typical: map[string]string{"image.tag/server": "registry.example/api:1.0"}},
 			[]Action{{Action: "set", Target: "Deployment/web/api image", To: "registry.example/api@sha256:a"}}},
-		{"a gang's first rank outranks the job's arrival", Report{Changes: []Suspect{{Ref: "Job/ml/train", Dimension: "created", To: "Job", Score: 2}},
+		{"a gang's first rank outranks the job's arrival", Report{Changes: []Suspect{{Ref: "Job/ml/train", Dimension: "created", To: "Job", Confidence: 0.9}},
 			Gangs: []gang.Finding{{Owner: "Job/train", First: gang.Rank{Ref: "Pod/ml/train-7", Rank: "7", Reason: "OOMKilled", ExitCode: 137}, Cascade: 40, Distinct: true}}},
 			[]Action{{Action: "set", Target: "Job/ml/train rank 7 memory"}}},
 		{"no suspect, no gang", Report{}, []Action{}},

@@ -3,6 +3,7 @@ package investigate
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -11,7 +12,10 @@ import (
 	"github.com/faultline/faultline/analyze/outcome"
 )
 
-// suspects ranks the changes that could explain the slice. Two sources:
+// suspects ranks the changes that could explain the slice, in three
+// steps: gather the candidates, score each on the units, rank them.
+//
+// Candidates come from two sources:
 //
 //   - changes in time: the identity dimensions of the objects the bad
 //     units ran on (their ConfigMaps, Secrets, nodes, owners) that changed
@@ -20,32 +24,39 @@ import (
 //     known-good counterexample (a digest pulled anew, a node's driver),
 //     which no object's history need show.
 //
-// Each is scored on the investigator's three questions: did it come
-// before the first bad? does the bad slice hold the new value? does the
-// counterexample lack it?
+// Each is scored on the investigator's three questions over the units
+// (score.go): did it come before the first bad? do the bad units hold it?
+// do comparable good units lack it?
 func suspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension,
 	rep *Report, typ map[string]string, firstBad, since time.Time) ([]Suspect, error) {
 	if rep.Slice == nil {
 		return []Suspect{}, nil
 	}
-	where := rep.Slice.Where
-	var good map[string]identity.Dimension
-	if ce := rep.Counterexample; ce != nil {
-		for i, u := range units {
-			if u.Ref == ce.Ref {
-				good = ids[i]
-			}
-		}
+	cands, owners, err := gather(ctx, s, units, ids, rep, typ, firstBad, since)
+	if err != nil {
+		return nil, err
 	}
+	pop := populationOf(units, rep.ns)
+	out := scoreSuspects(cands, owners, units, ids, pop, firstBad)
+	if err := scope(ctx, s, out, since, firstBad); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// gather collects the candidate suspects: changes in time of the objects
+// the bad units of the slice ran on, and their differences from the
+// counterexample. It also returns the owners of those units.
+func gather(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension,
+	rep *Report, typ map[string]string, firstBad, since time.Time) ([]*Suspect, map[string]bool, error) {
+	where := rep.Slice.Where
 	// Objects the bad units of the slice ran on, and their owners.
 	refSet := map[identity.Ref]bool{}
 	owners := map[string]bool{}
-	nbad := 0
 	for i, u := range units {
 		if !u.Bad() || !matches(ids[i], where) {
 			continue
 		}
-		nbad++
 		for _, d := range ids[i] {
 			if r, err := identity.ParseRef(d.Evidence.Ref, ""); err == nil && r.Kind != "Pod" {
 				refSet[r] = true
@@ -66,28 +77,43 @@ func suspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[str
 	}
 	changes, err := identity.Changes(ctx, s, refs, since, firstBad)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	type key struct{ dim, from, to string }
 	byKey := map[key]*Suspect{}
 	var order []key
-	add := func(k key, ref string, at time.Time, run, line int64, observed bool) {
-		sp := byKey[k]
-		if sp == nil {
-			sp = &Suspect{Ref: ref, Dimension: k.dim, From: k.from, To: k.to, At: at, Run: run, Line: line, Kind: "change"}
+	add := func(k key, ref string, at time.Time, run, line int64, observed bool) *Suspect {
+		c := byKey[k]
+		if c == nil {
+			c = &Suspect{Ref: ref, Dimension: k.dim, From: k.from, To: k.to, At: at, Run: run, Line: line, Kind: "change"}
 			if !observed {
-				sp.Kind = "difference"
+				c.Kind = "difference"
 			}
-			byKey[k] = sp
+			byKey[k] = c
 			order = append(order, k)
 		}
-		sp.Objects++
-		if observed && (sp.At.IsZero() || at.Before(sp.At)) {
-			sp.At, sp.Run, sp.Line = at, run, line
+		c.Objects++
+		c.refs = append(c.refs, ref)
+		if observed && (c.At.IsZero() || at.Before(c.At)) {
+			c.At, c.Run, c.Line, c.Ref = at, run, line, ref
+		}
+		return c
+	}
+	keyed := map[string]bool{} // objects whose keys changed: their whole-content change restates it
+	for _, c := range changes {
+		if strings.Count(c.Dimension, "/") == 2 && (strings.HasPrefix(c.Dimension, "configmap/") || strings.HasPrefix(c.Dimension, "secret/")) {
+			keyed[c.Ref+"@"+c.When.String()] = true
 		}
 	}
 	for _, c := range changes {
+		if (strings.HasPrefix(c.Dimension, "configmap/") || strings.HasPrefix(c.Dimension, "secret/")) &&
+			strings.Count(c.Dimension, "/") == 1 && keyed[c.Ref+"@"+c.When.String()] {
+			continue
+		}
+		if c.Dimension == "node.taints" && systemTaintsOnly(c.From, c.To) {
+			continue
+		}
 		add(key{c.Dimension, c.From, c.To}, c.Ref, c.When, c.Evidence.Run, c.Evidence.Line, true)
 	}
 	// Differences from the counterexample, in content (not names).
@@ -97,6 +123,9 @@ func suspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[str
 			// not use the object at all (another job's ConfigMap) says nothing.
 			if d.Bad == "" || d.Good == "" || !contentDim(d.Dimension) {
 				continue
+			}
+			if byKey[key{d.Dimension, d.Good, d.Bad}] != nil {
+				continue // already seen changing in time
 			}
 			// When the bad value was first seen in a bad unit.
 			var at time.Time
@@ -111,81 +140,163 @@ func suspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[str
 					at, run, line, ref = dd.Evidence.Time, dd.Evidence.Run, dd.Evidence.Line, dd.Evidence.Ref
 				}
 			}
-			k := key{d.Dimension, d.Good, d.Bad}
-			if sp := byKey[k]; sp != nil {
-				continue // already seen changing in time
-			}
 			if o := ownerOf(typ, rep.ns); o != "" {
 				ref = o
 			}
-			add(k, ref, at, run, line, false)
-			byKey[k].Objects = 0
+			c := add(key{d.Dimension, d.Good, d.Bad}, ref, at, run, line, false)
+			c.Objects = 0
 		}
 	}
-
-	out := make([]Suspect, 0, len(order))
+	// A whole ConfigMap's or Secret's content restates its keys' changes.
+	keyedObj := map[string]bool{}
 	for _, k := range order {
-		sp := *byKey[k]
+		if parts := strings.SplitN(k.dim, "/", 3); len(parts) == 3 && (parts[0] == "configmap" || parts[0] == "secret") {
+			keyedObj[parts[0]+"/"+parts[1]] = true
+		}
+	}
+	var out []*Suspect
+	for _, k := range order {
+		if keyedObj[k.dim] {
+			continue
+		}
+		out = append(out, byKey[k])
+	}
+	out = append(out, nodeSuspects(rep.NodeHealth)...)
+	writes, err := writeSuspects(ctx, s, unreadable(units, ids, where), since, firstBad)
+	if err != nil {
+		return nil, nil, err
+	}
+	out = append(out, writes...)
+	return out, owners, nil
+}
+
+// scoreSuspects scores each candidate on the units (score.go), drops what
+// cannot be a cause (changed after the first bad; an object created along
+// the way that owns no bad unit), and ranks the rest.
+func scoreSuspects(cands []*Suspect, owners map[string]bool, units []*outcome.Unit, ids []map[string]identity.Dimension,
+	pop population, firstBad time.Time) []Suspect {
+	type scored struct {
+		sp      Suspect
+		sup     support
+		created bool
+		base    float64 // confidence before competitors
+	}
+	var all []*scored
+	contentExplains := false
+	for _, c := range cands {
+		sp := *c
+		x := &scored{sp: sp}
 		var why []string
-		score := 0.0
-		inTime := !sp.At.IsZero() && !sp.At.After(firstBad)
-		if k.dim == "created" {
-			// A new owner of the bad units: its arrival is the change.
-			if owners[strings.TrimPrefix(sp.Ref, sp.To+"/")] || ownsBad(sp.Ref, owners) {
-				score += 2
-				why = append(why, fmt.Sprintf("created %s before the first bad; the bad units are its pods", ago(sp.At, firstBad)))
-			} else {
+		if sp.Dimension == "created" {
+			kind, name := createdOwner(sp)
+			if !owners[kind+"/"+name] {
 				continue // objects created along the way explain nothing
 			}
+			x.created = true
+			x.sup = pop.supportOfOwner(units, ids, kind, name)
+			why = append(why, fmt.Sprintf("created %s before the first bad; the bad units are its pods", ago(sp.At, firstBad)))
 		} else {
 			if sp.Kind == "difference" {
-				why = append(why, "the bad slice differs from the counterexample in it (first seen "+ts(sp.At, firstBad)+")")
-			} else if inTime {
-				score += 1
+				why = append(why, "the bad units differ from the good in it (first seen "+ts(sp.At, firstBad)+")")
+			} else if !sp.At.IsZero() && !sp.At.After(firstBad) {
 				why = append(why, fmt.Sprintf("changed %s before the first bad", ago(sp.At, firstBad)))
 			} else {
 				continue // changed after the first bad: a consequence, not a cause
 			}
-			if typ[k.dim] == k.to && k.to != "" {
-				score += 2
-				why = append(why, fmt.Sprintf("the bad slice (%d units) holds the new value", nbad))
+			at := sp.At
+			if sp.Kind != "change" {
+				at = time.Time{} // a difference was not seen happening: no exposure
 			}
-			if _, ok := where[k.dim]; ok {
-				score += 1
+			switch {
+			case sp.Dimension == "node.ready":
+				x.sup = pop.supportOfNodes(ids, sp.refs)
+			case sp.From == "" && strings.HasSuffix(sp.To, "(content not in the evidence)"):
+				x.sup = pop.supportOfWrite(units, ids, sp.Dimension, sp.At)
+			case (sp.Dimension == "node.taints" || sp.Dimension == "node.unschedulable") && sp.Kind == "change":
+				x.sup = pop.supportOfNodeChange(units, ids, sp.refs, sp.At)
+			default:
+				x.sup = pop.supportOf(units, ids, sp.Dimension, sp.To, at)
 			}
-			if good != nil {
-				if g, ok := good[k.dim]; ok && g.Value == k.to {
-					score -= 2
-					why = append(why, "but the counterexample holds it too")
-				} else {
-					score += 1
-					why = append(why, "the counterexample does not")
-				}
+			if !carrier(sp.Dimension) && x.sup.strength() >= 0.5 {
+				contentExplains = true
 			}
 		}
 		if sp.Objects > 1 {
 			why = append(why, fmt.Sprintf("%d objects made this change", sp.Objects))
 		}
-		sp.Score = score
-		sp.Why = strings.Join(why, "; ")
-		out = append(out, sp)
+		x.sp.Why = strings.Join(why, "; ")
+		x.sp.Objects = sp.Objects
+		all = append(all, x)
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Score != out[j].Score {
-			return out[i].Score > out[j].Score
+	shaped, _ := loadShaped(units)
+	for _, x := range all {
+		x.base = x.sup.confidence(0)
+		if x.created && (contentExplains || !shaped) {
+			// A workload's arrival is a cause only when what its units ran
+			// with explains nothing and they failed the way load fails.
+			x.base = 0
+			x.sp.Why += "; but what the units ran with explains the failures, or they did not fail the way load does"
+		} else if x.created {
+			x.sp.Why += "; its units failed the way load does (throttled, timed out): see faultline controlplane"
+		}
+	}
+	for _, x := range all {
+		// Competitors: content changes that explain the units as well.
+		// A carrier competes with none but shares the discount of the
+		// content it carried: it is never surer than what it carried.
+		competitors := 0
+		if x.base > 0 {
+			for _, y := range all {
+				if y != x && !carrier(y.sp.Dimension) && !y.created && y.base >= 0.8*x.base && y.sp.Dimension != x.sp.Dimension {
+					competitors++
+				}
+			}
+		}
+		x.sp.Confidence = round3(x.sup.confidence(competitors))
+		if x.base == 0 {
+			x.sp.Confidence = 0
+		}
+		x.sp.ConfidenceWhy = x.sup.reason(competitors)
+		// Rank by confidence; a carrier yields to the content it carried,
+		// and a change seen in time to nothing.
+		x.sp.Score = x.sp.Confidence
+		if carrier(x.sp.Dimension) {
+			x.sp.Score -= 0.05
+		}
+		if x.sp.Kind == "change" {
+			x.sp.Score += 0.01
+		}
+		x.sp.Score = round3(x.sp.Score)
+	}
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].sp.Score != all[j].sp.Score {
+			return all[i].sp.Score > all[j].sp.Score
 		}
 		// Nearer the first bad first.
-		return firstBad.Sub(out[i].At) < firstBad.Sub(out[j].At)
+		return firstBad.Sub(all[i].sp.At) < firstBad.Sub(all[j].sp.At)
 	})
 	const maxSuspects = 20
-	if len(out) > maxSuspects {
-		out = out[:maxSuspects]
+	out := make([]Suspect, 0, min(len(all), maxSuspects))
+	for i, x := range all {
+		if i == maxSuspects {
+			break
+		}
+		x.sp.Rank = i + 1
+		out = append(out, x.sp)
 	}
-	for i := range out {
-		out[i].Rank = i + 1
-	}
-	return out, nil
+	return out
 }
+
+// createdOwner is the kind and name of a "created" suspect's object.
+func createdOwner(sp Suspect) (kind, name string) {
+	parts := strings.Split(sp.Ref, "/")
+	if len(parts) < 2 {
+		return sp.To, sp.Ref
+	}
+	return parts[0], parts[len(parts)-1]
+}
+
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
 // contentDim says whether a dimension is content a unit ran with (a
 // digest, a config hash, a node's identity, an artifact), as opposed to a
@@ -196,6 +307,40 @@ func contentDim(name string) bool {
 		return strings.HasSuffix(name, ".podTemplateHash") || strings.HasSuffix(name, ".controllerRevision")
 	case name == "node" || name == "rank" || name == "run":
 		return false
+	case name == "node.zone" || name == "node.pool" || strings.HasPrefix(name, "node.label/topology.kubernetes.io/"):
+		return false // where a unit ran, not what it ran with: a change there is the suspect
+	}
+	return true
+}
+
+// systemTaintsOnly says whether a node.taints change only adds or removes
+// the taints the node lifecycle controller sets in reaction to a condition
+// (node.kubernetes.io/not-ready, unreachable, unschedulable, ...): the
+// reaction, not the cause.
+func systemTaintsOnly(from, to string) bool {
+	set := func(s string) map[string]bool {
+		out := map[string]bool{}
+		for _, t := range strings.Split(s, ",") {
+			if t != "" {
+				out[t] = true
+			}
+		}
+		return out
+	}
+	a, b := set(from), set(to)
+	system := func(t string) bool {
+		// out-of-service is the one a person sets.
+		return strings.HasPrefix(t, "node.kubernetes.io/") && !strings.HasPrefix(t, "node.kubernetes.io/out-of-service")
+	}
+	for t := range a {
+		if !b[t] && !system(t) {
+			return false
+		}
+	}
+	for t := range b {
+		if !a[t] && !system(t) {
+			return false
+		}
 	}
 	return true
 }
@@ -251,7 +396,7 @@ func advise(rep *Report) (mit []Action, conf []string) {
 	for _, g := range rep.Gangs {
 		gangExplains = gangExplains || (g.Distinct && g.Cascade > 0)
 	}
-	if len(rep.Changes) > 0 && rep.Changes[0].Score > 0 && !(gangExplains && rep.Changes[0].Dimension == "created") {
+	if len(rep.Changes) > 0 && confidentChange(rep.Changes[0]) && !(gangExplains && rep.Changes[0].Dimension == "created") {
 		top := rep.Changes[0]
 		switch {
 		case strings.HasPrefix(top.Dimension, "configmap/") || strings.HasPrefix(top.Dimension, "secret/"):
@@ -270,14 +415,25 @@ func advise(rep *Report) (mit []Action, conf []string) {
 			}
 			mit = append(mit, Action{Action: "rollback", Target: target, To: top.From,
 				Why: fmt.Sprintf("restore%s to its last-known-good content", key)})
-		case strings.HasPrefix(top.Dimension, "node."):
+		case top.Dimension == "node.taints" || top.Dimension == "node.unschedulable":
+			// A taint or a cordon pushed work away: undo it on every node
+			// that got it (cordoning them would keep it away).
 			target := top.Ref
-			if p := rep.typical["node.pool"]; p != "" {
-				target = "node.pool=" + p
+			if top.Selector != "" {
+				target = top.Selector
+			}
+			mit = append(mit, Action{Action: "rollback", Target: target, To: top.From,
+				Why: "undo " + top.Dimension + " on the nodes that got it, so the evicted work can come back"})
+		case strings.HasPrefix(top.Dimension, "node."):
+			// The change's scope: the selector of every node that made it,
+			// never one arbitrary member.
+			target := top.Ref
+			if top.Selector != "" {
+				target = top.Selector
 			}
 			mit = append(mit, Action{Action: "cordon", Target: target,
 				Why: "stop new work landing where " + top.Dimension + "=" + top.To})
-			if top.From != "" {
+			if top.From != "" && top.Dimension != "node.ready" {
 				mit = append(mit, Action{Action: "set", Target: target + " " + strings.TrimPrefix(top.Dimension, "node.label/"), To: top.From,
 					Why: "back to the last-known-good node identity"})
 			}
@@ -289,8 +445,9 @@ func advise(rep *Report) (mit []Action, conf []string) {
 			mit = append(mit, Action{Action: "set", Target: top.Ref + " image", To: repo + "@" + top.From,
 				Why: "pin the last-known-good digest: the tag now points at " + top.To})
 		case strings.HasPrefix(top.Dimension, "image.tag/"):
-			mit = append(mit, Action{Action: "rollback", Target: top.Ref + " image", To: top.From,
-				Why: "back to the last-known-good image"})
+			// The workload's rollout back to its previous revision.
+			mit = append(mit, Action{Action: "rollback", Target: top.Ref, To: top.From,
+				Why: "back to the last-known-good image (the previous revision)"})
 		case top.Dimension == "created":
 			mit = append(mit, Action{Action: "set", Target: top.Ref + " start", To: "jittered or rate-limited start",
 				Why: "its arrival is the change: spread its units' start over a window (see faultline controlplane)"},

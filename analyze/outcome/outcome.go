@@ -18,6 +18,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/faultline/faultline/timeline"
@@ -35,7 +36,7 @@ const (
 	defaultBadRequests = `code >= 400 && (code == 429 || code >= 500) && resource != ""`
 	defaultBadStates   = `reason in [` +
 		`"Failed", "OOMKilled", "Error", "ContainerCannotRun", "CrashLoopBackOff", "BackOff", ` +
-		`"ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError", "Evicted", ` +
+		`"ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError", "Evicted", "Preempted", ` +
 		`"FailedScheduling", "NodeNotReady", "BackoffLimitExceeded", "DeadlineExceeded"]`
 )
 
@@ -274,9 +275,10 @@ func readStates(ctx context.Context, s Store) ([]Observation, []*Unit, error) {
 			return nil, nil, fmt.Errorf("%s versions: %w", kind.resource, err)
 		}
 		var (
-			last    string // ns/name of the previous version
-			prev    string // its state
-			current *Unit
+			last     string // ns/name of the previous version
+			prev     string // its state
+			prevSeen time.Time
+			current  *Unit
 		)
 		for i := range vs {
 			v := &vs[i]
@@ -285,8 +287,10 @@ func readStates(ctx context.Context, s Store) ([]Observation, []*Unit, error) {
 			if json.Unmarshal(v.Content, &m) != nil {
 				continue
 			}
+			seen := prevSeen
+			prevSeen = v.Time
 			if key != last {
-				last, prev = key, ""
+				last, prev, seen = key, "", time.Time{}
 				if kind.kind == "Pod" {
 					current = newUnit(v, m)
 					units = append(units, current)
@@ -303,8 +307,11 @@ func readStates(ctx context.Context, s Store) ([]Observation, []*Unit, error) {
 			ref := v.Object
 			ref.Kind = kind.kind
 			t := v.Time
-			// An object dumped long after the fact says when it changed.
-			if !st.at.IsZero() && v.Time.Sub(st.at) > 2*time.Second {
+			// An object dumped long after the fact says when it changed,
+			// unless an earlier version of it, in another state, says it
+			// cannot have (a condition whose transition time was not
+			// renewed): then it changed when it was seen so.
+			if !st.at.IsZero() && v.Time.Sub(st.at) > 2*time.Second && !st.at.Before(seen) {
 				t = st.at
 			}
 			obs = append(obs, Observation{Time: t, Source: SourceStatus, Object: ref, Reason: st.reason,
@@ -372,6 +379,20 @@ func stateOf(kind string, m map[string]any) state {
 						s.message = msg
 					}
 				}
+				return s
+			}
+		}
+		// A pod its node was taken from (a drain, a NoExecute taint, a
+		// preemption): the control plane marks it with a DisruptionTarget
+		// condition before it deletes it.
+		for _, cond := range slice(status, "conditions") {
+			c, _ := cond.(map[string]any)
+			if str(c, "type") == "DisruptionTarget" && str(c, "status") == "True" {
+				s := state{reason: "Evicted", message: strings.TrimSpace(str(c, "reason") + " " + str(c, "message"))}
+				if strings.HasPrefix(str(c, "reason"), "Preemption") {
+					s.reason = "Preempted"
+				}
+				s.at, _ = time.Parse(time.RFC3339, str(c, "lastTransitionTime"))
 				return s
 			}
 		}

@@ -26,6 +26,14 @@ func TestStateOf(t *testing.T) {
 		{"exit 1 with a message", "Pod", `{"status":{"phase":"Failed","containerStatuses":[{"state":{"terminated":{"exitCode":1,"reason":"Error","message":"NCCL error"}}}]}}`,
 			state{reason: "Error", exitCode: 1, message: "NCCL error"}},
 		{"evicted", "Pod", `{"status":{"phase":"Failed","reason":"Evicted","message":"low on memory"}}`, state{reason: "Evicted", message: "low on memory"}},
+		// Drained, evicted by a NoExecute taint, preempted: the control plane
+		// marks the pod before it deletes it.
+		{"drained", "Pod", `{"status":{"phase":"Running","conditions":[{"type":"DisruptionTarget","status":"True","reason":"EvictionByEvictionAPI","message":"Eviction API: evicting","lastTransitionTime":"2026-05-01T10:00:00Z"}]}}`,
+			state{reason: "Evicted", message: "EvictionByEvictionAPI Eviction API: evicting", at: time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)}},
+		{"preempted", "Pod", `{"status":{"phase":"Running","conditions":[{"type":"DisruptionTarget","status":"True","reason":"PreemptionByScheduler"}]}}`,
+			state{reason: "Preempted", message: "PreemptionByScheduler"}},
+		{"a disruption that did not happen", "Pod", `{"status":{"phase":"Running","conditions":[{"type":"DisruptionTarget","status":"False"},{"type":"Ready","status":"True"}]}}`,
+			state{reason: "Ready"}},
 		{"crash loop", "Pod", `{"status":{"phase":"Running","containerStatuses":[{"state":{"waiting":{"reason":"CrashLoopBackOff"}},"lastState":{"terminated":{"exitCode":1,"message":"bad schema"}}}]}}`,
 			state{reason: "CrashLoopBackOff", exitCode: 1, message: "bad schema"}},
 		{"image pull", "Pod", `{"status":{"phase":"Pending","containerStatuses":[{"state":{"waiting":{"reason":"ImagePullBackOff","message":"not found"}}}]}}`,

@@ -1,0 +1,77 @@
+package investigate
+
+import "fmt"
+
+// Verdicts.
+const (
+	VerdictCause   = "cause"
+	VerdictNoCause = "no-confident-cause"
+)
+
+// Confident is the confidence from which a suspect is named the cause:
+// more likely than not, once its evidence is discounted for chance, for
+// how few bad units show it and for the suspects that explain the same
+// units as well (two equal competitors can never both be confident).
+const Confident = 0.5
+
+// decide sets the verdict. A cause is confident when the leading suspect
+// is (Confident), or when a gang job's first rank failed for a reason none
+// of its cascade shares (the first death explains the rest, whatever
+// killed it). Otherwise the report says so and what would help.
+func decide(rep *Report) {
+	switch {
+	case rep.Boundary == nil:
+		rep.Verdict, rep.VerdictWhy = VerdictNoCause, "nothing went bad in the evidence"
+		rep.Next = []string{"widen the window (--since) or say what bad means (--bad)", "ingest more evidence: events, object dumps, another audit log (faultline sources)"}
+		return
+	case len(rep.Changes) > 0 && rep.Changes[0].Confidence >= Confident && !(rep.Changes[0].Dimension == "created" && gangExplains(rep)):
+		top := rep.Changes[0]
+		rep.Verdict = VerdictCause
+		what := fmt.Sprintf("%s %s changed", top.Ref, top.Dimension)
+		if top.Dimension == "created" {
+			what = top.Ref + " arrived"
+		}
+		rep.VerdictWhy = fmt.Sprintf("%s (confidence %.2f: %s)", what, top.Confidence, top.ConfidenceWhy)
+		return
+	}
+	for _, g := range rep.Gangs {
+		if g.Distinct && g.Cascade > 0 {
+			rep.Verdict = VerdictCause
+			rep.VerdictWhy = fmt.Sprintf("%s failed first (%s) %s before %d ranks of %s followed with other reasons",
+				g.First.Ref, g.First.Reason, g.Lead.Round(1e6), g.Cascade, g.Owner)
+			return
+		}
+	}
+	rep.Verdict = VerdictNoCause
+	switch {
+	case rep.Units.Bad < 2:
+		rep.VerdictWhy = fmt.Sprintf("%d unit went bad after the boundary: one failure is no pattern", rep.Units.Bad)
+	case len(rep.Changes) == 0:
+		rep.VerdictWhy = fmt.Sprintf("%d units went bad, but no change of what they ran with precedes it", rep.Units.Bad)
+	default:
+		top := rep.Changes[0]
+		rep.VerdictWhy = fmt.Sprintf("the leading suspect, %s %s, has confidence %.2f (%s)", top.Ref, top.Dimension, top.Confidence, top.ConfidenceWhy)
+	}
+	var next []string
+	if rep.Boundary != nil {
+		next = append(next, fmt.Sprintf("mark instants you know: faultline bisect good|bad TIME (the window is %s .. %s)",
+			rep.Boundary.LastGood.UTC().Format("15:04:05"), rep.Boundary.FirstBad.UTC().Format("15:04:05")))
+	}
+	next = append(next, "look at load: faultline controlplane", "widen the window (--since) or add evidence: object dumps, events, versions (faultline sources)")
+	rep.Next = next
+}
+
+// confidentChange says whether a suspect may drive mitigation.
+func confidentChange(sp Suspect) bool { return sp.Confidence >= Confident }
+
+// gangExplains says whether a gang job's first rank failed for a reason of
+// its own and took the others with it: then the job's arrival explains
+// nothing its first death does not.
+func gangExplains(rep *Report) bool {
+	for _, g := range rep.Gangs {
+		if g.Distinct && g.Cascade > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,119 @@
+package investigate
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/faultline/faultline/analyze/gang"
+)
+
+func TestVerdictDecide(t *testing.T) {
+	boundary := &Boundary{LastGood: at(90), FirstBad: at(100)}
+	lr := func(conf float64) Suspect {
+		return Suspect{Rank: 1, Ref: "ConfigMap/ml/env", Dimension: "configmap/env/LR", From: "sha256:a", To: "sha256:b",
+			Confidence: conf, ConfidenceWhy: "10 of 10 bad units hold it, 0 of 30 comparable good units; p=1.2e-09 by chance"}
+	}
+	distinct := gang.Finding{Owner: "Job/train", Ranks: 64, Cascade: 40, Distinct: true, Lead: 2 * time.Second,
+		First: gang.Rank{Ref: "Pod/ml/train-7", Rank: "7", Reason: "OOMKilled", ExitCode: 137}}
+	type verdict struct {
+		Verdict string
+		Next    bool // what to collect or mark next is said
+	}
+	tests := []struct {
+		name    string
+		rep     Report
+		want    verdict
+		whyHas  []string // VerdictWhy says this
+		nextHas []string // Next says this
+	}{
+		{"no boundary: nothing went bad", Report{},
+			verdict{VerdictNoCause, true}, []string{"nothing went bad"}, []string{"--since", "--bad", "faultline sources"}},
+		{"a confident leading suspect is the cause", Report{Boundary: boundary, Units: UnitCounts{Bad: 10, Good: 30},
+			Changes: []Suspect{lr(0.909)}},
+			verdict{VerdictCause, false}, []string{"ConfigMap/ml/env configmap/env/LR changed", "confidence 0.91", "10 of 10 bad units"}, nil},
+		{"Confident itself is enough", Report{Boundary: boundary, Units: UnitCounts{Bad: 10, Good: 30},
+			Changes: []Suspect{lr(Confident)}},
+			verdict{VerdictCause, false}, []string{"confidence 0.50"}, nil},
+		{"a workload's arrival is said so", Report{Boundary: boundary, Units: UnitCounts{Bad: 10, Good: 30},
+			Changes: []Suspect{{Ref: "Job/ml/storm", Dimension: "created", To: "Job", Confidence: 0.9}}},
+			verdict{VerdictCause, false}, []string{"Job/ml/storm arrived"}, nil},
+		{"below Confident: no confident cause, and why", Report{Boundary: boundary, Units: UnitCounts{Bad: 10, Good: 30},
+			Changes: []Suspect{lr(0.455), {Rank: 2, Ref: "ConfigMap/ml/env", Dimension: "configmap/env/BATCH", Confidence: 0.455}}},
+			verdict{VerdictNoCause, true}, []string{"the leading suspect, ConfigMap/ml/env configmap/env/LR, has confidence 0.46"},
+			[]string{"faultline bisect good|bad", "10:01:30 .. 10:01:40", "faultline controlplane"}},
+		{"a single bad unit is no pattern", Report{Boundary: boundary, Units: UnitCounts{Bad: 1, Good: 30},
+			Changes: []Suspect{lr(0.484)}},
+			verdict{VerdictNoCause, true}, []string{"1 unit went bad", "one failure is no pattern"}, []string{"faultline bisect"}},
+		{"bad units but no change before them", Report{Boundary: boundary, Units: UnitCounts{Bad: 5, Good: 30}, Changes: []Suspect{}},
+			verdict{VerdictNoCause, true}, []string{"5 units went bad, but no change"}, []string{"faultline controlplane"}},
+		{"a gang's distinct first rank with a cascade is the cause", Report{Boundary: boundary, Units: UnitCounts{Bad: 41, Good: 23},
+			Gangs: []gang.Finding{distinct}},
+			verdict{VerdictCause, false}, []string{"Pod/ml/train-7 failed first (OOMKilled)", "40 ranks of Job/train"}, nil},
+		{"a gang whose first rank died like the rest is not", Report{Boundary: boundary, Units: UnitCounts{Bad: 41, Good: 23},
+			Gangs: []gang.Finding{{Owner: "Job/train", Cascade: 40, First: distinct.First}}},
+			verdict{VerdictNoCause, true}, []string{"41 units went bad"}, []string{"faultline bisect"}},
+		{"a distinct first rank alone is no cascade", Report{Boundary: boundary, Units: UnitCounts{Bad: 1, Good: 63},
+			Gangs: []gang.Finding{{Owner: "Job/train", Distinct: true, First: distinct.First}}},
+			verdict{VerdictNoCause, true}, []string{"one failure is no pattern"}, nil},
+		{"a weak suspect does not hide the gang", Report{Boundary: boundary, Units: UnitCounts{Bad: 41, Good: 23},
+			Changes: []Suspect{lr(0.2)}, Gangs: []gang.Finding{distinct}},
+			verdict{VerdictCause, false}, []string{"Pod/ml/train-7 failed first"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := tt.rep
+			decide(&rep)
+			got := verdict{rep.Verdict, len(rep.Next) > 0}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("decide (-want +got)\n%s", diff)
+			}
+			if rep.VerdictWhy == "" || strings.Contains(rep.VerdictWhy, "\n") {
+				t.Errorf("VerdictWhy = %q, want one line", rep.VerdictWhy)
+			}
+			for _, s := range tt.whyHas {
+				if !strings.Contains(rep.VerdictWhy, s) {
+					t.Errorf("VerdictWhy = %q, want it to say %q", rep.VerdictWhy, s)
+				}
+			}
+			next := strings.Join(rep.Next, "\n")
+			for _, s := range tt.nextHas {
+				if !strings.Contains(next, s) {
+					t.Errorf("Next = %q, want it to say %q", rep.Next, s)
+				}
+			}
+		})
+	}
+}
+
+// advise says that a gang job whose first rank died of its own cause
+// explains the avalanche, and that the job's arrival (a "created" suspect)
+// then does not: it drops the arrival's mitigation for the first rank's.
+// The verdict must name the same cause as the mitigation.
+func TestVerdictGangOutranksArrival(t *testing.T) {
+	rep := Report{Boundary: &Boundary{LastGood: at(90), FirstBad: at(100)}, Units: UnitCounts{Bad: 41, Good: 23},
+		Changes: []Suspect{{Rank: 1, Ref: "Job/ml/train", Dimension: "created", To: "Job", Kind: "change", Confidence: 0.9}},
+		Gangs: []gang.Finding{{Owner: "Job/train", Ranks: 64, Cascade: 40, Distinct: true, Lead: 2 * time.Second,
+			First: gang.Rank{Ref: "Pod/ml/train-7", Rank: "7", Reason: "OOMKilled", ExitCode: 137}}}}
+	decide(&rep)
+	mit, _ := advise(&rep)
+	if len(mit) == 0 || !strings.Contains(mit[0].Target, "rank 7") {
+		t.Fatalf("advise: mitigation %+v, want the first rank's", mit)
+	}
+	if !strings.Contains(rep.VerdictWhy, "Pod/ml/train-7 failed first") {
+		t.Errorf("verdict %q names the job's arrival; the mitigation (%s %s) names the first rank's death", rep.VerdictWhy, mit[0].Action, mit[0].Target)
+	}
+}
+
+func TestVerdictConfidentChange(t *testing.T) {
+	got := map[float64]bool{}
+	for _, c := range []float64{0, 0.49, 0.4999, Confident, 0.91, 1} {
+		got[c] = confidentChange(Suspect{Confidence: c})
+	}
+	want := map[float64]bool{0: false, 0.49: false, 0.4999: false, Confident: true, 0.91: true, 1: true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("confidentChange (-want +got)\n%s", diff)
+	}
+}

@@ -1,0 +1,90 @@
+package investigate
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/analyze/identity"
+	"github.com/faultline/faultline/analyze/outcome"
+	"github.com/faultline/faultline/timeline"
+)
+
+// Writes without content. A Secret's body never reaches the audit log (and
+// a ConfigMap's may not, at the Metadata level), so the timeline can hold
+// no version of an object the units read while the audit log still holds
+// every write to it: who wrote it, how, when. Each such write before the
+// first bad is a suspect on the whole object ("secret/NAME"): the units
+// that read the object and started after the write, or ran through it
+// before they went bad, hold it.
+
+// unreadable lists the ConfigMaps and Secrets the bad units of the slice
+// read whose content the timeline does not hold, as "Kind/ns/name" with
+// their dimension.
+func unreadable(units []*outcome.Unit, ids []map[string]identity.Dimension, where map[string]string) map[string]string {
+	out := map[string]string{}
+	for i, u := range units {
+		if !u.Bad() || !matches(ids[i], where) {
+			continue
+		}
+		for name, d := range ids[i] {
+			if d.Value != "(not in the timeline)" || strings.Count(name, "/") != 1 {
+				continue
+			}
+			kind, obj, _ := strings.Cut(name, "/")
+			k := map[string]string{"secret": "Secret", "configmap": "ConfigMap"}[kind]
+			if k != "" {
+				out[k+"/"+u.Namespace+"/"+obj] = name
+			}
+		}
+	}
+	return out
+}
+
+// writeSuspects are the writes to those objects in (since, until].
+func writeSuspects(ctx context.Context, s Store, objs map[string]string, since, until time.Time) ([]*Suspect, error) {
+	refs := make([]string, 0, len(objs))
+	for r := range objs {
+		refs = append(refs, r)
+	}
+	sort.Strings(refs)
+	var out []*Suspect
+	for _, ref := range refs {
+		parts := strings.SplitN(ref, "/", 3)
+		resource := map[string]string{"Secret": "secrets", "ConfigMap": "configmaps"}[parts[0]]
+		f, err := timeline.CompileFilter(fmt.Sprintf(`resource == %q && ns == %q && name == %q && verb in ["create", "update", "patch", "delete"] && code < 400`,
+			resource, parts[1], parts[2]))
+		if err != nil {
+			return nil, err
+		}
+		for r, err := range s.Records(ctx, timeline.Query{Since: since, Until: until, Where: f}) {
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, &Suspect{Ref: ref, Dimension: objs[ref], From: "", To: r.Verb + " (content not in the evidence)",
+				At: r.Time, Kind: "change", Run: r.Evidence.Run, Line: r.Evidence.Line, By: r.User, UserAgent: r.UserAgent, Objects: 1,
+				Why: fmt.Sprintf("%s %s by %s %s before the first bad (its content is not in the evidence)", ref, r.Verb+"d", r.User, ago(r.Time, until))})
+		}
+	}
+	return out, nil
+}
+
+// supportOfWrite counts who a content-less write reached: a unit that
+// reads the object and started after the write; a bad unit that ran
+// through it before it went bad.
+func (p population) supportOfWrite(units []*outcome.Unit, ids []map[string]identity.Dimension, dim string, at time.Time) support {
+	s := support{bad: len(p.bad), good: len(p.good)}
+	for _, i := range p.bad {
+		if _, ok := ids[i][dim]; ok && (units[i].Created.After(at) || (!at.Before(units[i].Created) && at.Before(units[i].BadAt))) {
+			s.badHold++
+		}
+	}
+	for _, i := range p.good {
+		if _, ok := ids[i][dim]; ok && units[i].Created.After(at) {
+			s.goodHold++
+		}
+	}
+	return s
+}
