@@ -417,3 +417,19 @@ func stormTruth(e *Expected, cr *crew, image string, lastGood, stormEnd time.Tim
 	e.extra("throttled", n429)
 	return nil
 }
+
+// stormAgent starts the workload of a storm family: its agent Job, whose
+// workers that give up fail their pods, and a context that ends when the
+// Job fails (the controller tears its pods down). stop ends it early.
+func (c *Cluster) stormAgent(ctx context.Context, a Actor, ns, name, version string, n int, timeout time.Duration) (
+	cr *crew, created Change, fail func(int, error), wctx context.Context, stop context.CancelFunc, err error) {
+	if cr, created, err = c.agent(ctx, a, ns, name, version, n, timeout); err != nil {
+		return nil, Change{}, nil, nil, nil, err
+	}
+	if fail, err = c.exitJobPods(ctx, ns, name, apiload.GiveUpMessage); err != nil {
+		return nil, Change{}, nil, nil, nil, err
+	}
+	wctx, stop = context.WithCancel(ctx)
+	c.cancelWhenJobFails(wctx, ns, name, stop)
+	return cr, created, fail, wctx, stop, nil
+}

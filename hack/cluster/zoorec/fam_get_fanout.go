@@ -76,17 +76,11 @@ func runGetFanout(ctx context.Context, c *Cluster, e *Expected) (string, error) 
 	}
 	Sleep(ctx, c.Dur(10*time.Second, 20*time.Second))
 
-	cr, created, err := c.agent(ctx, actor, ns, name, version, workers, timeout)
+	cr, created, fail, wctx, stop, err := c.stormAgent(ctx, actor, ns, name, version, workers, timeout)
 	if err != nil {
 		return "", err
 	}
-	fail, err := c.exitJobPods(ctx, ns, name, apiload.GiveUpMessage)
-	if err != nil {
-		return "", err
-	}
-	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	c.cancelWhenJobFails(wctx, ns, name, stop)
 	lastGood := Now()
 	// Every worker, at start, no jitter: for each shard, GET its ConfigMap
 	// and its Secret; the first failure is fatal.

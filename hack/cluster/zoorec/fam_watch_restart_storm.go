@@ -76,17 +76,11 @@ func runWatchRestartStorm(ctx context.Context, c *Cluster, e *Expected) (string,
 	}
 	defer stopNb()
 
-	cr, created, err := c.agent(ctx, actor, ns, name, version, workers, timeout)
+	cr, created, fail, wctx, stop, err := c.stormAgent(ctx, actor, ns, name, version, workers, timeout)
 	if err != nil {
 		return "", err
 	}
-	fail, err := c.exitJobPods(ctx, ns, name, apiload.GiveUpMessage)
-	if err != nil {
-		return "", err
-	}
-	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	c.cancelWhenJobFails(wctx, ns, name, stop)
 	// Each watcher: LIST the resource cluster-wide from etcd, WATCH from
 	// there, and when the watch breaks, the same again at once; a failed
 	// attempt is retried a second later. The pods come up over a minute or

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -283,16 +282,3 @@ func onNodes(pods []corev1.Pod, set map[string]bool) []corev1.Pod {
 	}
 	return out
 }
-
-// notOnNodes returns the pods scheduled elsewhere.
-func notOnNodes(pods []corev1.Pod, set map[string]bool) []corev1.Pod {
-	var out []corev1.Pod
-	for _, p := range pods {
-		if p.Spec.NodeName != "" && !set[p.Spec.NodeName] {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-var _ = strings.TrimSpace
