@@ -127,7 +127,7 @@ func episodes(ctx context.Context, s Store, out *outcome.Outcomes, units []*outc
 			eps = append(eps, *ep)
 		}
 	}
-	sort.SliceStable(eps, func(i, j int) bool { return eps[i].Boundary.FirstBad.Before(eps[j].Boundary.FirstBad) })
+	eps = byFirstBad(eps)
 	// The main slice's own first bad unit.
 	var mainFirst time.Time
 	for i, u := range units {
@@ -179,4 +179,72 @@ func sliceDims(ids []map[string]identity.Dimension) []string {
 	}
 	sort.Strings(out)
 	return redundant(out)
+}
+
+// separate finds the report's further episodes (episodes) and the nodes'
+// own (nodeEpisode), and makes the earliest of all the main one. res
+// resolves node identities as they were before the incident.
+func separate(ctx context.Context, s Store, out *outcome.Outcomes, units []*outcome.Unit, ids []map[string]identity.Dimension,
+	rep *Report, res *identity.Resolver, since time.Time) error {
+	eps, earlier, mainFirst, err := episodes(ctx, s, out, units, ids, rep, since)
+	if err != nil {
+		return err
+	}
+	if earlier != nil {
+		old, err := demote(ctx, s, out, rep, mainFirst, since)
+		if err != nil {
+			return err
+		}
+		others := rep.Slice.Others
+		promote(rep, earlier)
+		rep.Slice.Others, old.Slice.Others = others, nil
+		eps = byFirstBad(append([]Episode{old}, eps...))
+		mainFirst = earlier.Boundary.FirstBad
+	}
+	nep, err := nodeEpisode(ctx, s, res, out, rep.NodeHealth, since)
+	if err != nil {
+		return err
+	}
+	switch {
+	case nep == nil:
+	case rep.Slice == nil: // no pod went bad: the nodes are the incident
+		promote(rep, nep)
+		rep.units, rep.ids = nep.units, nep.ids
+		rep.Units.Bad, rep.Units.Good = 0, 0
+		for _, u := range nep.units {
+			if u.Bad() {
+				rep.Units.Bad++
+			} else if u.Good() {
+				rep.Units.Good++
+			}
+		}
+	case sameEpisode(nep, rep.Changes):
+	case nep.Boundary.FirstBad.Before(mainFirst):
+		// The nodes failed before the main slice's units did: theirs is
+		// the main episode.
+		old, err := demote(ctx, s, out, rep, mainFirst, since)
+		if err != nil {
+			return err
+		}
+		promote(rep, nep)
+		rep.units, rep.ids = nep.units, nep.ids
+		eps = byFirstBad(append(eps, old))
+	default:
+		eps = byFirstBad(append(eps, *nep))
+	}
+	if eps != nil {
+		rep.Episodes = eps
+	}
+	return nil
+}
+
+// promote makes an episode's findings the report's main ones.
+func promote(rep *Report, ep *Episode) {
+	rep.Slice, rep.Changes, rep.Counterexample, rep.typical, rep.ns = ep.Slice, ep.Changes, ep.Counterexample, ep.typical, ep.ns
+}
+
+// byFirstBad orders episodes by when they went bad.
+func byFirstBad(eps []Episode) []Episode {
+	sort.SliceStable(eps, func(i, j int) bool { return eps[i].Boundary.FirstBad.Before(eps[j].Boundary.FirstBad) })
+	return eps
 }

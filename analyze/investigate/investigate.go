@@ -362,58 +362,8 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	}
 
 	// 5b. Independent episodes; the earliest is the main one.
-	eps, earlier, mainFirst, err := episodes(ctx, s, out, units, ids, rep, first)
-	if err != nil {
+	if err := separate(ctx, s, out, units, ids, rep, identity.NewResolver(s, rep.Boundary.LastGood, opt.Rules), first); err != nil {
 		return nil, err
-	}
-	if earlier != nil {
-		old, err := demote(ctx, s, out, rep, mainFirst, first)
-		if err != nil {
-			return nil, err
-		}
-		others := rep.Slice.Others
-		rep.Slice, rep.Changes, rep.Counterexample, rep.typical, rep.ns = earlier.Slice, earlier.Changes, earlier.Counterexample, earlier.typical, earlier.ns
-		rep.Slice.Others, old.Slice.Others = others, nil
-		eps = append([]Episode{old}, eps...)
-		sort.SliceStable(eps, func(i, j int) bool { return eps[i].Boundary.FirstBad.Before(eps[j].Boundary.FirstBad) })
-		mainFirst = earlier.Boundary.FirstBad
-	}
-	// Nodes that went bad are an episode of their own, over the nodes.
-	nep, err := nodeEpisode(ctx, s, identity.NewResolver(s, rep.Boundary.LastGood, opt.Rules), out, rep.NodeHealth, first)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case nep == nil:
-	case rep.Slice == nil: // no pod went bad: the nodes are the incident
-		rep.Slice, rep.Changes, rep.Counterexample, rep.typical, rep.ns = nep.Slice, nep.Changes, nep.Counterexample, nep.typical, nep.ns
-		rep.units, rep.ids = nep.units, nep.ids
-		rep.Units.Bad, rep.Units.Good = 0, 0
-		for _, u := range nep.units {
-			if u.Bad() {
-				rep.Units.Bad++
-			} else if u.Good() {
-				rep.Units.Good++
-			}
-		}
-	case sameEpisode(nep, rep.Changes):
-	case nep.Boundary.FirstBad.Before(mainFirst):
-		// The nodes failed before the main slice's units did: theirs is
-		// the main episode.
-		old, err := demote(ctx, s, out, rep, mainFirst, first)
-		if err != nil {
-			return nil, err
-		}
-		rep.Slice, rep.Changes, rep.Counterexample, rep.typical, rep.ns = nep.Slice, nep.Changes, nep.Counterexample, nep.typical, nep.ns
-		rep.units, rep.ids = nep.units, nep.ids
-		eps = append(eps, old)
-		sort.SliceStable(eps, func(i, j int) bool { return eps[i].Boundary.FirstBad.Before(eps[j].Boundary.FirstBad) })
-	default:
-		eps = append(eps, *nep)
-		sort.SliceStable(eps, func(i, j int) bool { return eps[i].Boundary.FirstBad.Before(eps[j].Boundary.FirstBad) })
-	}
-	if eps != nil {
-		rep.Episodes = eps
 	}
 
 	// 6. Gang jobs.
