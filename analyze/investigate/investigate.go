@@ -172,7 +172,8 @@ type Suspect struct {
 	// label does (a pool, a zone, a rack): the change's scope.
 	Selector string `json:"selector,omitempty"`
 
-	refs []string // the objects that made it
+	refs   []string // the objects that made it
+	unread bool     // a write whose content is not in the evidence (writes.go)
 	// Kind is "change" (an object's identity changed in time) or
 	// "difference" (the bad slice differs from its counterexample).
 	Kind string `json:"kind"`

@@ -221,3 +221,23 @@ func (p population) supportOfNodeChange(units []*outcome.Unit, ids []map[string]
 	}
 	return s
 }
+
+// supportOfSuspect counts who holds a change, by how the change reaches a
+// unit: a node's condition, the nodes it ran on; a write whose content is
+// not in the evidence, its readers since; a taint or drain, the units it
+// found running; any other dimension, its value (supportOf).
+func (p population) supportOfSuspect(units []*outcome.Unit, ids []map[string]identity.Dimension, sp *Suspect) support {
+	switch {
+	case sp.Dimension == "node.ready":
+		return p.supportOfNodes(ids, sp.refs)
+	case sp.unread:
+		return p.supportOfWrite(units, ids, sp.Dimension, sp.At)
+	case (sp.Dimension == "node.taints" || sp.Dimension == "node.unschedulable") && sp.Kind == "change":
+		return p.supportOfNodeChange(units, ids, sp.refs, sp.At)
+	}
+	at := sp.At
+	if sp.Kind != "change" {
+		at = time.Time{} // a difference was not seen happening: no exposure
+	}
+	return p.supportOf(units, ids, sp.Dimension, sp.To, at)
+}

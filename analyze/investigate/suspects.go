@@ -203,20 +203,7 @@ func scoreSuspects(cands []*Suspect, owners map[string]bool, units []*outcome.Un
 			} else {
 				continue // changed after the first bad: a consequence, not a cause
 			}
-			at := sp.At
-			if sp.Kind != "change" {
-				at = time.Time{} // a difference was not seen happening: no exposure
-			}
-			switch {
-			case sp.Dimension == "node.ready":
-				x.sup = pop.supportOfNodes(ids, sp.refs)
-			case sp.From == "" && strings.HasSuffix(sp.To, "(content not in the evidence)"):
-				x.sup = pop.supportOfWrite(units, ids, sp.Dimension, sp.At)
-			case (sp.Dimension == "node.taints" || sp.Dimension == "node.unschedulable") && sp.Kind == "change":
-				x.sup = pop.supportOfNodeChange(units, ids, sp.refs, sp.At)
-			default:
-				x.sup = pop.supportOf(units, ids, sp.Dimension, sp.To, at)
-			}
+			x.sup = pop.supportOfSuspect(units, ids, &sp)
 			if !carrier(sp.Dimension) && x.sup.strength() >= 0.5 {
 				contentExplains = true
 			}
