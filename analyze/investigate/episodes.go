@@ -165,20 +165,26 @@ func demote(ctx context.Context, s Store, out *outcome.Outcomes, rep *Report, fi
 	return ep, nil
 }
 
-// sliceDims are the dimensions the slice search saw.
+// sliceDims are the dimensions the slice search saw, less those that
+// restate others.
 func sliceDims(ids []map[string]identity.Dimension) []string {
+	return redundant(allDims(ids))
+}
+
+// allDims are the dimensions of the units, sorted.
+func allDims(ids []map[string]identity.Dimension) []string {
 	set := map[string]bool{}
 	for _, id := range ids {
 		for n := range id {
 			set[n] = true
 		}
 	}
-	var out []string
+	out := make([]string, 0, len(set))
 	for n := range set {
 		out = append(out, n)
 	}
 	sort.Strings(out)
-	return redundant(out)
+	return out
 }
 
 // separate finds the report's further episodes (episodes) and the nodes'

@@ -411,20 +411,9 @@ func sliceable(name string) bool {
 }
 
 func findSlice(ctx context.Context, units []*outcome.Unit, ids []map[string]identity.Dimension) (*Slice, error) {
-	dimSet := map[string]bool{}
-	for _, id := range ids {
-		for n := range id {
-			dimSet[n] = true
-		}
-	}
-	dims := make([]string, 0, len(dimSet))
-	for n := range dimSet {
-		dims = append(dims, n)
-	}
-	sort.Strings(dims)
 	// Dimensions every unit shares with one value say nothing.
 	var keep []string
-	for _, d := range dims {
+	for _, d := range allDims(ids) {
 		values := map[string]bool{}
 		for _, id := range ids {
 			values[id[d].Value] = true
