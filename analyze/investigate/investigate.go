@@ -179,8 +179,9 @@ type Suspect struct {
 	Kind string `json:"kind"`
 	Run  int64  `json:"run,omitempty"`
 	Line int64  `json:"line,omitempty"`
-	// By and UserAgent will name who made the change (the audit record's
-	// user and user agent); empty until the suspects carry their actor.
+	// By and UserAgent name who made the change: the user and user agent
+	// of the audit record that wrote it (empty when none did, as for a
+	// difference, or a version read only from a dump).
 	By        string `json:"by,omitempty"`
 	UserAgent string `json:"userAgent,omitempty"`
 }
