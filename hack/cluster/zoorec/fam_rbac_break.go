@@ -128,20 +128,21 @@ func runRBACBreak(ctx context.Context, c *Cluster, e *Expected) (string, error) 
 	}
 	defer stopNb()
 
-	// The workload, made long ago by the platform's automation.
+	// The workload, made long ago by the platform's automation. Its pods
+	// run as one ServiceAccount of its own (made first: admission rejects
+	// a pod whose ServiceAccount does not exist), whose token its workers
+	// use, as a controller's replicas or a Job's pods do.
 	image := agentImage(name, version)
-	t := Template{Image: image, Container: name}
-	sa := ""
-	if kind == "Job" {
-		err = c.Job(ctx, routineActor, ns, name, n, 0, t)
-	} else {
-		sa = name
-		err = c.Deployment(ctx, routineActor, ns, name, n, t)
-	}
+	cr, err := c.newCrew(ctx, ns, name, clientAgent(name, version), n, name, 15*time.Second)
 	if err != nil {
 		return "", err
 	}
-	cr, err := c.newCrew(ctx, ns, name, clientAgent(name, version), n, sa, 15*time.Second)
+	t := Template{Image: image, Container: name, ServiceAccount: name}
+	if kind == "Job" {
+		err = c.Job(ctx, routineActor, ns, name, n, 0, t)
+	} else {
+		err = c.Deployment(ctx, routineActor, ns, name, n, t)
+	}
 	if err != nil {
 		return "", err
 	}

@@ -264,6 +264,8 @@ type Template struct {
 	Priority     string
 	GPU          bool
 	Labels       map[string]string
+	// ServiceAccount the pods run as (empty: the namespace's default).
+	ServiceAccount string
 }
 
 func (t Template) spec(restart corev1.RestartPolicy) corev1.PodSpec {
@@ -280,7 +282,7 @@ func (t Template) spec(restart corev1.RestartPolicy) corev1.PodSpec {
 		c.Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
 	}
 	return corev1.PodSpec{RestartPolicy: restart, NodeSelector: sel, Containers: []corev1.Container{c},
-		Volumes: t.Volumes, Tolerations: t.Tolerations, PriorityClassName: t.Priority,
+		Volumes: t.Volumes, Tolerations: t.Tolerations, PriorityClassName: t.Priority, ServiceAccountName: t.ServiceAccount,
 		TerminationGracePeriodSeconds: ptr.To(int64(0))}
 }
 
