@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +24,9 @@ var poolLabels = []string{
 	"cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup", "kubernetes.azure.com/agentpool",
 	"karpenter.sh/nodepool", "node.kubernetes.io/pool", "pool",
 }
+
+// PoolLabel says whether a node label names the node's pool.
+func PoolLabel(key string) bool { return slices.Contains(poolLabels, key) }
 
 // perPod dimensions differ between the pods of one job by design; a job's
 // identity leaves them out.
@@ -65,6 +69,18 @@ func (r *Resolver) pod(ctx context.Context, p *obj) ([]Dimension, error) {
 
 	// Scheduling and place in the job.
 	add("schedulerName", str(spec, "schedulerName"), ev)
+	// What the pod may do and where it may run: the ServiceAccount its
+	// requests are authorized as, the node labels it requires and the
+	// taints it tolerates.
+	sa := str(spec, "serviceAccountName")
+	if sa == "" {
+		sa = "default"
+	}
+	add("serviceAccount", sa, ev)
+	for k, v := range strMap(spec, "nodeSelector") {
+		add("nodeSelector/"+k, v, ev)
+	}
+	add("tolerations", tolerations(spec), ev)
 	add("priorityClassName", str(spec, "priorityClassName"), ev)
 	labels := strMap(p.m, "metadata", "labels")
 	annotations := strMap(p.m, "metadata", "annotations")
@@ -115,9 +131,10 @@ func (r *Resolver) pod(ctx context.Context, p *obj) ([]Dimension, error) {
 	cms, secrets := configRefs(spec)
 	for _, ref := range []struct {
 		resource, dim string
-		names         []string
+		refs          []configRef
 	}{{"configmaps", "configmap", cms}, {"secrets", "secret", secrets}} {
-		for _, name := range ref.names {
+		for _, cr := range ref.refs {
+			name := cr.name
 			var o *obj
 			var err error
 			if r.pinStart {
@@ -135,9 +152,10 @@ func (r *Resolver) pod(ctx context.Context, p *obj) ([]Dimension, error) {
 			// The object as a whole by its content alone: the same bytes in
 			// every namespace (kube-root-ca.crt) are one value, so an object
 			// every pod mounts never stands in for the namespace.
-			add(ref.dim+"/"+name, contentHash(o.m), o.evidence())
+			read := cr.only(o.m)
+			add(ref.dim+"/"+name, contentHash(read), o.evidence())
 			for _, field := range []string{"data", "binaryData", "stringData"} {
-				for k, v := range strMap(o.m, field) {
+				for k, v := range strMap(read, field) {
 					add(ref.dim+"/"+name+"/"+k, v, o.evidence())
 				}
 			}
@@ -186,29 +204,43 @@ func digestOf(imageID string) string {
 	return imageID
 }
 
-// configRefs lists the ConfigMaps and Secrets a pod spec reads.
-func configRefs(spec map[string]any) (cms, secrets []string) {
-	seenC, seenS := map[string]bool{}, map[string]bool{}
-	addC := func(n string) {
-		if n != "" && !seenC[n] {
-			seenC[n] = true
-			cms = append(cms, n)
+// configRefs lists the ConfigMaps and Secrets a pod spec reads, sorted,
+// each with the keys it reads: nil for every key (a volume without items,
+// envFrom), else the keys named (env valueFrom, a volume's items). A pod
+// that reads one key of a shared ConfigMap does not run with the others.
+func configRefs(spec map[string]any) (cms, secrets []configRef) {
+	cm, sec := map[string]map[string]bool{}, map[string]map[string]bool{}
+	all := map[string]bool{} // "c/NAME" or "s/NAME": every key read
+	add := func(into map[string]map[string]bool, kind, name string, keys ...string) {
+		if name == "" {
+			return
+		}
+		if into[name] == nil {
+			into[name] = map[string]bool{}
+		}
+		if len(keys) == 0 {
+			all[kind+"/"+name] = true
+		}
+		for _, k := range keys {
+			into[name][k] = true
 		}
 	}
-	addS := func(n string) {
-		if n != "" && !seenS[n] {
-			seenS[n] = true
-			secrets = append(secrets, n)
+	volume := func(into map[string]map[string]bool, kind string, src map[string]any, nameField string) {
+		var keys []string
+		for _, it := range list(src, "items") {
+			im, _ := it.(map[string]any)
+			keys = append(keys, str(im, "key"))
 		}
+		add(into, kind, str(src, nameField), keys...)
 	}
 	for _, x := range list(spec, "volumes") {
 		v, _ := x.(map[string]any)
-		addC(str(mapAt(v, "configMap"), "name"))
-		addS(str(mapAt(v, "secret"), "secretName"))
+		volume(cm, "c", mapAt(v, "configMap"), "name")
+		volume(sec, "s", mapAt(v, "secret"), "secretName")
 		for _, s := range list(mapAt(v, "projected"), "sources") {
 			sm, _ := s.(map[string]any)
-			addC(str(mapAt(sm, "configMap"), "name"))
-			addS(str(mapAt(sm, "secret"), "name"))
+			volume(cm, "c", mapAt(sm, "configMap"), "name")
+			volume(sec, "s", mapAt(sm, "secret"), "name")
 		}
 	}
 	for _, field := range []string{"containers", "initContainers"} {
@@ -216,20 +248,58 @@ func configRefs(spec map[string]any) (cms, secrets []string) {
 			c, _ := x.(map[string]any)
 			for _, e := range list(c, "envFrom") {
 				em, _ := e.(map[string]any)
-				addC(str(mapAt(em, "configMapRef"), "name"))
-				addS(str(mapAt(em, "secretRef"), "name"))
+				add(cm, "c", str(mapAt(em, "configMapRef"), "name"))
+				add(sec, "s", str(mapAt(em, "secretRef"), "name"))
 			}
 			for _, e := range list(c, "env") {
 				em, _ := e.(map[string]any)
 				vf := mapAt(em, "valueFrom")
-				addC(str(mapAt(vf, "configMapKeyRef"), "name"))
-				addS(str(mapAt(vf, "secretKeyRef"), "name"))
+				add(cm, "c", str(mapAt(vf, "configMapKeyRef"), "name"), str(mapAt(vf, "configMapKeyRef"), "key"))
+				add(sec, "s", str(mapAt(vf, "secretKeyRef"), "name"), str(mapAt(vf, "secretKeyRef"), "key"))
 			}
 		}
 	}
-	sort.Strings(cms)
-	sort.Strings(secrets)
-	return cms, secrets
+	refs := func(kind string, m map[string]map[string]bool) []configRef {
+		out := make([]configRef, 0, len(m))
+		for name, keys := range m {
+			r := configRef{name: name}
+			if !all[kind+"/"+name] {
+				r.keys = keys
+			}
+			out = append(out, r)
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+		return out
+	}
+	return refs("c", cm), refs("s", sec)
+}
+
+// configRef is a ConfigMap or Secret a pod reads: its name, and the keys
+// it reads (nil: every key).
+type configRef struct {
+	name string
+	keys map[string]bool
+}
+
+// only keeps the keys of a ConfigMap's or Secret's data a pod reads.
+func (r configRef) only(m map[string]any) map[string]any {
+	if r.keys == nil {
+		return m
+	}
+	out := map[string]any{}
+	for _, field := range []string{"data", "binaryData", "stringData"} {
+		d, _ := m[field].(map[string]any)
+		kept := map[string]any{}
+		for k, v := range d {
+			if r.keys[k] {
+				kept[k] = v
+			}
+		}
+		if len(kept) > 0 {
+			out[field] = kept
+		}
+	}
+	return out
 }
 
 // ownerDims are an owner's name and generation.
@@ -338,6 +408,29 @@ func aggregate(pods [][]Dimension) []Dimension {
 		out = append(out, Dimension{Name: name, Value: strings.Join(parts, ", "), Evidence: latest})
 	}
 	return out
+}
+
+// tolerations lists a pod's tolerations in one canonical, sorted line:
+// "key=value:Effect", "key:Effect" (operator Exists), ":Effect" or "*"
+// (every taint of an effect, or every taint).
+func tolerations(spec map[string]any) string {
+	var out []string
+	for _, x := range list(spec, "tolerations") {
+		t, _ := x.(map[string]any)
+		key, op, val, eff := str(t, "key"), str(t, "operator"), str(t, "value"), str(t, "effect")
+		s := key
+		if op != "Exists" && val != "" {
+			s += "=" + val
+		}
+		if key == "" && op == "Exists" && eff == "" {
+			s = "*"
+		} else {
+			s += ":" + eff
+		}
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
 }
 
 // Accessors over decoded JSON.

@@ -11,6 +11,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -109,7 +110,8 @@ func pod(ns, name, uid, node, owner, ownerUID, digest, cm string, extra string) 
 		"labels":{"pod-template-hash":"7d9f","batch.kubernetes.io/job-completion-index":"3"},
 		"annotations":{"faultline.dev/dataset":"imagenet@v42"},
 		"ownerReferences":[{"kind":%q,"name":"owner","uid":%q,"controller":true,"apiVersion":"apps/v1"}]%s},
-		"spec":{"nodeName":%q,"schedulerName":"default-scheduler","priorityClassName":"training-high",
+		"spec":{"nodeName":%q,"schedulerName":"default-scheduler","priorityClassName":"training-high","serviceAccountName":"trainer",
+		  "nodeSelector":{"pool":"h100-a"},"tolerations":[{"key":"gpu","operator":"Exists","effect":"NoSchedule"},{"key":"dedicated","value":"ml","effect":"NoSchedule"}],
 		  "containers":[{"name":"trainer","image":"registry.example/trainer:1.4","envFrom":[{"configMapRef":{"name":%q}}],
 		    "env":[{"name":"TOKEN","valueFrom":{"secretKeyRef":{"name":"wandb","key":"token"}}},{"name":"MODEL_VERSION","value":"llama-7b@3"}]}],
 		  "volumes":[{"name":"cfg","configMap":{"name":"shared"}}]},
@@ -161,6 +163,9 @@ func TestPodIdentity(t *testing.T) {
 		"image.digest/trainer":                    "sha256:0001",
 		"schedulerName":                           "default-scheduler",
 		"priorityClassName":                       "training-high",
+		"serviceAccount":                          "trainer",
+		"nodeSelector/pool":                       "h100-a",
+		"tolerations":                             "dedicated=ml:NoSchedule,gpu:NoSchedule",
 		"rank":                                    "3",
 		"owner.podTemplateHash":                   "7d9f",
 		"owner/ReplicaSet":                        "trainer-7d9f",
@@ -441,5 +446,44 @@ func TestContentHashIgnoresMetadata(t *testing.T) {
 	}
 	if contentHash(a) == contentHash(c) {
 		t.Errorf("other data, same digest %s", contentHash(a))
+	}
+}
+
+func TestConfigRefsKeys(t *testing.T) {
+	tests := []struct {
+		name string
+		spec string
+		cms  map[string][]string // name -> keys read (nil: every key)
+	}{
+		{"env reads one key", `{"containers":[{"env":[{"name":"LR","valueFrom":{"configMapKeyRef":{"name":"shared","key":"LR"}}}]}]}`,
+			map[string][]string{"shared": {"LR"}}},
+		{"envFrom reads every key", `{"containers":[{"envFrom":[{"configMapRef":{"name":"shared"}}],
+			"env":[{"name":"LR","valueFrom":{"configMapKeyRef":{"name":"shared","key":"LR"}}}]}]}`,
+			map[string][]string{"shared": nil}},
+		{"a volume's items", `{"volumes":[{"name":"v","configMap":{"name":"shared","items":[{"key":"a.yaml","path":"a"},{"key":"b.yaml","path":"b"}]}}]}`,
+			map[string][]string{"shared": {"a.yaml", "b.yaml"}}},
+		{"a volume without items", `{"volumes":[{"name":"v","configMap":{"name":"shared"}}]}`,
+			map[string][]string{"shared": nil}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var spec map[string]any
+			if err := json.Unmarshal([]byte(tt.spec), &spec); err != nil {
+				t.Fatal(err)
+			}
+			cms, _ := configRefs(spec)
+			got := map[string][]string{}
+			for _, r := range cms {
+				var keys []string
+				for k := range r.keys {
+					keys = append(keys, k)
+				}
+				sort.Strings(keys)
+				got[r.name] = keys
+			}
+			if diff := cmp.Diff(tt.cms, got); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
 	}
 }

@@ -120,7 +120,7 @@ const maxScoped = 10
 // actorOf finds the audit record that wrote the suspect's version: the one
 // with its evidence (run and line), near its time.
 func actorOf(ctx context.Context, s Store, sp *Suspect) error {
-	if sp.Kind != "change" || sp.Run == 0 || sp.At.IsZero() {
+	if sp.Kind != "change" || sp.Run == 0 || sp.At.IsZero() || sp.restart != nil {
 		return nil
 	}
 	q := timeline.Query{Since: sp.At.Add(-5 * time.Second), Until: sp.At.Add(5 * time.Second)}
@@ -137,8 +137,9 @@ func actorOf(ctx context.Context, s Store, sp *Suspect) error {
 }
 
 // selectorOf is "key=value" for the node label whose holders are exactly
-// the given nodes ("Node/NAME"), the shortest key when several are; "" when
-// no label names that set.
+// the given nodes ("Node/NAME"); when several are, the one that names the
+// nodes' place (placeRank), then the shortest key; "" when no label names
+// that set.
 func selectorOf(refs []string, nodes []timeline.ObjectVersion) string {
 	want := map[string]bool{}
 	for _, r := range refs {
@@ -179,6 +180,9 @@ func selectorOf(refs []string, nodes []timeline.ObjectVersion) string {
 	}
 	keyLen := func(s string) int { return strings.Index(s, "=") }
 	sort.Slice(cands, func(i, j int) bool {
+		if pi, pj := placeRank(cands[i][:keyLen(cands[i])]), placeRank(cands[j][:keyLen(cands[j])]); pi != pj {
+			return pi < pj
+		}
 		if keyLen(cands[i]) != keyLen(cands[j]) {
 			return keyLen(cands[i]) < keyLen(cands[j])
 		}
@@ -204,4 +208,20 @@ func nodeLabels(nodes []timeline.ObjectVersion) map[string]map[string]string {
 		}
 	}
 	return labels
+}
+
+// placeRank orders node labels by how plainly they name where the nodes
+// are, as an operator acts on them: a pool, a zone or region, a rack, then
+// any other label (a cost center, a team) that happens to hold the same
+// nodes.
+func placeRank(key string) int {
+	switch {
+	case identity.PoolLabel(key):
+		return 0
+	case key == "topology.kubernetes.io/zone" || key == "topology.kubernetes.io/region":
+		return 1
+	case key == "rack" || strings.HasSuffix(key, "/rack"):
+		return 2
+	}
+	return 3
 }

@@ -39,7 +39,7 @@ type Episode struct {
 // episodeOf investigates the units of one cluster: the bad units where
 // selects (less those of the slices before it) and every good unit.
 func episodeOf(ctx context.Context, s Store, out *outcome.Outcomes, units []*outcome.Unit, ids []map[string]identity.Dimension,
-	sl *Slice, taken func(int) bool, health []NodeHealth, since time.Time) (*Episode, error) {
+	cons constraints, sl *Slice, taken func(int) bool, health []NodeHealth, since time.Time) (*Episode, error) {
 	var sub []*outcome.Unit
 	var subIDs []map[string]identity.Dimension
 	var first time.Time
@@ -80,8 +80,8 @@ func episodeOf(ctx context.Context, s Store, out *outcome.Outcomes, units []*out
 			break
 		}
 	}
-	ep.Counterexample = counterexample(sub, subIDs, ep.typical, sl.Where, first)
-	tmp := &Report{Slice: sl, Counterexample: ep.Counterexample, NodeHealth: health, ns: ep.ns, typical: ep.typical}
+	ep.Counterexample = counterexample(sub, subIDs, ep.typical, sl.Where, ep.ns, first)
+	tmp := &Report{Slice: sl, Counterexample: ep.Counterexample, NodeHealth: health, ns: ep.ns, typical: ep.typical, cons: cons}
 	if ep.Changes, err = suspects(ctx, s, sub, subIDs, tmp, ep.typical, first, since); err != nil {
 		return nil, err
 	}
@@ -118,7 +118,7 @@ func episodes(ctx context.Context, s Store, out *outcome.Outcomes, units []*outc
 		}
 		where, equivalents := nameSlice(units, ids, dims, map[string]string(c.Where))
 		sl := &Slice{Where: where, Equivalents: equivalents, Bad: int(c.Bad), Total: int(c.Total), Coverage: c.Coverage, Precision: c.Precision}
-		ep, err := episodeOf(ctx, s, out, units, ids, sl, taken, rep.NodeHealth, since)
+		ep, err := episodeOf(ctx, s, out, units, ids, rep.cons, sl, taken, rep.NodeHealth, since)
 		if err != nil {
 			return nil, nil, time.Time{}, err
 		}

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/analyze/boundary"
+	"github.com/faultline/faultline/analyze/controlplane"
 	"github.com/faultline/faultline/analyze/gang"
 	"github.com/faultline/faultline/analyze/identity"
 	"github.com/faultline/faultline/analyze/outcome"
@@ -83,6 +84,7 @@ type Report struct {
 	ns      string            // the bad slice's namespace
 	units   []*outcome.Unit
 	ids     []map[string]identity.Dimension
+	cons    constraints // the units' constraints (access.go)
 }
 
 // Matching returns the units in scope whose identity matches every
@@ -174,6 +176,16 @@ type Suspect struct {
 
 	refs   []string // the objects that made it
 	unread bool     // a write whose content is not in the evidence (writes.go)
+	// reached are the units the evidence shows the change reached, when
+	// that is not what they hold (access.go, placement.go).
+	reached map[*outcome.Unit]bool
+	// unplaced: a node change that turned away pods never placed
+	// (placement.go); undoing it, not cordoning, lets them in.
+	unplaced bool
+	restart  *controlplane.Restart // an apiserver restart (restarts.go)
+	// nodeAt is when each node ("Node/NAME") made the change, when nodes
+	// made it one after another (a drain).
+	nodeAt map[string]time.Time
 	// Kind is "change" (an object's identity changed in time) or
 	// "difference" (the bad slice differs from its counterexample).
 	Kind string `json:"kind"`
@@ -316,6 +328,7 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	res := identity.NewResolver(s, time.Time{}, opt.Rules)
 	res.PinAtPodStart()
 	ids := make([]map[string]identity.Dimension, len(units))
+	cons := constraints{}
 	ranks := map[*outcome.Unit]string{} // rank is per pod: kept apart from the slice
 	for i, u := range units {
 		id, err := res.Of(ctx, identity.Ref{Kind: "Pod", Namespace: u.Namespace, Name: u.Name})
@@ -326,17 +339,20 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 			}
 			return nil, fmt.Errorf("identity of %s: %w", u.Ref, err)
 		}
-		ids[i] = map[string]identity.Dimension{}
+		ids[i], cons[u] = map[string]identity.Dimension{}, map[string]string{}
 		if r, ok := id.Get("rank"); ok {
 			ranks[u] = r
 		}
 		for _, d := range id.Dimensions {
-			if sliceable(d.Name) {
+			switch {
+			case constraint(d.Name):
+				cons[u][d.Name] = d.Value
+			case sliceable(d.Name):
 				ids[i][d.Name] = d
 			}
 		}
 	}
-	rep.units, rep.ids = units, ids
+	rep.units, rep.ids, rep.cons = units, ids, cons
 	rep.Slice, err = findSlice(ctx, units, ids)
 	if err != nil {
 		return nil, err
@@ -353,7 +369,7 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 				break
 			}
 		}
-		rep.Counterexample = counterexample(units, ids, rep0, rep.Slice.Where, cp.FirstBad)
+		rep.Counterexample = counterexample(units, ids, rep0, rep.Slice.Where, rep.ns, cp.FirstBad)
 	}
 
 	// 5. Node health, then the suspects.
@@ -494,13 +510,24 @@ func typical(units []*outcome.Unit, ids []map[string]identity.Dimension, where m
 	return out
 }
 
-func counterexample(units []*outcome.Unit, ids []map[string]identity.Dimension, typ, where map[string]string, firstBad time.Time) *Counterexample {
+// counterexample is the good unit most like the bad slice outside it: of
+// the slice's population (its namespace, ns) when that holds one, as the
+// suspects are scored over it; then sharing the most of the slice's
+// typical identity; then created nearest the first bad.
+func counterexample(units []*outcome.Unit, ids []map[string]identity.Dimension, typ, where map[string]string, ns string, firstBad time.Time) *Counterexample {
 	best, bestScore := -1, -1
+	inPop := false
 	for i, u := range units {
 		// A counterexample stayed good and differs in the slice: a good
 		// unit inside the slice contradicts it, it does not confirm it.
 		if !u.Good() || matches(ids[i], where) {
 			continue
+		}
+		if in := u.Namespace == ns; in != inPop {
+			if !in {
+				continue
+			}
+			inPop, best, bestScore = true, -1, -1
 		}
 		score := 0
 		for name, v := range typ {

@@ -203,5 +203,5 @@ func nodeEpisode(ctx context.Context, s Store, res *identity.Resolver, out *outc
 		return nil, err
 	}
 	none := func(int) bool { return false }
-	return episodeOf(ctx, s, out, units, ids, sl, none, health, since)
+	return episodeOf(ctx, s, out, units, ids, nil, sl, none, health, since)
 }

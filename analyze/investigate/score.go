@@ -87,15 +87,18 @@ func (s support) reason(competitors int) string {
 	if s.good == 0 {
 		good = "no comparable good unit to contrast"
 	}
-	line := fmt.Sprintf("%d of %d bad units hold it, %s; p=%.2g by chance", s.badHold, s.bad, good, s.pValue())
+	return fmt.Sprintf("%d of %d bad units hold it, %s; p=%.2g by chance", s.badHold, s.bad, good, s.pValue()) + competing(competitors)
+}
+
+// competing says how many other changes explain the same units.
+func competing(competitors int) string {
 	switch competitors {
 	case 0:
+		return ""
 	case 1:
-		line += "; 1 other change explains the same units"
-	default:
-		line += fmt.Sprintf("; %d other changes explain the same units", competitors)
+		return "; 1 other change explains the same units"
 	}
-	return line
+	return fmt.Sprintf("; %d other changes explain the same units", competitors)
 }
 
 // population is the units a suspect is judged over: the bad units in
@@ -202,20 +205,31 @@ func loadShaped(units []*outcome.Unit) (bool, int) {
 // unit on one of the nodes when the change came while it ran, before it
 // went bad (a NoExecute taint, a cordon and drain act on running pods); a
 // good unit that started on one of them after it.
-func (p population) supportOfNodeChange(units []*outcome.Unit, ids []map[string]identity.Dimension, refs []string, at time.Time) support {
+func (p population) supportOfNodeChange(units []*outcome.Unit, ids []map[string]identity.Dimension, sp *Suspect) support {
 	set := map[string]bool{}
-	for _, r := range refs {
+	for _, r := range sp.refs {
 		set[r] = true
 	}
-	on := func(i int) bool { return set["Node/"+ids[i]["node"].Value] }
+	// When the change came to a unit's node: each node's own time when
+	// nodes made it one after another, else the change's.
+	when := func(i int) (time.Time, bool) {
+		ref := "Node/" + ids[i]["node"].Value
+		if !set[ref] {
+			return time.Time{}, false
+		}
+		if t, ok := sp.nodeAt[ref]; ok {
+			return t, true
+		}
+		return sp.At, true
+	}
 	s := support{bad: len(p.bad), good: len(p.good)}
 	for _, i := range p.bad {
-		if on(i) && !at.Before(units[i].Created) && !at.After(units[i].BadAt) {
+		if at, on := when(i); on && !at.Before(units[i].Created) && !at.After(units[i].BadAt) {
 			s.badHold++
 		}
 	}
 	for _, i := range p.good {
-		if on(i) && units[i].Created.After(at) {
+		if at, on := when(i); on && units[i].Created.After(at) {
 			s.goodHold++
 		}
 	}
@@ -228,16 +242,37 @@ func (p population) supportOfNodeChange(units []*outcome.Unit, ids []map[string]
 // found running; any other dimension, its value (supportOf).
 func (p population) supportOfSuspect(units []*outcome.Unit, ids []map[string]identity.Dimension, sp *Suspect) support {
 	switch {
+	case sp.reached != nil:
+		return p.supportOfReach(units, sp.reached)
 	case sp.Dimension == "node.ready":
 		return p.supportOfNodes(ids, sp.refs)
 	case sp.unread:
 		return p.supportOfWrite(units, ids, sp.Dimension, sp.At)
 	case (sp.Dimension == "node.taints" || sp.Dimension == "node.unschedulable") && sp.Kind == "change":
-		return p.supportOfNodeChange(units, ids, sp.refs, sp.At)
+		return p.supportOfNodeChange(units, ids, sp)
 	}
 	at := sp.At
 	if sp.Kind != "change" {
 		at = time.Time{} // a difference was not seen happening: no exposure
 	}
 	return p.supportOf(units, ids, sp.Dimension, sp.To, at)
+}
+
+// supportOfReach counts the units the evidence shows a change reached
+// (a ServiceAccount denied after an RBAC write, a pod that could no longer
+// be placed after a node change). A good unit it reached is evidence
+// against it: reached, yet it did not fail.
+func (p population) supportOfReach(units []*outcome.Unit, reached map[*outcome.Unit]bool) support {
+	s := support{bad: len(p.bad), good: len(p.good)}
+	for _, i := range p.bad {
+		if reached[units[i]] {
+			s.badHold++
+		}
+	}
+	for _, i := range p.good {
+		if reached[units[i]] {
+			s.goodHold++
+		}
+	}
+	return s
 }

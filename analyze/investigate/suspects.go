@@ -38,10 +38,23 @@ func suspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[str
 	}
 	pop := populationOf(units, rep.ns)
 	out := scoreSuspects(cands, owners, units, ids, pop, firstBad)
-	if err := scope(ctx, s, out, since, firstBad); err != nil {
+	if err := scope(ctx, s, out, since, lastBad(units, ids, rep.Slice.Where, firstBad)); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// lastBad is when the last bad unit of the slice went bad (firstBad when
+// none did later). A change need only precede the bad units it explains: a
+// drain taints node after node, a denial may come after the first bad.
+func lastBad(units []*outcome.Unit, ids []map[string]identity.Dimension, where map[string]string, firstBad time.Time) time.Time {
+	until := firstBad
+	for i, u := range units {
+		if u.Bad() && matches(ids[i], where) && u.BadAt.After(until) {
+			until = u.BadAt
+		}
+	}
+	return until
 }
 
 // gather collects the candidate suspects: changes in time of the objects
@@ -75,9 +88,19 @@ func gather(ctx context.Context, s Store, units []*outcome.Unit, ids []map[strin
 	for r := range refSet {
 		refs = append(refs, r)
 	}
-	changes, err := identity.Changes(ctx, s, refs, since, firstBad)
+	// Node changes are read until the last unit of the slice went bad
+	// (lastBad); other objects' changes after the first bad are
+	// consequences.
+	until := lastBad(units, ids, where, firstBad)
+	all, err := identity.Changes(ctx, s, refs, since, until)
 	if err != nil {
 		return nil, nil, err
+	}
+	var changes []identity.ObjectChange
+	for _, c := range all {
+		if !c.When.After(firstBad) || strings.HasPrefix(c.Ref, "Node/") {
+			changes = append(changes, c)
+		}
 	}
 
 	type key struct{ dim, from, to string }
@@ -95,6 +118,14 @@ func gather(ctx context.Context, s Store, units []*outcome.Unit, ids []map[strin
 		}
 		c.Objects++
 		c.refs = append(c.refs, ref)
+		if strings.HasPrefix(ref, "Node/") && observed {
+			if c.nodeAt == nil {
+				c.nodeAt = map[string]time.Time{}
+			}
+			if t, ok := c.nodeAt[ref]; !ok || at.Before(t) {
+				c.nodeAt[ref] = at
+			}
+		}
 		if observed && (c.At.IsZero() || at.Before(c.At)) {
 			c.At, c.Run, c.Line, c.Ref = at, run, line, ref
 		}
@@ -167,7 +198,31 @@ func gather(ctx context.Context, s Store, units []*outcome.Unit, ids []map[strin
 		return nil, nil, err
 	}
 	out = append(out, writes...)
+	access, err := accessSuspects(ctx, s, units, ids, rep.cons, where, since, until.Add(time.Second))
+	if err != nil {
+		return nil, nil, err
+	}
+	out = append(out, access...)
+	placement, err := placementSuspects(ctx, s, units, ids, rep.cons, where, since, firstBad)
+	if err != nil {
+		return nil, nil, err
+	}
+	out = append(out, placement...)
+	restarts, err := restartSuspects(ctx, s, units, since, firstBad)
+	if err != nil {
+		return nil, nil, err
+	}
+	out = append(out, restarts...)
 	return out, owners, nil
+}
+
+// scored is a suspect being scored.
+type scored struct {
+	sp      Suspect
+	sup     support
+	created bool
+	base    float64 // confidence before competitors
+	why     string  // what the confidence rests on, when not the contrast (sup)
 }
 
 // scoreSuspects scores each candidate on the units (score.go), drops what
@@ -175,12 +230,6 @@ func gather(ctx context.Context, s Store, units []*outcome.Unit, ids []map[strin
 // the way that owns no bad unit), and ranks the rest.
 func scoreSuspects(cands []*Suspect, owners map[string]bool, units []*outcome.Unit, ids []map[string]identity.Dimension,
 	pop population, firstBad time.Time) []Suspect {
-	type scored struct {
-		sp      Suspect
-		sup     support
-		created bool
-		base    float64 // confidence before competitors
-	}
 	var all []*scored
 	contentExplains := false
 	for _, c := range cands {
@@ -204,20 +253,35 @@ func scoreSuspects(cands []*Suspect, owners map[string]bool, units []*outcome.Un
 				continue // changed after the first bad: a consequence, not a cause
 			}
 			x.sup = pop.supportOfSuspect(units, ids, &sp)
-			if !carrier(sp.Dimension) && x.sup.strength() >= 0.5 {
+			if !carrier(sp.Dimension) && sp.restart == nil && x.sup.strength() >= 0.5 {
 				contentExplains = true
 			}
 		}
 		if sp.Objects > 1 {
 			why = append(why, fmt.Sprintf("%d objects made this change", sp.Objects))
 		}
+		if c.Why != "" {
+			why = append(why, c.Why) // how the evidence shows it reached the units
+		}
 		x.sp.Why = strings.Join(why, "; ")
 		x.sp.Objects = sp.Objects
 		all = append(all, x)
 	}
 	shaped, _ := loadShaped(units)
+	all, trigger, triggerAt := restartsScored(all, units, firstBad, shaped)
 	for _, x := range all {
-		x.base = x.sup.confidence(0)
+		if x.sp.restart == nil {
+			x.base = x.sup.confidence(0)
+		}
+		if x.created && x.base > 0 && !triggerAt.IsZero() && x.sp.At.Before(triggerAt) {
+			// Its units ran through its arrival unharmed and failed after
+			// the restart: the arrival is the condition, the restart the
+			// trigger (restarts.go).
+			x.base *= trigger
+			x.sp.Why += "; its units ran through its arrival and failed after the apiserver restarted"
+			x.why = fmt.Sprintf("%s; but its units ran through its arrival unharmed and failed after the apiserver restarted (p=%.2g)",
+				x.sup.reason(0), trigger)
+		}
 		if x.created && (contentExplains || !shaped) {
 			// A workload's arrival is a cause only when what its units ran
 			// with explains nothing and they failed the way load fails.
@@ -234,16 +298,16 @@ func scoreSuspects(cands []*Suspect, owners map[string]bool, units []*outcome.Un
 		competitors := 0
 		if x.base > 0 {
 			for _, y := range all {
-				if y != x && !carrier(y.sp.Dimension) && !y.created && y.base >= 0.8*x.base && y.sp.Dimension != x.sp.Dimension {
+				if y != x && !carrier(y.sp.Dimension) && !y.created && y.base >= 0.8*x.base && (y.sp.Dimension != x.sp.Dimension || y.sp.Ref != x.sp.Ref) {
 					competitors++
 				}
 			}
 		}
-		x.sp.Confidence = round3(x.sup.confidence(competitors))
-		if x.base == 0 {
-			x.sp.Confidence = 0
-		}
+		x.sp.Confidence = round3(x.base / float64(1+competitors))
 		x.sp.ConfidenceWhy = x.sup.reason(competitors)
+		if x.why != "" {
+			x.sp.ConfidenceWhy = x.why + competing(competitors)
+		}
 		// Rank by confidence; a carrier yields to the content it carried,
 		// and a change seen in time to nothing.
 		x.sp.Score = x.sp.Confidence
@@ -402,6 +466,23 @@ func advise(rep *Report) (mit []Action, conf []string) {
 			}
 			mit = append(mit, Action{Action: "rollback", Target: target, To: top.From,
 				Why: fmt.Sprintf("restore%s to its last-known-good content", key)})
+		case top.restart != nil:
+			// The restart is over; what made it harm is how the slice's
+			// clients came back: every one of them at once, relisting.
+			if o := ownerOf(rep.typical, rep.ns); o != "" {
+				mit = append(mit, Action{Action: "set", Target: o + " reads", To: "relist from the watch cache (resourceVersion=0) after a jittered backoff when a watch breaks",
+					Why: "the apiserver restarted and every client relisted at once: see faultline controlplane"})
+			}
+		case top.unplaced:
+			// Pods that were never placed need the nodes back: undo the
+			// change on every node that made it (cordoning them would keep
+			// the pods away too).
+			target := top.Ref
+			if top.Selector != "" {
+				target = top.Selector
+			}
+			mit = append(mit, Action{Action: "rollback", Target: target, To: top.From,
+				Why: "undo " + top.Dimension + " on the nodes that got it, so the pending pods can be placed"})
 		case top.Dimension == "node.taints" || top.Dimension == "node.unschedulable":
 			// A taint or a cordon pushed work away: undo it on every node
 			// that got it (cordoning them would keep it away).

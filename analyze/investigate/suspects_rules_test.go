@@ -183,6 +183,16 @@ func TestCounterexample(t *testing.T) {
 			&Counterexample{Ref: "Pod/ml/train-3", Matches: 2, Differs: []Differ{
 				{Dimension: "node.pool", Bad: "a100", Good: "h100"},
 			}}},
+		{"the population before a closer match in another namespace", []unit{
+			train("train-0", false, "a100"), train("train-1", false, "a100"),
+			{goodUnit("web", "web-0", 90, 110), idOf("owner/Job", "web", "configmap/train-env/LR", "b", "node.pool", "a100", "node", "web-0-node")},
+			eval("eval-0", 10, "h100"),
+		}, map[string]string{"owner/Job": "train"},
+			&Counterexample{Ref: "Pod/ml/eval-0", Matches: 0, Differs: []Differ{
+				{Dimension: "owner/Job", Bad: "train", Good: "eval"},
+				{Dimension: "configmap/train-env/LR", Bad: "b", Good: ""},
+				{Dimension: "node.pool", Bad: "a100", Good: "h100"},
+			}}},
 		{"every good unit inside: none", []unit{
 			train("train-0", false, "a100"), train("train-1", false, "a100"),
 			train("train-2", true, "a100"), train("train-3", true, "a100"),
@@ -200,7 +210,7 @@ func TestCounterexample(t *testing.T) {
 				ids = append(ids, x.id)
 			}
 			typ := typical(units, ids, tt.where)
-			got := counterexample(units, ids, typ, tt.where, at(100))
+			got := counterexample(units, ids, typ, tt.where, "ml", at(100))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("counterexample (-want +got)\n%s", diff)
 			}

@@ -28,8 +28,11 @@ func decide(rep *Report) {
 		top := rep.Changes[0]
 		rep.Verdict = VerdictCause
 		what := fmt.Sprintf("%s %s changed", top.Ref, top.Dimension)
-		if top.Dimension == "created" {
+		switch top.Dimension {
+		case "created":
 			what = top.Ref + " arrived"
+		case "restart":
+			what = top.Ref + " restarted"
 		}
 		rep.VerdictWhy = fmt.Sprintf("%s (confidence %.2f: %s)", what, top.Confidence, top.ConfidenceWhy)
 		return

@@ -65,7 +65,7 @@ func writeSuspects(ctx context.Context, s Store, objs map[string]string, since, 
 			}
 			out = append(out, &Suspect{Ref: ref, Dimension: objs[ref], From: "", To: r.Verb + " (content not in the evidence)",
 				At: r.Time, Kind: "change", unread: true, Run: r.Evidence.Run, Line: r.Evidence.Line, By: r.User, UserAgent: r.UserAgent, Objects: 1,
-				Why: fmt.Sprintf("%s %s by %s %s before the first bad (its content is not in the evidence)", ref, r.Verb+"d", r.User, ago(r.Time, until))})
+				Why: fmt.Sprintf("%s by %s (its content is not in the evidence)", pastTense(r.Verb), r.User)})
 		}
 	}
 	return out, nil

@@ -33,8 +33,12 @@ const DefaultBad = "(" + defaultBadRequests + ") || " + defaultBadStates
 // The two halves of DefaultBad, queried apart so that each uses its index.
 const (
 	// "code >= 400" first lets SQLite use its index of error responses.
-	defaultBadRequests = `code >= 400 && (code == 429 || code >= 500) && resource != ""`
-	defaultBadStates   = `reason in [` +
+	// A workload's own identity denied (401, 403) fails the workload; a
+	// system component's denials at start-up (its RBAC not yet loaded)
+	// are the control plane's own.
+	defaultBadRequests = `code >= 400 && (code == 429 || code >= 500 || ` +
+		`(code in [401, 403] && user.startsWith("system:serviceaccount:") && !user.startsWith("system:serviceaccount:kube-system:"))) && resource != ""`
+	defaultBadStates = `reason in [` +
 		`"Failed", "OOMKilled", "Error", "ContainerCannotRun", "CrashLoopBackOff", "BackOff", ` +
 		`"ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError", "Evicted", "Preempted", ` +
 		`"FailedScheduling", "NodeNotReady", "BackoffLimitExceeded", "DeadlineExceeded"]`

@@ -1,0 +1,186 @@
+package investigate
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/analyze/identity"
+	"github.com/faultline/faultline/analyze/outcome"
+	"github.com/faultline/faultline/timeline"
+)
+
+// What a unit may do is part of what it ran with. A pod's requests are
+// authorized as its ServiceAccount, by the Roles and ClusterRoles bound to
+// it. When the requests of a bad unit's ServiceAccount start being denied
+// (401, 403), the change that took the permission away is a write to an
+// RBAC object, and the audit log narrows it down on three counts:
+//
+//   - RBAC only grants, so creating a Role or a binding never denies
+//     anything: only an update, a patch or a delete can;
+//   - a Role or RoleBinding grants only in its own namespace: a write in
+//     another namespace than the denied request's cannot explain it (a
+//     ClusterRole or ClusterRoleBinding can, anywhere);
+//   - the same request allowed after the write says the write did not take
+//     that permission away: only writes between the last allowed request
+//     of the denied kind and the first denial are suspects.
+//
+// The audit log records RBAC objects at the Metadata level, as it does
+// Secrets: who wrote, when and how, without the rules. The suspect says so.
+
+// rbacResources maps the RBAC resources to their kinds, and the dimension
+// their update changes (a Role is its rules; a binding's roleRef is
+// immutable, so an update changes its subjects).
+var rbacResources = map[string]struct{ kind, dim string }{
+	"roles":               {"Role", "rules"},
+	"clusterroles":        {"ClusterRole", "rules"},
+	"rolebindings":        {"RoleBinding", "subjects"},
+	"clusterrolebindings": {"ClusterRoleBinding", "subjects"},
+}
+
+// constraint says whether a dimension is what a unit may do or where it
+// may run (its ServiceAccount, the node labels it requires, the taints it
+// tolerates) rather than what it ran with. Authorization and scheduling
+// reach units through these (access.go, placement.go); every pod of a
+// template shares them, so they never name a slice of their own.
+func constraint(name string) bool {
+	return name == "serviceAccount" || name == "tolerations" || strings.HasPrefix(name, "nodeSelector/")
+}
+
+// denial is the first denied request of one ServiceAccount.
+type denial struct {
+	user        string // system:serviceaccount:NS:NAME
+	first       *timeline.Record
+	lastAllowed time.Time // the same verb on the same resource, allowed (zero: never seen)
+}
+
+// saUser is the user a unit's requests are authorized as.
+func saUser(u *outcome.Unit, cons constraints) string {
+	if sa := cons[u]["serviceAccount"]; sa != "" {
+		return "system:serviceaccount:" + u.Namespace + ":" + sa
+	}
+	return ""
+}
+
+// constraints are the units' constraints (constraint), by unit.
+type constraints map[*outcome.Unit]map[string]string
+
+// denials finds, per ServiceAccount the bad units of the slice run as, its
+// first denied request in [since, until) and the last allowed request of
+// the same kind before it.
+func denials(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension, cons constraints,
+	where map[string]string, since, until time.Time) ([]denial, error) {
+	users := map[string]bool{}
+	for i, u := range units {
+		if user := saUser(u, cons); u.Bad() && matches(ids[i], where) && user != "" {
+			users[user] = true
+		}
+	}
+	names := make([]string, 0, len(users))
+	for u := range users {
+		names = append(names, u)
+	}
+	sort.Strings(names)
+	var out []denial
+	for _, user := range names {
+		f, err := timeline.CompileFilter(fmt.Sprintf(`user == %q && code in [401, 403]`, user))
+		if err != nil {
+			return nil, err
+		}
+		var first *timeline.Record
+		for r, err := range s.Records(ctx, timeline.Query{Since: since, Until: until, Where: f, Limit: 1}) {
+			if err != nil {
+				return nil, err
+			}
+			first = r
+		}
+		if first == nil {
+			continue
+		}
+		d := denial{user: user, first: first}
+		f, err = timeline.CompileFilter(fmt.Sprintf(`user == %q && verb == %q && resource == %q && ns == %q && code < 400`,
+			user, first.Verb, first.Object.Resource, first.Object.Namespace))
+		if err != nil {
+			return nil, err
+		}
+		for r, err := range s.Records(ctx, timeline.Query{Since: since, Until: first.Time, Where: f, Limit: 1, Desc: true}) {
+			if err != nil {
+				return nil, err
+			}
+			d.lastAllowed = r.Time
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// accessSuspects are the RBAC writes that can have taken away a permission
+// the slice's ServiceAccounts were then denied. Each reaches the units
+// that run as a ServiceAccount denied after it.
+func accessSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension, cons constraints,
+	where map[string]string, since, until time.Time) ([]*Suspect, error) {
+	ds, err := denials(ctx, s, units, ids, cons, where, since, until)
+	if err != nil || len(ds) == 0 {
+		return nil, err
+	}
+	byRef := map[string]*Suspect{}
+	denied := map[*Suspect][]string{}
+	var out []*Suspect
+	for _, d := range ds {
+		from := since
+		if d.lastAllowed.After(from) {
+			from = d.lastAllowed
+		}
+		ns := d.first.Object.Namespace
+		f, err := timeline.CompileFilter(fmt.Sprintf(`((resource in ["roles", "rolebindings"] && ns == %q) || resource in ["clusterroles", "clusterrolebindings"]) && group == "rbac.authorization.k8s.io" && verb in ["update", "patch", "delete"] && code < 400`, ns))
+		if err != nil {
+			return nil, err
+		}
+		for r, err := range s.Records(ctx, timeline.Query{Since: from, Until: d.first.Time.Add(time.Nanosecond), Where: f}) {
+			if err != nil {
+				return nil, err
+			}
+			res := rbacResources[r.Object.Resource]
+			ref := res.kind + "/" + r.Object.Name
+			if r.Object.Namespace != "" {
+				ref = res.kind + "/" + r.Object.Namespace + "/" + r.Object.Name
+			}
+			key := ref + "@" + r.Time.String()
+			sp := byRef[key]
+			if sp == nil {
+				dim, to := res.dim, r.Verb+" (content not in the evidence)"
+				if r.Verb == "delete" {
+					dim, to = "deleted", "deleted"
+				}
+				sp = &Suspect{Ref: ref, Dimension: dim, To: to, At: r.Time, Kind: "change", Objects: 1,
+					Run: r.Evidence.Run, Line: r.Evidence.Line, By: r.User, UserAgent: r.UserAgent, reached: map[*outcome.Unit]bool{}}
+				byRef[key] = sp
+				out = append(out, sp)
+			}
+			denied[sp] = append(denied[sp], strings.TrimPrefix(d.user, "system:serviceaccount:"))
+			for _, u := range units {
+				if saUser(u, cons) == d.user {
+					sp.reached[u] = true
+				}
+			}
+		}
+	}
+	for _, sp := range out {
+		users := denied[sp]
+		sp.Why = fmt.Sprintf("%s by %s, then %s denied (the rules are not in the evidence)", pastTense(sp.To), sp.By, strings.Join(users, ", "))
+	}
+	return out, nil
+}
+
+func pastTense(to string) string {
+	verb, _, _ := strings.Cut(to, " ")
+	switch verb {
+	case "deleted":
+		return "deleted"
+	case "patch":
+		return "patched"
+	}
+	return verb + "d"
+}
