@@ -53,7 +53,7 @@ func (m *Model) controlPlaneView(height int) string {
 		}
 	}
 	// Bursts and the fixes simulated on them.
-	b.WriteString("\n" + s.Strong.Render("BURSTS") + " and simulated fixes\n")
+	b.WriteString("\n" + s.Strong.Render("BURSTS") + " by load on apiserver and etcd, and simulated fixes\n")
 	if len(r.Bursts) == 0 {
 		b.WriteString(s.Dim.Render("  none: no class jumped by an order of magnitude") + "\n")
 	}

@@ -18,22 +18,15 @@ const baselineWindow = 300 // seconds
 // magnitude over the class's own rate in the five minutes before, and is
 // significant under it (Poisson, p < 1e-6); a burst runs while the rate
 // stays that high (gaps of up to five seconds bridged). Bursts are ranked
-// by the apiserver time they cost (requests × the class's mean latency).
+// by the load they put on the apiserver and etcd (see load).
 func bursts(classes []*Class, starts []podStart, jitter time.Duration, dataStart int64) []Burst {
-	var out []Burst
-
-	type ranked struct {
-		b    Burst
-		cost float64
-	}
-	var all []ranked
+	out := []Burst{}
 	for _, c := range classes {
 		secs := make([]int64, len(c.series))
 		for i, x := range c.series {
 			secs[i] = x.Sec
 		}
 		prefix := c.prefix
-		mean := meanLatency(c)
 		for i := 0; i < len(secs); i++ {
 			t := secs[i]
 			n := c.series[i].Count
@@ -68,24 +61,25 @@ func bursts(classes []*Class, starts []podStart, jitter time.Duration, dataStart
 			b.Clients = clientsIn(c, t, end)
 			b.Amplification, b.AmplifiedBy = amplification(sum, b.Clients, starts, t, end)
 			b.Fixes = fixes(c, classes, t, end, jitter, starts)
+			b.Load = load(c, sum)
 			b.FanOut = fanOut(&b)
-			all = append(all, ranked{b, float64(sum) * mean})
+			out = append(out, b)
 			i = j - 1
 		}
 	}
-	sort.SliceStable(all, func(i, j int) bool {
-		if all[i].cost != all[j].cost {
-			return all[i].cost > all[j].cost
-		}
-		return all[i].b.Start.Before(all[j].b.Start)
-	})
-	for _, r := range all {
-		out = append(out, r.b)
-	}
-	if out == nil {
-		out = []Burst{}
-	}
+	sort.SliceStable(out, func(i, j int) bool { return heavier(&out[i], &out[j]) })
 	return out
+}
+
+// heavier orders bursts by load, then by apiserver time, then by start.
+func heavier(a, b *Burst) bool {
+	switch {
+	case a.Load.Score != b.Load.Score:
+		return a.Load.Score > b.Load.Score
+	case a.Load.ApiserverSeconds != b.Load.ApiserverSeconds:
+		return a.Load.ApiserverSeconds > b.Load.ApiserverSeconds
+	}
+	return a.Start.Before(b.Start)
 }
 
 func meanLatency(c *Class) float64 {
@@ -264,11 +258,13 @@ func podsAround(starts []podStart, at int64, ns string) (all, inNS int) {
 	return all, inNS
 }
 
+// fanOut draws the burst's way from its clients to etcd; the LISTs that
+// reach etcd are the burst's own (Load.EtcdReads), not its class's.
 func fanOut(b *Burst) string {
 	c := &b.Class
 	etcd := ""
-	if c.EtcdLists > 0 {
-		etcd = fmt.Sprintf(" -> etcd (%d LISTs not served from the watch cache)", c.EtcdLists)
+	if b.Load.EtcdReads > 0 {
+		etcd = fmt.Sprintf(" -> etcd (%d LISTs not served from the watch cache)", b.Load.EtcdReads)
 	}
 	return fmt.Sprintf("%d clients (%s, %s) -> apiserver %s %s/%s at %.0f/s peak (baseline %.2f/s)%s",
 		b.Clients, dash(c.Client), c.User, strings.ToUpper(c.Verb), c.Scope, resourceName(c), b.PeakRps, b.BaselineRps, etcd)

@@ -93,6 +93,7 @@ type Class struct {
 	APFWaitMs   float64          `json:"apfQueueWaitMaxMs"`
 
 	ids     []int64             // store classes folded into it
+	etcdRan int64               // etcd LISTs not refused before their handler ran
 	series  []SecondCount       // requests per second, oldest first
 	prefix  []int64             // prefix[i]: requests in series[:i]
 	buckets map[int]int64       // latency bucket -> requests
@@ -123,6 +124,31 @@ type Burst struct {
 	AmplifiedBy   string  `json:"amplifiedBy"` // "pod" or "client"
 	Fixes         []Fix   `json:"fixes"`
 	FanOut        string  `json:"fanOut"`
+	// Load is what the burst put on the apiserver and etcd: bursts are
+	// ranked by it.
+	Load Load `json:"load"`
+}
+
+// Load is what a burst put on the apiserver and etcd (see load): bursts
+// are ranked by Score, then by ApiserverSeconds.
+type Load struct {
+	// Score is Requests + etcdReadWeight (10) × EtcdReads.
+	Score int64 `json:"score"`
+	// Requests are those the apiserver received, admitted or shed; for a
+	// long-running class (WATCH), its openings.
+	Requests int64 `json:"requests"`
+	// EtcdReads are the LISTs among them that read etcd (the class's share
+	// of its requests that did and were not refused).
+	EtcdReads int64 `json:"etcdReads"`
+	// Throttled are the 429s among them (the class's share): shed load,
+	// counted as requests, never as etcd reads.
+	Throttled int64 `json:"throttled"`
+	// LongRunning is set for a class whose requests stay open as long as the
+	// client wants (WATCH, exec, logs): how long is not load.
+	LongRunning bool `json:"longRunning"`
+	// ApiserverSeconds is Requests × the class's mean latency (0 when long
+	// running): a tie-break only.
+	ApiserverSeconds float64 `json:"apiserverSeconds"`
 }
 
 // Fix is one way to smooth a burst, with its effect simulated on the
@@ -308,6 +334,9 @@ func fold(st *timeline.RequestStats) []*Class {
 		c.Count += x.Count
 		c.Codes[strconv.Itoa(x.Code)] += x.Count
 		c.EtcdLists += x.EtcdLists
+		if !refusedBeforeHandler(x.Code) {
+			c.etcdRan += x.EtcdLists
+		}
 		c.Unpaged += x.UnpagedLists
 		c.buckets[x.LatencyBucket] += x.Count
 		c.MaxMs = math.Max(c.MaxMs, float64(x.LatencyMaxNs)/1e6)

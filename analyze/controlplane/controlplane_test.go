@@ -87,9 +87,13 @@ func TestAnalyzeBurst(t *testing.T) {
 		Amplification     float64
 		By                string
 		Fixes             map[string]float64
+		Score             int64
+		EtcdReads         int64
+		Throttled         int64
 	}
 	got := summary{Class: b.Class.Key(), Start: b.Start.Format(time.TimeOnly), End: b.End.Format(time.TimeOnly), Peak: b.PeakRps,
-		Requests: b.Requests, Clients: b.Clients, Amplification: b.Amplification, By: b.AmplifiedBy, Fixes: map[string]float64{}}
+		Requests: b.Requests, Clients: b.Clients, Amplification: b.Amplification, By: b.AmplifiedBy, Fixes: map[string]float64{},
+		Score: b.Load.Score, EtcdReads: b.Load.EtcdReads, Throttled: b.Load.Throttled}
 	for _, f := range b.Fixes {
 		got.Fixes[f.Kind] = f.SimulatedPeakRps
 	}
@@ -97,7 +101,10 @@ func TestAnalyzeBurst(t *testing.T) {
 		Peak: 200, Requests: 1000, Clients: 100, Amplification: 10, By: "pod",
 		// Jitter over 60 s: 1,000 requests over 60 s is 16.67/s at most.
 		// Scope: all 100 pods are in ml, so a scoped LIST is no smaller.
-		Fixes: map[string]float64{"jitter": 16.67, "watch-cache": 0, "scope": 200, "apf": 200}}
+		Fixes: map[string]float64{"jitter": 16.67, "watch-cache": 0, "scope": 200, "apf": 200},
+		// The 100 LISTs shed with 429 never reached etcd: 1,000 requests
+		// + 10 × 900 etcd reads.
+		Score: 10000, EtcdReads: 900, Throttled: 100}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("burst (-want +got):\n%s", diff)
 	}

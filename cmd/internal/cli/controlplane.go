@@ -39,7 +39,9 @@ func newControlplaneCmd(f *Factory) *cobra.Command {
               mutating and single-object reads, 5 s namespace LISTs, 30 s
               cluster LISTs)
   bursts      classes whose rate jumps an order of magnitude within seconds
-              over their own last five minutes, the clients behind them, the
+              over their own last five minutes, ranked by their load on the
+              apiserver and etcd (a request or WATCH opening counts 1, a LIST
+              read from etcd 10 more), the clients behind them, the
               amplification (requests per pod started), the fan-out, and
               fixes simulated on the recorded requests: a jittered start
               (--jitter), reads from the watch cache or an informer, scoped
@@ -234,14 +236,14 @@ func writeBursts(ew *errWriter, bursts []controlplane.Burst, n int) {
 	if len(bursts) == 0 {
 		return
 	}
-	ew.printf("\nBURSTS (by apiserver time spent)\n")
+	ew.printf("\nBURSTS (by load on apiserver and etcd)\n")
 	for i, b := range bursts {
 		if n > 0 && i == n {
 			ew.printf("  ... %d more (faultline controlplane -o json)\n", len(bursts)-n)
 			break
 		}
-		ew.printf("%d. %s .. %s  %s\n   %.0f/s peak vs %.2f/s before; %s requests from %d clients; %.1f requests per %s started\n   %s\n",
-			i+1, ts(b.Start), ts(b.End), b.Class.Key(), b.PeakRps, b.BaselineRps, humanInt(b.Requests), b.Clients,
+		ew.printf("%d. %s .. %s  %s\n   %s\n   %.0f/s peak vs %.2f/s before; %s requests from %d clients; %.1f requests per %s started\n   %s\n",
+			i+1, ts(b.Start), ts(b.End), b.Class.Key(), b.Load, b.PeakRps, b.BaselineRps, humanInt(b.Requests), b.Clients,
 			b.Amplification, dash(b.AmplifiedBy), b.FanOut)
 		for _, fx := range b.Fixes {
 			ew.printf("   fix %-11s -> peak %.1f/s  %s\n                   tradeoff: %s\n", fx.Kind, fx.SimulatedPeakRps, fx.Detail, fx.Tradeoff)
