@@ -196,6 +196,9 @@ type Suspect struct {
 	// difference, or a version read only from a dump).
 	By        string `json:"by,omitempty"`
 	UserAgent string `json:"userAgent,omitempty"`
+	// Load is the control-plane burst behind a load-shaped cause (a
+	// workload's arrival, an apiserver restart): its class and client.
+	Load *LoadEvidence `json:"load,omitempty"`
 }
 
 // Slice is the smallest affected slice.
@@ -393,6 +396,9 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	// 7. A verdict, then mitigation apart from confirmation.
 	decide(rep)
 	if err := lastGoodBeforeCause(ctx, s, out, rep); err != nil {
+		return nil, err
+	}
+	if err := loadEvidence(ctx, s, rep); err != nil {
 		return nil, err
 	}
 	rep.Mitigation, rep.Confirmation = advise(rep)

@@ -156,6 +156,14 @@ func writeReport(w io.Writer, r *investigate.Report) error {
 		ew.printf("\nNothing bad in the evidence (bad = %s).\n", r.Bad)
 		return ew.err
 	}
+	verdict := "cause"
+	if r.Verdict != investigate.VerdictCause {
+		verdict = "no confident cause"
+	}
+	ew.printf("\nVERDICT  %s: %s\n", verdict, r.VerdictWhy)
+	for _, n := range r.Next {
+		ew.printf("  next: %s\n", n)
+	}
 	ew.printf("\nBOUNDARY\n")
 	ew.printf("  last known-good  %s\n  earliest bad     %s   (incident until %s)\n", ts(b.LastGood), ts(b.FirstBad), ts(b.IncidentEnd))
 	ew.printf("  bad rate %.3g/s inside vs %.3g/s baseline; %d bad observation(s) before it set aside as noise\n",
@@ -194,7 +202,26 @@ func writeReport(w io.Writer, r *investigate.Report) error {
 				break
 			}
 			ew.printf("  %d. %s %s: %s -> %s at %s\n     %s\n", c.Rank, c.Ref, c.Dimension, investigate.ShortID(c.From), investigate.ShortID(c.To), ts(c.At), c.Why)
+			writeSuspectDetail(ew, c)
 		}
+	}
+	for _, h := range r.NodeHealth {
+		sel := ""
+		if h.Selector != "" {
+			sel = " (-l " + h.Selector + ")"
+		}
+		ew.printf("\nNODE HEALTH  %d nodes %s%s from %s to %s; %d ran none of the units\n", h.Nodes, h.Reason, sel, ts(h.First), ts(h.Last), h.WithoutPods)
+	}
+	for i, e := range r.Episodes {
+		where := "-"
+		if e.Slice != nil {
+			where = investigate.WhereString(e.Slice.Where)
+		}
+		first := time.Time{}
+		if e.Boundary != nil {
+			first = e.Boundary.FirstBad
+		}
+		ew.printf("\nEPISODE %d  %s from %s\n  %s: %s\n", i+2, where, ts(first), e.Verdict, e.VerdictWhy)
 	}
 	for _, g := range r.Gangs {
 		ew.printf("\nGANG JOB %s (%d ranks)\n  first to fail: %s rank %s, %s (exit %d) at %s, %s before the next\n  cascade: %d ranks (%s); terminated: %d\n",
@@ -217,6 +244,26 @@ func writeReport(w io.Writer, r *investigate.Report) error {
 		ew.printf("  %s\n", c)
 	}
 	return ew.err
+}
+
+// writeSuspectDetail prints a suspect's confidence, actor and scope, and
+// the control-plane burst behind a load-shaped cause.
+func writeSuspectDetail(ew *errWriter, c investigate.Suspect) {
+	ew.printf("     confidence %.2f: %s\n", c.Confidence, c.ConfidenceWhy)
+	if c.By != "" {
+		ua := ""
+		if c.UserAgent != "" {
+			ua = " (" + c.UserAgent + ")"
+		}
+		ew.printf("     by %s%s\n", c.By, ua)
+	}
+	if c.Selector != "" {
+		ew.printf("     scope -l %s (%d objects)\n", c.Selector, c.Objects)
+	}
+	if l := c.Load; l != nil {
+		ew.printf("     load: %s by %s [%s] %.0f/s at peak vs %.2g/s before, %s .. %s; %s\n     detail: %s\n",
+			l.Class, l.Client, l.User, l.PeakRps, l.Baseline, ts(l.Start), ts(l.End), l.Load, l.Detail)
+	}
 }
 
 func reasonList(m map[string]int) string {
