@@ -78,6 +78,11 @@ func (c *Cluster) newCrew(ctx context.Context, ns, name, userAgent string, n int
 			tokens = append(tokens, t)
 		}
 	}
+	return c.crewOf(ns, name, userAgent, sas, tokens, timeout)
+}
+
+// crewOf is a crew whose worker i uses tokens[i].
+func (c *Cluster) crewOf(ns, name, userAgent string, sas, tokens []string, timeout time.Duration) (*crew, error) {
 	cr := &crew{ns: ns, name: name, userAgent: userAgent, sas: sas, timeout: timeout, seed: c.rng.Uint64(), gaveUp: map[int]time.Time{}, errs: map[int]error{}}
 	for _, tok := range tokens {
 		cfg, err := cr.counter.Config(c.cfg, tok, userAgent, timeout)
@@ -87,6 +92,22 @@ func (c *Cluster) newCrew(ctx context.Context, ns, name, userAgent string, n int
 		cr.configs = append(cr.configs, cfg)
 	}
 	return cr, nil
+}
+
+// podCrew is a crew whose worker i acts as pod pods[i], with a token of
+// ServiceAccount sa bound to that pod, as the kubelet mounts one.
+func (c *Cluster) podCrew(ctx context.Context, ns, name, userAgent, sa string, pods []string, timeout time.Duration) (*crew, error) {
+	tokens := make([]string, len(pods))
+	for i, p := range pods {
+		pod, err := c.Admin.CoreV1().Pods(ns).Get(ctx, p, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("pod %s/%s: %w", ns, p, err)
+		}
+		if tokens[i], err = apiload.PodToken(ctx, c.Admin, ns, sa, pod); err != nil {
+			return nil, err
+		}
+	}
+	return c.crewOf(ns, name, userAgent, []string{sa}, tokens, timeout)
 }
 
 // user is the crew's user as faultline folds ServiceAccounts: by namespace.

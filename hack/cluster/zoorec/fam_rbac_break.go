@@ -133,8 +133,7 @@ func runRBACBreak(ctx context.Context, c *Cluster, e *Expected) (string, error) 
 	// a pod whose ServiceAccount does not exist), whose token its workers
 	// use, as a controller's replicas or a Job's pods do.
 	image := agentImage(name, version)
-	cr, err := c.newCrew(ctx, ns, name, clientAgent(name, version), n, name, 15*time.Second)
-	if err != nil {
+	if _, err := apiload.ServiceAccount(ctx, c.Admin, ns, name); err != nil {
 		return "", err
 	}
 	t := Template{Image: image, Container: name, ServiceAccount: name}
@@ -146,11 +145,16 @@ func runRBACBreak(ctx context.Context, c *Cluster, e *Expected) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	if err := apiload.Role(ctx, c.Admin, ns, name, readRules(), apiload.ServiceAccountSubjects(ns, cr.sas)); err != nil {
+	if err := apiload.Role(ctx, c.Admin, ns, name, readRules(), apiload.ServiceAccountSubjects(ns, []string{name})); err != nil {
 		return "", err
 	}
 	msg := fmt.Sprintf("cannot %s %s in namespace %s - forbidden", verb, resource, ns)
 	pods, fail, err := c.rbacVictims(ctx, kind, ns, name, image, msg)
+	if err != nil {
+		return "", err
+	}
+	// Worker i is pod i, with the pod's own token.
+	cr, err := c.podCrew(ctx, ns, name, clientAgent(name, version), name, pods, 15*time.Second)
 	if err != nil {
 		return "", err
 	}

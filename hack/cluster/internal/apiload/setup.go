@@ -132,3 +132,17 @@ func ServiceAccount(ctx context.Context, c kubernetes.Interface, ns, name string
 	}
 	return tr.Status.Token, nil
 }
+
+// PodToken returns a token of ServiceAccount sa bound to a pod, as the
+// kubelet mounts one: the apiserver names the pod in the user.extra of
+// every request made with it (authentication.kubernetes.io/pod-name).
+func PodToken(ctx context.Context, c kubernetes.Interface, ns, sa string, pod *corev1.Pod) (string, error) {
+	tr, err := c.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(time.Hour.Seconds())),
+			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("token for %s bound to pod %s: %w", sa, pod.Name, err)
+	}
+	return tr.Status.Token, nil
+}
