@@ -190,6 +190,18 @@ func (r *Record) Annotations() map[string]string {
 	return x.Annotations
 }
 
+// Pod is "namespace/name" of the pod whose bound ServiceAccount token made
+// the request, as the apiserver recorded it; "" when unknown.
+func (r *Record) Pod() string {
+	var x struct {
+		Pod string `json:"pod"`
+	}
+	if len(r.Extra) > 0 {
+		_ = json.Unmarshal(r.Extra, &x) // Extra is written by ingesters as JSON; a bad one reads as empty
+	}
+	return x.Pod
+}
+
 // Constant folds a call of timestamp() or duration() on a string literal, as
 // a filter compiler needs: it returns the value and true, or false.
 func Constant(e ast.Expr) (ref.Val, bool) {

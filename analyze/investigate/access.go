@@ -23,9 +23,10 @@ import (
 //   - a Role or RoleBinding grants only in its own namespace: a write in
 //     another namespace than the denied request's cannot explain it (a
 //     ClusterRole or ClusterRoleBinding can, anywhere);
-//   - the same request allowed after the write says the write did not take
-//     that permission away: only writes between the last allowed request
-//     of the denied kind and the first denial are suspects.
+//   - the same request allowed well after the write says the write did not
+//     take that permission away: only writes between the last allowed
+//     request of the denied kind (less rbacPropagation) and the first
+//     denial are suspects.
 //
 // The audit log records RBAC objects at the Metadata level, as it does
 // Secrets: who wrote, when and how, without the rules. The suspect says so.
@@ -39,6 +40,12 @@ var rbacResources = map[string]struct{ kind, dim string }{
 	"rolebindings":        {"RoleBinding", "subjects"},
 	"clusterrolebindings": {"ClusterRoleBinding", "subjects"},
 }
+
+// rbacPropagation is how long after an RBAC write the apiserver may still
+// authorize by the old rules: its authorizer reads them from an informer's
+// cache, which a watch event reaches within milliseconds, seconds under
+// load. A request allowed that soon after a write does not clear it.
+const rbacPropagation = 5 * time.Second
 
 // constraint says whether a dimension is what a unit may do or where it
 // may run (its ServiceAccount, the node labels it requires, the taints it
@@ -130,8 +137,8 @@ func accessSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []m
 	var out []*Suspect
 	for _, d := range ds {
 		from := since
-		if d.lastAllowed.After(from) {
-			from = d.lastAllowed
+		if t := d.lastAllowed.Add(-rbacPropagation); t.After(from) {
+			from = t
 		}
 		ns := d.first.Object.Namespace
 		f, err := timeline.CompileFilter(fmt.Sprintf(`((resource in ["roles", "rolebindings"] && ns == %q) || resource in ["clusterroles", "clusterrolebindings"]) && group == "rbac.authorization.k8s.io" && verb in ["update", "patch", "delete"] && code < 400`, ns))

@@ -20,12 +20,13 @@ func TestAccessSuspects(t *testing.T) {
 	const sa = "system:serviceaccount:ml:quota"
 	s := (&timelinetest.Mem{}).Add([]*timeline.Record{
 		request(10, sa, "list", "configmaps", "ml", "", 200),
-		request(15, "alice", "update", "roles", "ml", "early", 200), // before the last allowed list
+		request(12, "alice", "update", "roles", "ml", "early", 200), // well before the last allowed list
 		request(20, sa, "list", "configmaps", "ml", "", 200),
 		request(22, "alice", "delete", "rolebindings", "ops", "deployer", 200),   // another namespace
 		request(23, "bob", "create", "clusterroles", "", "new-reader", 201),      // creating only grants
 		request(24, "bob", "update", "roles", "ml", "refused", 409),              // not done
 		request(25, "alice", "update", "roles", "ml", "quota", 200),              // the change
+		request(25.1, sa, "list", "configmaps", "ml", "", 200),                   // the authorizer's cache not yet updated
 		request(26, "ci", "patch", "clusterroles", "", "aggregate-to-view", 200), // cluster-wide: possible
 		request(30, sa, "list", "configmaps", "ml", "", 403),
 		request(31, sa, "list", "configmaps", "ml", "", 403),

@@ -63,6 +63,10 @@ type Observation struct {
 	Bad      bool                `json:"bad"`
 	RecordID int64               `json:"record,omitempty"` // 0 for states read from object versions
 	Evidence timeline.Evidence   `json:"evidence"`
+	// By is the pod ("Pod/namespace/name") whose own request was denied,
+	// when the apiserver recorded it (a bound ServiceAccount token): the
+	// denial is the pod's failure.
+	By string `json:"by,omitempty"`
 }
 
 // Ref is "Kind/namespace/name" of the object observed.
@@ -212,8 +216,15 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 				}
 				seen[r.ID] = true
 			}
-			out.Bad = append(out.Bad, Observation{Time: r.Time, Source: r.Source, Object: r.Object, Reason: r.Reason,
-				Message: r.Message, Code: r.Code, Bad: true, RecordID: r.ID, Evidence: r.Evidence})
+			o := Observation{Time: r.Time, Source: r.Source, Object: r.Object, Reason: r.Reason,
+				Message: r.Message, Code: r.Code, Bad: true, RecordID: r.ID, Evidence: r.Evidence}
+			// A denial is the pod's failure: it does not pass with a retry,
+			// as a 429 or a 5xx may (whether the pod survived those, its own
+			// state says).
+			if pod := r.Pod(); pod != "" && (r.Code == 401 || r.Code == 403) {
+				o.By = "Pod/" + pod
+			}
+			out.Bad = append(out.Bad, o)
 		}
 	}
 	sortObs(out.Bad)
@@ -228,10 +239,17 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 	}
 	for _, o := range out.Bad {
 		u := byRef[o.Ref()]
+		if u == nil && o.By != "" {
+			u = byRef[o.By] // the pod's own request failed
+		}
 		if u == nil || !u.BadAt.IsZero() {
 			continue
 		}
-		u.BadAt, u.Reason, u.Message, u.ExitCode, u.Evidence, u.RecordID = o.Time, o.Reason, o.Message, o.ExitCode, o.Evidence, o.RecordID
+		reason := o.Reason
+		if reason == "" && o.Code != 0 {
+			reason = fmt.Sprintf("HTTP %d", o.Code)
+		}
+		u.BadAt, u.Reason, u.Message, u.ExitCode, u.Evidence, u.RecordID = o.Time, reason, o.Message, o.ExitCode, o.Evidence, o.RecordID
 	}
 	for _, o := range out.Good {
 		u := byRef[o.Ref()]

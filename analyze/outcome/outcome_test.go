@@ -110,12 +110,19 @@ func TestRead(t *testing.T) {
 			pod("a", "ua", 50, `{"phase":"Failed","containerStatuses":[{"state":{"terminated":{"exitCode":137,"reason":"OOMKilled"}}}]}`),
 			pod("b", "ub", 2, ready),
 			pod("c", "uc", 3, ready),
+			pod("d", "ud", 4, ready),
 		},
 		records: []*timeline.Record{
 			{ID: 7, Time: t0.Add(60 * time.Second), Source: timeline.SourceEvent, Reason: "BackOff",
 				Object: timeline.ObjectRef{Kind: "Pod", Namespace: "ml", Name: "b"}},
 			{ID: 8, Time: t0.Add(61 * time.Second), Source: timeline.SourceAudit, Code: 429, Object: timeline.ObjectRef{Resource: "pods"}},
 			{ID: 9, Time: t0.Add(62 * time.Second), Source: timeline.SourceAudit, Code: 500, URI: "/readyz"},
+			// d's own request, denied: its failure. c's, throttled: retried,
+			// its state says how it fared.
+			{ID: 10, Time: t0.Add(55 * time.Second), Source: timeline.SourceAudit, Code: 403, User: "system:serviceaccount:ml:reader",
+				Object: timeline.ObjectRef{Resource: "configmaps", Namespace: "ml"}, Extra: []byte(`{"pod":"ml/d"}`)},
+			{ID: 11, Time: t0.Add(56 * time.Second), Source: timeline.SourceAudit, Code: 429, User: "system:serviceaccount:ml:reader",
+				Object: timeline.ObjectRef{Resource: "configmaps", Namespace: "ml"}, Extra: []byte(`{"pod":"ml/c"}`)},
 		},
 	}
 	out, err := Read(context.Background(), s, Options{})
@@ -139,16 +146,18 @@ func TestRead(t *testing.T) {
 		{Ref: "Pod/ml/a", Reason: "OOMKilled", Owner: "Job/train", Bad: true, BadAt: 50 * time.Second},
 		{Ref: "Pod/ml/b", Reason: "BackOff", Owner: "Job/train", Bad: true, BadAt: 60 * time.Second},
 		{Ref: "Pod/ml/c", Owner: "Job/train", Good: true},
+		{Ref: "Pod/ml/d", Reason: "HTTP 403", Owner: "Job/train", Bad: true, BadAt: 55 * time.Second},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("units (-want +got):\n%s", diff)
 	}
-	// The 429 on a resource is bad; the /readyz 500 is a probe, not bad.
+	// The 429s on a resource are bad, and so is a workload denied; the
+	// /readyz 500 is a probe, not bad.
 	var ids []int64
 	for _, o := range out.Bad {
 		ids = append(ids, o.RecordID)
 	}
-	if diff := cmp.Diff([]int64{0, 7, 8}, ids); diff != "" {
+	if diff := cmp.Diff([]int64{0, 10, 11, 7, 8}, ids); diff != "" {
 		t.Errorf("bad observations' records (-want +got):\n%s", diff)
 	}
 }

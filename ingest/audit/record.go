@@ -27,6 +27,21 @@ type extra struct {
 	ResourceVersion  string            `json:"resourceVersion,omitempty"`
 	StatusReason     string            `json:"statusReason,omitempty"`
 	GRPCCode         *int              `json:"grpcCode,omitempty"`
+	// Pod is "namespace/name" of the pod whose bound ServiceAccount token
+	// made the request (user.extra authentication.kubernetes.io/pod-name).
+	Pod string `json:"pod,omitempty"`
+}
+
+// podOf is "namespace/name" of the pod a bound ServiceAccount token
+// belongs to, from the user's extra and the ServiceAccount's namespace.
+func podOf(u userInfo) string {
+	names := u.Extra["authentication.kubernetes.io/pod-name"]
+	rest, ok := strings.CutPrefix(u.Username, "system:serviceaccount:")
+	ns, _, _ := strings.Cut(rest, ":")
+	if len(names) != 1 || !ok || ns == "" || names[0] == "" {
+		return ""
+	}
+	return ns + "/" + names[0]
 }
 
 // parseTime reads an audit timestamp (RFC 3339, any precision).
@@ -110,7 +125,7 @@ func toRecord(ev *event, raw []byte) (*timeline.Record, []*timeline.ObjectVersio
 		r.Object = timeline.ObjectRef{Group: ref.APIGroup, Version: ref.APIVersion, Resource: ref.Resource,
 			Subresource: ref.Subresource, Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}
 	}
-	x := extra{Annotations: ev.Annotations, Groups: ev.User.Groups, GRPCCode: ev.grpc}
+	x := extra{Annotations: ev.Annotations, Groups: ev.User.Groups, GRPCCode: ev.grpc, Pod: podOf(ev.User)}
 	if ev.format != FormatEvent {
 		x.Format = ev.format
 	}
