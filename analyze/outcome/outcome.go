@@ -221,8 +221,10 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 			// A denial is the pod's failure: it does not pass with a retry,
 			// as a 429 or a 5xx may (whether the pod survived those, its own
 			// state says).
-			if pod := r.Pod(); pod != "" && (r.Code == 401 || r.Code == 403) {
-				o.By = "Pod/" + pod
+			if r.Code == 401 || r.Code == 403 {
+				if pod := r.Pod(); pod != "" {
+					o.By = "Pod/" + pod
+				}
 			}
 			out.Bad = append(out.Bad, o)
 		}
