@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,6 +28,8 @@ type ingestClusterOptions struct {
 	qps      float32
 	burst    int
 	pageSize int64
+	// readTimeout bounds each request but a WATCH (deadline).
+	readTimeout time.Duration
 }
 
 func newIngestClusterCmd(f *Factory) *cobra.Command {
@@ -64,7 +68,46 @@ Without -n, all namespaces are read.`,
 	fl.Float32Var(&opts.qps, "qps", 20, "client-side requests per second to the apiserver")
 	fl.IntVar(&opts.burst, "burst", 40, "client-side request burst")
 	fl.Int64Var(&opts.pageSize, "page-size", 500, "objects per LIST page")
+	fl.DurationVar(&opts.readTimeout, "read-timeout", time.Minute,
+		"the longest one GET or LIST page may take, its body included (a WATCH is long-running and not bounded; --request-timeout bounds every request, WATCH too)")
 	return cmd
+}
+
+// deadline bounds every request but a WATCH (long-running by design) with
+// a timeout, its body included: an apiserver that accepts a LIST and never
+// answers must not hold the ingest forever.
+type deadline struct {
+	next http.RoundTripper
+	d    time.Duration
+}
+
+func (t deadline) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.d <= 0 || req.URL.Query().Get("watch") == "true" || req.URL.Query().Get("watch") == "1" {
+		return t.next.RoundTrip(req)
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), t.d)
+	resp, err := t.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, fmt.Errorf("%s %s: no answer within --read-timeout %s: %w", req.Method, req.URL.Path, t.d, err)
+		}
+		return nil, err
+	}
+	resp.Body = cancelOnClose{resp.Body, cancel}
+	return resp, nil
+}
+
+// cancelOnClose releases a request's timeout when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
 }
 
 // readOnly refuses, below client-go, any request that is not a GET: the
@@ -87,6 +130,7 @@ func (o *ingestClusterOptions) restConfig() (*rest.Config, error) {
 	cfg.UserAgent = "faultline/" + o.f.Version
 	cfg.QPS, cfg.Burst = o.qps, o.burst
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return readOnly{rt} })
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return deadline{rt, o.readTimeout} })
 	return cfg, nil
 }
 
