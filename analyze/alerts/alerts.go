@@ -220,8 +220,10 @@ func (f *File) Validate() error {
 	if f.SchemaVersion != SchemaVersion {
 		return fmt.Errorf("schemaVersion: want %d, got %d", SchemaVersion, f.SchemaVersion)
 	}
-	if f.Interval <= 0 {
-		return fmt.Errorf("interval: want a positive duration such as 5s")
+	if f.Interval.D() < time.Second {
+		// Prometheus evaluates rules every few seconds to a minute; below
+		// a second the exported rule would not run as backtested.
+		return fmt.Errorf("interval: %s: want at least 1s, such as 15s", f.Interval.D())
 	}
 	if len(f.Alerts) == 0 {
 		return fmt.Errorf("alerts: none defined")

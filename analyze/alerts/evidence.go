@@ -248,7 +248,17 @@ func metricScope(ns, name string) string {
 
 // Grid returns the evaluation times: multiples of step from the start of
 // the evidence to its end.
-func (ev *Evidence) Grid(step time.Duration) []time.Time {
+func (ev *Evidence) Grid(step time.Duration) ([]time.Time, error) {
+	if step <= 0 {
+		return nil, fmt.Errorf("interval: want a positive duration, got %s", step)
+	}
+	// The evidence's span over the step bounds the work and the memory: a
+	// nanosecond step, or one record stamped in year 9999, would ask for
+	// more evaluations than any backtest needs.
+	if n := ev.End.Sub(ev.Start) / step; n > MaxEvaluations || ev.End.Sub(ev.Start) < 0 {
+		return nil, fmt.Errorf("interval %s over the evidence from %s to %s is %d evaluations (at most %d): use a longer interval, or narrow the evidence with --since and --until",
+			step, ev.Start.UTC().Format(time.RFC3339), ev.End.UTC().Format(time.RFC3339), int64(n), MaxEvaluations)
+	}
 	var out []time.Time
 	t := ev.Start.Truncate(step)
 	if t.Before(ev.Start) {
@@ -257,8 +267,12 @@ func (ev *Evidence) Grid(step time.Duration) []time.Time {
 	for ; !t.After(ev.End.Add(step)); t = t.Add(step) {
 		out = append(out, t)
 	}
-	return out
+	return out, nil
 }
+
+// MaxEvaluations bounds the evaluation times of one alert (Grid): a
+// million steps cover eleven days at one a second.
+const MaxEvaluations = 1_000_000
 
 // Evaluate computes a definition's signal at every evaluation time.
 func (ev *Evidence) Evaluate(d *Definition, step time.Duration) ([]Point, error) {
@@ -292,7 +306,10 @@ func (ev *Evidence) Evaluate(d *Definition, step time.Duration) ([]Point, error)
 		}
 	}
 	w := d.Signal.Window.D()
-	grid := ev.Grid(step)
+	grid, err := ev.Grid(step)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Point, len(grid))
 	// Windows (t-w, t] slide forward: two cursors per list.
 	var nLo, nHi, dLo, dHi int

@@ -248,6 +248,7 @@ alerts:
 		{`    summary: s`, `    summary: s
     colour: red`, `unknown field "colour"`},
 		{`name: MlTrainerPodFailures`, `name: ml-trainer`, `name: "ml-trainer" is not a Prometheus alert name`},
+		{`interval: 5s`, `interval: 1ns`, `interval: 1ns: want at least 1s`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
@@ -268,5 +269,37 @@ func TestDurations(t *testing.T) {
 		if s != "1d" && FormatDuration(want) != s {
 			t.Errorf("FormatDuration(%v) = %q, want %q", want, FormatDuration(want), s)
 		}
+	}
+}
+
+// One record stamped in year 9999 must not turn a backtest into billions
+// of evaluations: the grid refuses, naming the interval and the span.
+func TestGridIsBounded(t *testing.T) {
+	start := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name    string
+		end     time.Time
+		step    time.Duration
+		wantErr string
+		wantLen int
+	}{
+		{"an hour at 15s", start.Add(time.Hour), 15 * time.Second, "", 242},
+		{"a record in year 9999", time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), 15 * time.Second, "evaluations (at most 1000000)", 0},
+		{"a nanosecond step", start.Add(time.Hour), time.Nanosecond, "evaluations (at most 1000000)", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ev := &Evidence{Start: start, End: tt.end}
+			grid, err := ev.Grid(tt.step)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Grid error %v, want one saying %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || len(grid) != tt.wantLen {
+				t.Fatalf("Grid = %d points, %v; want %d", len(grid), err, tt.wantLen)
+			}
+		})
 	}
 }
