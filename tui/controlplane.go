@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/faultline/faultline/analyze/controlplane"
+	"github.com/faultline/faultline/internal/termsafe"
 )
 
 // topClasses is how many classes get a sparkline.
@@ -47,7 +48,7 @@ func (m *Model) controlPlaneView(height int) string {
 	for i := 0; i < len(r.Classes) && i < topClasses; i++ {
 		c := &r.Classes[i]
 		line, under := m.sparkline(c, sparkW)
-		b.WriteString(fit(strings.ToUpper(c.Verb)+" "+resourceOf(c), 30) + "  " + s.All.Render(line) + "\n")
+		b.WriteString(fit(termsafe.Field(strings.ToUpper(c.Verb)+" "+resourceOf(c)), 30) + "  " + s.All.Render(line) + "\n")
 		if strings.TrimSpace(under) != "" {
 			b.WriteString(strings.Repeat(" ", 32) + s.Bad.Render(under) + "\n")
 		}
@@ -59,9 +60,9 @@ func (m *Model) controlPlaneView(height int) string {
 	}
 	for i, bu := range r.Bursts {
 		b.WriteString(fmt.Sprintf("%d. %s .. %s  %s  %.0f/s peak vs %.2f/s before, %d requests from %d client(s)\n",
-			i+1, clock(bu.Start), clock(bu.End), bu.Class.Key(), bu.PeakRps, bu.BaselineRps, bu.Requests, bu.Clients))
+			i+1, clock(bu.Start), clock(bu.End), termsafe.Field(bu.Class.Key()), bu.PeakRps, bu.BaselineRps, bu.Requests, bu.Clients))
 		for _, f := range bu.Fixes {
-			b.WriteString(fmt.Sprintf("   fix %-12s -> peak %6.1f/s  %s\n", f.Kind, f.SimulatedPeakRps, f.Detail))
+			b.WriteString(fmt.Sprintf("   fix %-12s -> peak %6.1f/s  %s\n", termsafe.Field(f.Kind), f.SimulatedPeakRps, termsafe.Field(f.Detail)))
 		}
 	}
 	return b.String()

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/faultline/faultline/analyze/investigate"
+	"github.com/faultline/faultline/internal/termsafe"
 )
 
 // diffView lists the changes across the boundary, ranked; enter expands
@@ -52,10 +53,10 @@ func changeDetail(c investigate.Suspect) []string {
 		ev = fmt.Sprintf("evidence: ingest run %d, line %d", c.Run, c.Line)
 	}
 	return []string{
-		fmt.Sprintf("%s at %s, score %.2f, %d object(s) made it", c.Kind, stamp(c.At), c.Score, max(c.Objects, 1)),
-		"from " + dashIfEmpty(c.From),
-		"to   " + dashIfEmpty(c.To),
-		"why  " + c.Why,
+		fmt.Sprintf("%s at %s, score %.2f, %d object(s) made it", termsafe.Field(c.Kind), stamp(c.At), c.Score, max(c.Objects, 1)),
+		"from " + termsafe.Field(dashIfEmpty(c.From)),
+		"to   " + termsafe.Field(dashIfEmpty(c.To)),
+		"why  " + termsafe.Field(c.Why),
 		ev,
 	}
 }
@@ -73,7 +74,7 @@ func (m *Model) boundaryLine() string {
 	s := m.styles
 	r := m.rep
 	if r.Boundary == nil {
-		return s.Dim.Render("nothing bad in the evidence (bad = " + r.Bad + ")")
+		return s.Dim.Render("nothing bad in the evidence (bad = " + termsafe.Field(r.Bad) + ")")
 	}
 	b := r.Boundary
 	return fmt.Sprintf("%s last good %s  %s first bad %s   window %s .. %s",

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/faultline/faultline/internal/termsafe"
 )
 
 // clock formats an instant of the data as a time of day, UTC.
@@ -34,6 +36,12 @@ func fit(s string, w int) string {
 		return ansi.Truncate(s, w, "…")
 	}
 	return s + strings.Repeat(" ", w-n)
+}
+
+// oneLine is a message (an error quoting its input, a path) on one line:
+// its line breaks are spaces, then it is escaped as a field.
+func oneLine(s string) string {
+	return termsafe.Field(strings.NewReplacer("\r\n", " ", "\n", " ").Replace(s))
 }
 
 // count formats a count in at most five cells: 987, 12.3k, 4.56M.

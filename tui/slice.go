@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/faultline/faultline/analyze/investigate"
+	"github.com/faultline/faultline/internal/termsafe"
 )
 
 // sliceView puts the smallest affected slice beside the known-good
@@ -34,14 +35,14 @@ func (m *Model) sliceView(height int) string {
 		r.Slice.Bad, r.Slice.Total, 100*r.Slice.Coverage, r.Slice.Precision))
 	left.WriteString(s.Header.Render(fit("  DIMENSION = VALUE", half)) + "\n")
 	for _, d := range sortedKeys(r.Slice.Where) {
-		line := fit(fmt.Sprintf("  %s = %s", d, investigate.ShortID(r.Slice.Where[d])), half)
+		line := fit(fmt.Sprintf("  %s = %s", termsafe.Field(d), termsafe.Field(investigate.ShortID(r.Slice.Where[d]))), half)
 		if _, ok := differs[d]; ok {
 			line = s.Differ.Render(fit("≠ "+strings.TrimPrefix(line, "  "), half))
 		}
 		left.WriteString(line + "\n")
 	}
 	for _, o := range r.Slice.Others {
-		left.WriteString(fit(fmt.Sprintf("  also %s (%d of %g bad)", o.Where.String(), int(o.Bad), o.Total), half) + "\n")
+		left.WriteString(fit(fmt.Sprintf("  also %s (%d of %g bad)", termsafe.Field(o.Where.String()), int(o.Bad), o.Total), half) + "\n")
 	}
 	left.WriteString(fmt.Sprintf("\nunits: %d bad, %d good, %d noise, %d unknown\n", r.Units.Bad, r.Units.Good, r.Units.Noise, r.Units.Unknown))
 
@@ -50,7 +51,7 @@ func (m *Model) sliceView(height int) string {
 	if c == nil {
 		right.WriteString(s.Strong.Render("COUNTEREXAMPLE") + "  none: no known-good unit in the evidence\n")
 	} else {
-		right.WriteString(s.Strong.Render("COUNTEREXAMPLE") + " " + s.Good.Render(c.Ref) + " stayed good\n")
+		right.WriteString(s.Strong.Render("COUNTEREXAMPLE") + " " + s.Good.Render(termsafe.Field(c.Ref)) + " stayed good\n")
 		right.WriteString(s.Header.Render(row([]int{26, 20}, half-49, "DIMENSION", "BAD SLICE", "COUNTEREXAMPLE")) + "\n")
 		for _, d := range c.Differs {
 			line := row([]int{26, 20}, half-49, d.Dimension, investigate.ShortID(d.Bad), investigate.ShortID(d.Good))
@@ -66,7 +67,7 @@ func (m *Model) sliceView(height int) string {
 	joined := lipgloss.JoinHorizontal(lipgloss.Top, lipgloss.NewStyle().Width(half).Render(left.String()), " │ ", right.String())
 	out := m.boundaryLine() + "\n\n" + joined
 	if len(r.Confirmation) > 0 && strings.Count(out, "\n")+3 < height {
-		out += "\n\n" + s.Strong.Render("CONFIRMATION") + "\n" + lipgloss.NewStyle().Width(m.width-2).Render(r.Confirmation[0])
+		out += "\n\n" + s.Strong.Render("CONFIRMATION") + "\n" + lipgloss.NewStyle().Width(m.width-2).Render(termsafe.Field(r.Confirmation[0]))
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
 )
 
@@ -205,6 +206,9 @@ func sum(v []int) int {
 }
 
 // row lays out cells in columns of the given widths, the last one rest wide.
+// The cells are data (names, user agents, messages from the audit log), so
+// each is escaped as a field first: a newline or an escape in one cannot
+// break the row.
 func row(widths []int, rest int, cells ...string) string {
 	var b strings.Builder
 	for i, c := range cells {
@@ -212,7 +216,7 @@ func row(widths []int, rest int, cells ...string) string {
 		if i < len(widths) {
 			w = widths[i]
 		}
-		b.WriteString(fit(strings.ReplaceAll(c, "\n", " "), w))
+		b.WriteString(fit(termsafe.Field(c), w))
 		if i < len(cells)-1 {
 			b.WriteByte(' ')
 		}

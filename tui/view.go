@@ -4,11 +4,23 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
+
+	"github.com/faultline/faultline/internal/termsafe"
 )
 
 // View draws the screen: a title bar with the tabs, the current screen, a
 // status line (what runs, the last message or error) and the keys.
+//
+// The screens escape each data string (termsafe.Field) before they style
+// it, so that a name or message cannot break a row. The finished frame
+// passes termsafe.Styled as well: only the styles' own SGR sequences reach
+// the terminal, whatever a screen forgot to escape.
 func (m *Model) View() string {
+	return termsafe.Styled(m.frame())
+}
+
+// frame is the screen before its last check.
+func (m *Model) frame() string {
 	body := m.bodyHeight()
 	var screen string
 	switch {
@@ -50,7 +62,7 @@ func (m *Model) titleView() string {
 		tabs = append(tabs, st.Render(name))
 	}
 	left := strings.Join(tabs, " ")
-	right := s.Dim.Render(m.opt.Source)
+	right := s.Dim.Render(termsafe.Field(m.opt.Source))
 	gap := m.width - lipgloss.Width(left) - lipgloss.Width(right)
 	if gap < 1 {
 		return fit(left, m.width)
@@ -65,18 +77,18 @@ func (m *Model) statusView() []string {
 	if m.filtering {
 		under := s.Dim.Render("enter: apply  esc: back  empty: no filter  fields: faultline timeline --help")
 		if m.filterErr != "" {
-			under = s.Error.Render(strings.ReplaceAll(m.filterErr, "\n", " "))
+			under = s.Error.Render(oneLine(m.filterErr))
 		}
 		return []string{fit(m.input.View(), m.width), fit(under, m.width)}
 	}
 	var status string
 	switch {
 	case m.errMsg != "":
-		status = s.Error.Render("error: " + strings.ReplaceAll(m.errMsg, "\n", " "))
+		status = s.Error.Render("error: " + oneLine(m.errMsg))
 	case m.busy() != "":
 		status = m.spin.View() + " " + m.busy() + "… (esc cancels)"
 	default:
-		status = s.Status.Render(m.status)
+		status = s.Status.Render(oneLine(m.status))
 	}
 	keys := m.help.ShortHelpView(m.keys.ShortHelp())
 	return []string{fit(status, m.width), fit(keys, m.width)}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/faultline/faultline/internal/termsafe"
 )
 
 // WriteMarkdown writes the report as a postmortem draft in Markdown: a
@@ -125,7 +127,10 @@ func EvidenceLink(record, run, line int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// mdWriter keeps the first write error.
+// mdWriter keeps the first write error. Its values are escaped as
+// termsafe fields: the draft is printed to terminals and opened in editors,
+// and a name or message from the audit log must not carry escapes into
+// either, nor a newline that ends a table row early.
 type mdWriter struct {
 	w   io.Writer
 	err error
@@ -133,6 +138,6 @@ type mdWriter struct {
 
 func (e *mdWriter) printf(format string, args ...any) {
 	if e.err == nil {
-		_, e.err = fmt.Fprintf(e.w, format, args...)
+		_, e.err = termsafe.Fprintf(e.w, format, args...)
 	}
 }

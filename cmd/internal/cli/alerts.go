@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline/faultline/analyze/alerts"
+	"github.com/faultline/faultline/internal/termsafe"
 )
 
 func newAlertsCmd(f *Factory) *cobra.Command {
@@ -95,7 +96,7 @@ func alertsSuggestRun(ctx context.Context, f *Factory, opts *alertsSuggestOption
 		return err
 	}
 	for _, d := range dropped {
-		fmt.Fprintf(f.IO.ErrOut, "not suggested: %s: %s\n", d.Name, d.Reason)
+		termsafe.Fprintf(f.IO.ErrOut, "not suggested: %s: %s\n", d.Name, d.Reason)
 	}
 	fmt.Fprintf(f.IO.ErrOut, "%d alert definition(s) learned from the known-good window %s .. %s\n",
 		len(file.Alerts), ev.Start.UTC().Format(time.RFC3339), ev.LastGood.UTC().Format(time.RFC3339))
@@ -108,7 +109,7 @@ func alertsSuggestRun(ctx context.Context, f *Factory, opts *alertsSuggestOption
 	if err != nil {
 		return err
 	}
-	_, err = f.IO.Out.Write(out)
+	_, err = termsafe.Raw(f.IO.Out).Write(out) // JSON and YAML escape control characters themselves
 	return err
 }
 
@@ -188,7 +189,7 @@ func writeBacktest(f *Factory, bt *alerts.Backtest) error {
 	ts := func(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 	fmt.Fprintf(w, "Known good %s .. %s; first bad %s", ts(bt.Start), ts(bt.LastGood), ts(bt.FirstBad))
 	if !bt.Noticed.IsZero() {
-		fmt.Fprintf(w, "; noticed %s (%s)", ts(bt.Noticed), bt.NoticedBy)
+		termsafe.Fprintf(w, "; noticed %s (%s)", ts(bt.Noticed), bt.NoticedBy)
 	}
 	fmt.Fprintf(w, "\n\n")
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
@@ -208,7 +209,7 @@ func writeBacktest(f *Factory, bt *alerts.Backtest) error {
 		if a.Min != nil {
 			normal = fmt.Sprintf("%g .. %g", *a.Min, a.Max)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", a.Name, alerts.FormatDuration(a.For.D()), normal, fired, lead, noticed,
+		termsafe.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", a.Name, alerts.FormatDuration(a.For.D()), normal, fired, lead, noticed,
 			len(a.FalsePositives), a.Verdict)
 	}
 	if err := tw.Flush(); err != nil {
@@ -216,7 +217,7 @@ func writeBacktest(f *Factory, bt *alerts.Backtest) error {
 	}
 	for _, a := range bt.Alerts {
 		for _, fp := range a.FalsePositives {
-			fmt.Fprintf(w, "false positive: %s fired %s (pending since %s, peak %g)\n", a.Name, ts(fp.Start), ts(fp.Pending), fp.Peak)
+			termsafe.Fprintf(w, "false positive: %s fired %s (pending since %s, peak %g)\n", a.Name, ts(fp.Start), ts(fp.Pending), fp.Peak)
 		}
 	}
 	return nil
@@ -263,7 +264,7 @@ scrape instance) is refused with the reason, and nothing is written.`,
 			if err != nil {
 				return err
 			}
-			_, err = f.IO.Out.Write(out)
+			_, err = termsafe.Raw(f.IO.Out).Write(out) // JSON and YAML escape control characters themselves
 			return err
 		},
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
 )
 
@@ -488,9 +489,9 @@ func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 	fmt.Fprintf(f.IO.Out, "Bisect session %d, started %s, %d marks:\n", sess.ID, sess.Started.UTC().Format(time.RFC3339), len(sess.Marks))
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 8, 2, ' ', 0)
 	for _, m := range sess.Marks {
-		fmt.Fprintf(tw, "  %s\t%s\tmarked %s", m.Kind, fmtInstant(m.Time), m.At.UTC().Format(time.RFC3339))
+		termsafe.Fprintf(tw, "  %s\t%s\tmarked %s", m.Kind, fmtInstant(m.Time), m.At.UTC().Format(time.RFC3339))
 		if m.Note != "" {
-			fmt.Fprintf(tw, "\t# %s", m.Note)
+			termsafe.Fprintf(tw, "\t# %s", m.Note)
 		}
 		fmt.Fprintln(tw)
 	}
@@ -626,7 +627,7 @@ func bisectReplayRun(ctx context.Context, opts *bisectOptions, file string) erro
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(f.IO.ErrOut, "Replayed %d marks from %s into bisect session %d.\n", len(marks), name, id)
+	termsafe.Fprintf(f.IO.ErrOut, "Replayed %d marks from %s into bisect session %d.\n", len(marks), name, id)
 	return printBisectReport(ctx, f.IO.Out, store, &timeline.BisectSession{ID: id, Started: now, Marks: marks}, first, last)
 }
 
@@ -813,7 +814,7 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 			if g.n > 1 {
 				when = fmtInstant(g.first) + " .. " + when
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%d %s\t%s\n", g.kind, g.name, g.n, unit, when)
+			termsafe.Fprintf(tw, "  %s\t%s\t%d %s\t%s\n", g.kind, g.name, g.n, unit, when)
 		}
 		tw.Flush()
 	}
@@ -828,7 +829,7 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 	if total == 0 {
 		fmt.Fprintln(bw, "Records in the window: none")
 	} else {
-		fmt.Fprintf(bw, "Records in the window: %s (%s)\n", humanInt(total), strings.Join(srcs, ", "))
+		termsafe.Fprintf(bw, "Records in the window: %s (%s)\n", humanInt(total), strings.Join(srcs, ", "))
 	}
 	if len(hints) > 0 {
 		fmt.Fprintln(bw, "First bad-looking records (code >= 500, 429 or Warning):")

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/faultline/faultline/ingest/kube"
+	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
 )
 
@@ -175,7 +176,7 @@ func ingestClusterRun(ctx context.Context, o *ingestClusterOptions) error {
 		Now:       f.Now,
 	})
 	if o.follow {
-		fmt.Fprintf(f.IO.ErrOut, "following %s (Ctrl-C to stop)\n", host)
+		termsafe.Fprintf(f.IO.ErrOut, "following %s (Ctrl-C to stop)\n", host)
 		err = in.Follow(ctx)
 		if err == nil {
 			fmt.Fprintln(f.IO.ErrOut, "stopped; everything seen is committed")

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline/faultline/analyze/controlplane"
+	"github.com/faultline/faultline/internal/termsafe"
 )
 
 type controlplaneOptions struct {
@@ -154,7 +155,7 @@ func writeControlplane(f *Factory, r *controlplane.Report, top int) error {
 		if c.Subresource != "" {
 			res += "/" + c.Subresource
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%d\n", c.Verb, res, c.Scope, dash(c.Client), c.User,
+		termsafe.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%d\n", c.Verb, res, c.Scope, dash(c.Client), c.User,
 			humanInt(c.Count), c.PeakRps, ms(c.P50Ms), ms(c.P99Ms), ms(c.MaxMs), codeList(c.Codes), c.EtcdLists)
 	}
 	if err := tw.Flush(); err != nil {
@@ -170,7 +171,7 @@ func writeControlplane(f *Factory, r *controlplane.Report, top int) error {
 		if top > 0 && i == top {
 			break
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.2f\t%d\n", dash(c.Client), c.User, humanInt(c.Requests), c.EtcdLists, c.UnpagedLists, c.WatchesPerMin, c.Throttled)
+		termsafe.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.2f\t%d\n", dash(c.Client), c.User, humanInt(c.Requests), c.EtcdLists, c.UnpagedLists, c.WatchesPerMin, c.Throttled)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

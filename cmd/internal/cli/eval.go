@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline/faultline/fixtures"
+	"github.com/faultline/faultline/internal/termsafe"
 )
 
 type evalOptions struct {
@@ -106,7 +107,7 @@ func evalRun(ctx context.Context, opts *evalOptions) error {
 		return err
 	}
 	if len(todo) == 0 && len(errs) == 0 {
-		fmt.Fprintf(opts.f.IO.ErrOut, "no incident of the %s split in %s\n", opts.split, strings.Join(opts.dirs, ", "))
+		termsafe.Fprintf(opts.f.IO.ErrOut, "no incident of the %s split in %s\n", opts.split, strings.Join(opts.dirs, ", "))
 	}
 	results, scoreErrs, err := scoreIncidents(ctx, opts.f, todo, opts.jobs)
 	if err != nil {

@@ -7,11 +7,11 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"unicode"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/faultline/faultline/fixtures"
+	"github.com/faultline/faultline/internal/termsafe"
 )
 
 func writeEval(w io.Writer, output string, res *fixtures.EvalResult) error {
@@ -26,7 +26,7 @@ func writeEval(w io.Writer, output string, res *fixtures.EvalResult) error {
 		if b, err = yaml.JSONToYAML(b); err != nil {
 			return err
 		}
-		_, err = w.Write(b)
+		_, err = termsafe.Raw(w).Write(b) // YAML escapes control characters itself
 		return err
 	}
 	return writeEvalTable(w, res)
@@ -43,7 +43,7 @@ func writeEvalTable(w io.Writer, res *fixtures.EvalResult) error {
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "INCIDENT\tFAMILY\tSEED\tSPLIT\t%s\n", strings.ToUpper(strings.Join(checks, "\t")))
+	fmt.Fprintf(tw, "INCIDENT\tFAMILY\tSEED\tSPLIT\t%s\n", strings.ToUpper(strings.Join(checks, "\t"))) // check names are ours
 	for _, in := range res.Incidents {
 		cells := make([]string, len(checks))
 		for i, c := range checks {
@@ -52,7 +52,7 @@ func writeEvalTable(w io.Writer, res *fixtures.EvalResult) error {
 				cells[i] = map[bool]string{true: fixtures.StatusPass, false: fixtures.StatusFail}[ok]
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", printable(in.Path), printable(in.Family), in.Seed, in.Split, strings.Join(cells, "\t"))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", termsafe.Field(in.Path), termsafe.Field(in.Family), in.Seed, termsafe.Field(in.Split), strings.Join(cells, "\t"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -60,7 +60,7 @@ func writeEvalTable(w io.Writer, res *fixtures.EvalResult) error {
 	fmt.Fprintln(w)
 	fmt.Fprintln(tw, "FAMILY\tCHECKS\tPASSED\tSCORE")
 	for _, fam := range res.Families {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.3f\n", printable(fam.Family), fam.Checks, fam.Passed, fam.Score)
+		termsafe.Fprintf(tw, "%s\t%d\t%d\t%.3f\n", fam.Family, fam.Checks, fam.Passed, fam.Score)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -68,17 +68,7 @@ func writeEvalTable(w io.Writer, res *fixtures.EvalResult) error {
 	fmt.Fprintf(w, "\nControls: %d incidents, %d confident causes\n", res.Controls.Incidents, res.Controls.ConfidentCauses)
 	fmt.Fprintf(w, "Overall: %d of %d checks passed, score %.3f\n", res.Overall.Passed, res.Overall.Checks, res.Overall.Score)
 	for _, e := range res.Errors {
-		fmt.Fprintf(w, "NOT SCORED %s: %s\n", printable(e.Path), printable(e.Error))
+		termsafe.Fprintf(w, "NOT SCORED %s: %s\n", e.Path, e.Error)
 	}
 	return nil
-}
-
-// printable replaces control characters (a terminal's escapes) by "?".
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return '?'
-		}
-		return r
-	}, s)
 }

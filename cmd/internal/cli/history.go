@@ -11,6 +11,7 @@ import (
 	"github.com/faultline/faultline/analyze/identity"
 	"github.com/faultline/faultline/analyze/objdiff"
 	"github.com/faultline/faultline/ingest/versions"
+	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
 )
 
@@ -110,7 +111,7 @@ func historyRun(ctx context.Context, o *historyOptions, refArg string) error {
 	}
 	w := o.f.IO.Out
 	for i, st := range steps {
-		fmt.Fprintf(w, "%s  resourceVersion %s  (run %d line %d)\n", st.Time.UTC().Format(time.RFC3339), dash(st.ResourceVersion), st.Evidence.Run, st.Evidence.Line)
+		termsafe.Fprintf(w, "%s  resourceVersion %s  (run %d line %d)\n", st.Time.UTC().Format(time.RFC3339), dash(st.ResourceVersion), st.Evidence.Run, st.Evidence.Line)
 		switch {
 		case i == 0:
 			fmt.Fprintln(w, "  first version seen")
@@ -118,7 +119,7 @@ func historyRun(ctx context.Context, o *historyOptions, refArg string) error {
 			fmt.Fprintln(w, "  no change but noise")
 		}
 		for _, c := range st.Changes {
-			fmt.Fprintf(w, "  %s: %s -> %s\n", c.Path, dash(c.From), dash(c.To))
+			termsafe.Fprintf(w, "  %s: %s -> %s\n", c.Path, dash(c.From), dash(c.To))
 		}
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline/faultline/analyze/identity"
+	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
 )
 
@@ -155,16 +156,16 @@ func identityRun(ctx context.Context, o *identityOptions, refArg string) error {
 		return writeJSON(o.f.IO.Out, id)
 	}
 	tw := tabwriter.NewWriter(o.f.IO.Out, 0, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "%s", id.Ref)
+	termsafe.Fprintf(tw, "%s", id.Ref)
 	if id.Pods > 1 {
-		fmt.Fprintf(tw, " (%d pods)", id.Pods)
+		termsafe.Fprintf(tw, " (%d pods)", id.Pods)
 	}
 	if !id.At.IsZero() {
-		fmt.Fprintf(tw, " at %s", id.At.UTC().Format(time.RFC3339))
+		termsafe.Fprintf(tw, " at %s", id.At.UTC().Format(time.RFC3339))
 	}
 	fmt.Fprintln(tw, "\n\nDIMENSION\tVALUE\tEVIDENCE")
 	for _, d := range id.Dimensions {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", d.Name, d.Value, evidenceString(d.Evidence))
+		termsafe.Fprintf(tw, "%s\t%s\t%s\n", d.Name, d.Value, evidenceString(d.Evidence))
 	}
 	return tw.Flush()
 }
@@ -235,13 +236,13 @@ func identityDiffRun(ctx context.Context, o *identityOptions, args []string) err
 	tw := tabwriter.NewWriter(o.f.IO.Out, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "DIMENSION\tFROM\tTO\tWHEN\tEVIDENCE")
 	for _, c := range changes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Dimension, dash(c.From), dash(c.To), fmtTime(c.When), evidenceString(c.Evidence))
+		termsafe.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Dimension, dash(c.From), dash(c.To), fmtTime(c.When), evidenceString(c.Evidence))
 	}
 	return tw.Flush()
 }
 
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(termsafe.Raw(w)) // it escapes control characters itself
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline/faultline/ingest/audit"
+	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
 )
 
@@ -118,7 +119,7 @@ func ingestAuditRun(ctx context.Context, opts *ingestAuditOptions) error {
 	defer store.Close()
 
 	errOut := f.IO.ErrOut
-	prog := &progressLine{w: errOut, on: f.IO.StderrIsTTY}
+	prog := &progressLine{w: termsafe.Raw(errOut), on: f.IO.StderrIsTTY} // it draws its own escapes
 	shown := map[string]int{}
 	runs, err := audit.Ingest(ctx, store, opts.paths, audit.Options{
 		Strict:    opts.strict,
@@ -180,7 +181,7 @@ func ingestFilesRun(ctx context.Context, f *Factory, ingest func(context.Context
 
 // warnf prints a skipped input's problem on stderr.
 func (f *Factory) warnf(format string, args ...any) {
-	fmt.Fprintf(f.IO.ErrOut, "warning: "+format+"\n", args...)
+	termsafe.Fprintf(f.IO.ErrOut, "warning: "+format+"\n", args...)
 }
 
 func displayPath(p string) string {
@@ -196,7 +197,7 @@ func printRunSummary(w io.Writer, r *timeline.IngestRun, maxShown int) {
 	if secs := dur.Seconds(); secs > 0 {
 		rate = fmt.Sprintf(", %s lines/s", humanInt(int64(float64(r.Lines)/secs)))
 	}
-	fmt.Fprintf(w, "%s %s: %s records", r.Status, displayPath(r.Path), humanInt(r.Records))
+	termsafe.Fprintf(w, "%s %s: %s records", r.Status, displayPath(r.Path), humanInt(r.Records))
 	if r.Merged > 0 {
 		fmt.Fprintf(w, " (+%s stages joined)", humanInt(r.Merged))
 	}
@@ -230,7 +231,7 @@ func (p *progressLine) update(pr audit.Progress) {
 	if secs <= 0 {
 		secs = 1e-9
 	}
-	fmt.Fprintf(p.w, "\r\x1b[K%s%s %s %s/s %s records/s", pr.Path, pct, humanBytes(pr.Bytes),
+	termsafe.Fprintf(p.w, "\r\x1b[K%s%s %s %s/s %s records/s", pr.Path, pct, humanBytes(pr.Bytes),
 		humanBytes(int64(float64(pr.Bytes)/secs)), humanInt(int64(float64(pr.Records)/secs)))
 	p.drawn = true
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/faultline/faultline/analyze/identity"
 	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/analyze/outcome"
+	"github.com/faultline/faultline/internal/termsafe"
 )
 
 // investigateFlags are shared by investigate and the commands that run one
@@ -283,6 +284,6 @@ type errWriter struct {
 
 func (e *errWriter) printf(format string, args ...any) {
 	if e.err == nil {
-		_, e.err = fmt.Fprintf(e.w, format, args...)
+		_, e.err = termsafe.Fprintf(e.w, format, args...)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline/faultline/analyze/investigate"
+	"github.com/faultline/faultline/internal/termsafe"
 )
 
 // The commands that run one part of the investigation: bisect (the
@@ -56,7 +57,7 @@ func runAutoBisect(cmd *cobra.Command, f *Factory) error {
 	}
 	b := rep.Boundary
 	if b == nil {
-		fmt.Fprintf(f.IO.Out, "Nothing bad in the evidence (bad = %s).\n", rep.Bad)
+		termsafe.Fprintf(f.IO.Out, "Nothing bad in the evidence (bad = %s).\n", rep.Bad)
 		return nil
 	}
 	ew := &errWriter{w: f.IO.Out}
@@ -66,7 +67,7 @@ func runAutoBisect(cmd *cobra.Command, f *Factory) error {
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "SIDE\tTIME\tOBJECT\tWHAT\tEVIDENCE")
 	for _, e := range b.Evidence {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Side, ts(e.Time), e.Ref, e.What, investigate.EvidenceLink(e.Record, e.Run, e.Line))
+		termsafe.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Side, ts(e.Time), e.Ref, e.What, investigate.EvidenceLink(e.Record, e.Run, e.Line))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -139,7 +140,7 @@ For the identity of one unit at two instants, see faultline identity diff.
 				}{rep.Boundary, rep.Changes})
 			}
 			if rep.Boundary == nil {
-				fmt.Fprintf(f.IO.Out, "Nothing bad in the evidence (bad = %s).\n", rep.Bad)
+				termsafe.Fprintf(f.IO.Out, "Nothing bad in the evidence (bad = %s).\n", rep.Bad)
 				return nil
 			}
 			ew := &errWriter{w: f.IO.Out}
@@ -190,7 +191,7 @@ does not explain the failure. When no good unit exists, it says so.
 				fmt.Fprintln(f.IO.Out, "No bad slice, so no counterexample.")
 				return nil
 			case ce == nil:
-				fmt.Fprintf(f.IO.Out, "No known-good unit in the evidence resembles the slice %s.\n", investigate.WhereString(rep.Slice.Where))
+				termsafe.Fprintf(f.IO.Out, "No known-good unit in the evidence resembles the slice %s.\n", investigate.WhereString(rep.Slice.Where))
 				return nil
 			}
 			ew := &errWriter{w: f.IO.Out}
@@ -201,7 +202,7 @@ does not explain the failure. When no good unit exists, it says so.
 			tw := tabwriter.NewWriter(f.IO.Out, 0, 8, 2, ' ', 0)
 			fmt.Fprintln(tw, "DIMENSION\tBAD\tGOOD")
 			for _, d := range ce.Differs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", d.Dimension, dash(d.Bad), dash(d.Good))
+				termsafe.Fprintf(tw, "%s\t%s\t%s\n", d.Dimension, dash(d.Bad), dash(d.Good))
 			}
 			if err := tw.Flush(); err != nil {
 				return err

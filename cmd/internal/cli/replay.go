@@ -15,6 +15,7 @@ import (
 	"github.com/faultline/faultline/analyze/controlplane"
 	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/fixtures"
+	"github.com/faultline/faultline/internal/termsafe"
 )
 
 type replayOptions struct {
@@ -118,11 +119,11 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 	if err != nil {
 		return fmt.Errorf("replay %s: %w", opts.name, err)
 	}
-	fmt.Fprintf(f.IO.Out, "Replayed %s into %s\n\n", opts.name, f.dbPath)
+	termsafe.Fprintf(f.IO.Out, "Replayed %s into %s\n\n", opts.name, f.dbPath)
 	if err := sourcesRun(ctx, &sourcesOptions{f: f, output: "table", gap: 5 * time.Minute}); err != nil {
 		return err
 	}
-	fmt.Fprintf(f.IO.Out, "\nExplore it:\n  faultline --db %s timeline --where 'code >= 429'\n", f.dbPath)
+	termsafe.Fprintf(f.IO.Out, "\nExplore it:\n  faultline --db %s timeline --where 'code >= 429'\n", f.dbPath)
 	rep, cp, err := analyzeIncident(ctx, f.dbPath, f.Logger())
 	if err != nil {
 		return fmt.Errorf("replay %s: %w", opts.name, err)
@@ -154,12 +155,12 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 // "not analysed" and never counts as passing. A failure exits 1.
 func printCheck(w io.Writer, e *fixtures.Expected, rep *investigate.Report, cp *controlplane.Report) error {
 	verdicts := fixtures.Check(e, rep, cp)
-	fmt.Fprintf(w, "\nCheck against expected.json (%s, seed %d):\n", e.Incident, e.Seed)
+	termsafe.Fprintf(w, "\nCheck against expected.json (%s, seed %d):\n", e.Incident, e.Seed)
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIELD\tSTATUS\tEXPECTED\tFOUND")
 	var passed, failed, other int
 	for _, v := range verdicts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.Field, v.Status, v.Expected, v.Found)
+		termsafe.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.Field, v.Status, v.Expected, v.Found)
 		switch {
 		case v.Passed():
 			passed++
@@ -174,7 +175,7 @@ func printCheck(w io.Writer, e *fixtures.Expected, rep *investigate.Report, cp *
 	}
 	for _, v := range verdicts {
 		if v.Failed() && v.Why != "" {
-			fmt.Fprintf(w, "  %s: %s\n", v.Field, v.Why)
+			termsafe.Fprintf(w, "  %s: %s\n", v.Field, v.Why)
 		}
 	}
 	fmt.Fprintf(w, "%d passed, %d failed, %d not analysed or n/a\n", passed, failed, other)

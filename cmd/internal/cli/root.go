@@ -6,20 +6,39 @@ import (
 	"context"
 
 	"github.com/spf13/cobra"
+
+	"github.com/faultline/faultline/internal/termsafe"
 )
 
 // version is set at build time with -ldflags "-X ...cli.version=v1.2.3".
 var version = "dev"
 
 // Run executes the command line and returns the exit code.
+//
+// Everything printed is data from strangers (user agents, object names,
+// messages, file names), so both streams pass through a termsafe.Writer for
+// the whole run: no command can forget it, and no error that quotes its
+// input reaches the terminal raw. The text output uses no colour, so the
+// writer escapes every ESC. What escapes its own control characters (JSON,
+// YAML) or draws its own (the TUI, the progress line) writes to
+// termsafe.Raw(stream) instead. Values in table rows and report lines
+// still go through termsafe.Fprintf: the writer keeps newlines and tabs, and
+// one in a value would fake a row or a column.
 func Run(ctx context.Context, args []string, f *Factory) int {
+	streams := f.IO
+	out, errOut := termsafe.NewWriter(streams.Out), termsafe.NewWriter(streams.ErrOut)
+	f.IO.Out, f.IO.ErrOut = out, errOut
+	defer func() { f.IO = streams }()
 	root := newRootCmd(f)
 	root.SetArgs(args)
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	err := root.ExecuteContext(ctx)
-	return exitCode(err, f.IO.ErrOut)
+	code := exitCode(err, f.IO.ErrOut)
+	out.Flush()
+	errOut.Flush()
+	return code
 }
 
 func newRootCmd(f *Factory) *cobra.Command {

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline/faultline/analyze/slice"
+	"github.com/faultline/faultline/internal/termsafe"
 )
 
 // sliceTimeline runs `faultline slice` without --cube: the slice search over
@@ -290,7 +291,7 @@ func printSlice(out, errOut io.Writer, c *slice.Cube, res slice.Result) error {
 		anomaly = fmt.Sprintf("%s bad events out of %s", fmtNum(res.Bad), fmtNum(res.Total))
 	}
 	if len(res.Causes) == 0 {
-		fmt.Fprintf(errOut, "No cause found: %s is within the noise; %s.\n", anomaly, shape)
+		termsafe.Fprintf(errOut, "No cause found: %s is within the noise; %s.\n", anomaly, shape)
 		return nil
 	}
 	tw := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
@@ -306,11 +307,11 @@ func printSlice(out, errOut io.Writer, c *slice.Cube, res slice.Result) error {
 	for _, k := range res.Causes {
 		switch {
 		case c.Measure == slice.Volume:
-			fmt.Fprintf(tw, "%s\t%s\t%s\t", k.Where, fmtNum(k.Bad), fmtNum(k.Expected))
+			termsafe.Fprintf(tw, "%s\t%s\t%s\t", k.Where, fmtNum(k.Bad), fmtNum(k.Expected))
 		case c.Baseline:
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t", k.Where, fmtNum(k.Bad), fmtNum(k.Total), fmtNum(k.Expected))
+			termsafe.Fprintf(tw, "%s\t%s\t%s\t%s\t", k.Where, fmtNum(k.Bad), fmtNum(k.Total), fmtNum(k.Expected))
 		default:
-			fmt.Fprintf(tw, "%s\t%s\t%s\t", k.Where, fmtNum(k.Bad), fmtNum(k.Total))
+			termsafe.Fprintf(tw, "%s\t%s\t%s\t", k.Where, fmtNum(k.Bad), fmtNum(k.Total))
 		}
 		fmt.Fprintf(tw, "%.1f%%\t%.1f%%\t%.1f\n", 100*k.Coverage, 100*k.Precision, k.Score)
 	}
@@ -321,7 +322,7 @@ func printSlice(out, errOut io.Writer, c *slice.Cube, res slice.Result) error {
 	if len(res.Causes) == 1 {
 		noun = "cause covers"
 	}
-	fmt.Fprintf(errOut, "%d %s %.1f%% of %s; %s.\n", len(res.Causes), noun, 100*res.Coverage, anomaly, shape)
+	termsafe.Fprintf(errOut, "%d %s %.1f%% of %s; %s.\n", len(res.Causes), noun, 100*res.Coverage, anomaly, shape)
 	return nil
 }
 

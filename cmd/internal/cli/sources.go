@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
 )
 
@@ -120,7 +121,7 @@ func sourcesRun(ctx context.Context, opts *sourcesOptions) error {
 		out.Gaps = append(out.Gaps, gapJSON{Source: g.Source, Start: g.Start, End: g.End, Duration: g.End.Sub(g.Start).Round(time.Second).String()})
 	}
 	if opts.output == "json" {
-		enc := json.NewEncoder(opts.f.IO.Out)
+		enc := json.NewEncoder(termsafe.Raw(opts.f.IO.Out))
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
@@ -142,7 +143,7 @@ func printSources(w io.Writer, s *sourcesJSON, gap time.Duration) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "SOURCE\tFIRST\tLAST\tRECORDS\tRUNS\tBAD LINES")
 	for _, x := range s.Sources {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", x.Source, fmtTime(x.First), fmtTime(x.Last), humanInt(x.Records), x.Runs, humanInt(x.Bad))
+		termsafe.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", x.Source, fmtTime(x.First), fmtTime(x.Last), humanInt(x.Records), x.Runs, humanInt(x.Bad))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -153,7 +154,7 @@ func printSources(w io.Writer, s *sourcesJSON, gap time.Duration) error {
 		if len(sum) > 12 {
 			sum = sum[:12]
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Source, r.Status, displayPath(r.Path),
+		termsafe.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Source, r.Status, displayPath(r.Path),
 			humanBytes(r.Size), dash(sum), fmtTime(r.First), fmtTime(r.Last), humanInt(r.Records), humanInt(r.Versions),
 			humanInt(r.Duplicates), humanInt(r.BadLines))
 	}
@@ -166,7 +167,7 @@ func printSources(w io.Writer, s *sourcesJSON, gap time.Duration) error {
 	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "GAPS (>= %s)\tSTART\tEND\tLENGTH\n", gap)
 	for _, g := range s.Gaps {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", g.Source, fmtTime(g.Start), fmtTime(g.End), g.Duration)
+		termsafe.Fprintf(tw, "%s\t%s\t%s\t%s\n", g.Source, fmtTime(g.Start), fmtTime(g.End), g.Duration)
 	}
 	return tw.Flush()
 }

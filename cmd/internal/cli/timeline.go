@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
 )
 
@@ -205,7 +206,8 @@ func newRecordPrinter(w io.Writer, format string) *recordPrinter {
 	case "table", "wide":
 		p.tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	case "json", "jsonl":
-		p.enc = json.NewEncoder(w)
+		p.w = termsafe.Raw(w) // JSON escapes control characters itself
+		p.enc = json.NewEncoder(p.w)
 		p.enc.SetEscapeHTML(false)
 	}
 	return p
@@ -255,10 +257,10 @@ func (p *recordPrinter) print(r *timeline.Record) error {
 	if r.Latency > 0 {
 		lat = formatLatency(r.Latency)
 	}
-	fmt.Fprintf(p.tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s", r.Time.UTC().Format("2006-01-02T15:04:05.000Z"), r.Source,
+	termsafe.Fprintf(p.tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s", r.Time.UTC().Format("2006-01-02T15:04:05.000Z"), r.Source,
 		dash(action), code, lat, dash(r.User), objectString(r))
 	if p.format == "wide" {
-		fmt.Fprintf(p.tw, "\t%s\t%s\t%s\trun %d line %d", dash(r.UserAgent), dash(r.Stage()), dash(r.AuditID),
+		termsafe.Fprintf(p.tw, "\t%s\t%s\t%s\trun %d line %d", dash(r.UserAgent), dash(r.Stage()), dash(r.AuditID),
 			r.Evidence.Run, r.Evidence.Line)
 	}
 	fmt.Fprintln(p.tw)

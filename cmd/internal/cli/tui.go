@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline/sqlite"
 	"github.com/faultline/faultline/tui"
 )
@@ -82,5 +83,5 @@ func tuiRun(ctx context.Context, opts *tuiOptions) error {
 	}
 	defer store.Close()
 	return tui.Run(ctx, store, tui.Options{Bad: opts.bad, Now: f.Now, NoColor: f.Getenv("NO_COLOR") != "", Source: f.dbPath},
-		f.IO.In, f.IO.Out)
+		f.IO.In, termsafe.Raw(f.IO.Out)) // the TUI draws its own escapes, and escapes its data
 }
