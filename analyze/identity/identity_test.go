@@ -487,3 +487,20 @@ func TestConfigRefsKeys(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseRef: a REF argument parses or is refused; a parsed one names
+// an object (no empty part stands for "any").
+func FuzzParseRef(f *testing.F) {
+	for _, s := range []string{"pod/ml/train-0", "Pod/train-0", "node/gpu-1", "pod//", "configmap/ml/", "/", "deployment.apps/web/api"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseRef(s, "default")
+		if err != nil {
+			return
+		}
+		if r.Name == "" || r.Kind == "" {
+			t.Fatalf("ParseRef(%q) = %+v: an empty kind or name", s, r)
+		}
+	})
+}
