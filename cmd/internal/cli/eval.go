@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline/faultline/fixtures"
+	"github.com/faultline/faultline/timeline/redact"
 )
 
 type evalOptions struct {
@@ -196,7 +198,13 @@ func scoreIncident(ctx context.Context, logger *slog.Logger, now func() time.Tim
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-	load := incidentLoader{logger: logger, now: now, warnf: func(format string, args ...any) {
+	// The timeline is removed afterwards: a key of its own, never stored,
+	// hashes its secret values.
+	key := make([]byte, redact.KeySize)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	load := incidentLoader{logger: logger, now: now, key: key, warnf: func(format string, args ...any) {
 		logger.Warn(fmt.Sprintf(format, args...), "incident", in.dir)
 	}}
 	db := filepath.Join(work, "faultline.db")
