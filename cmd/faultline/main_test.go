@@ -24,9 +24,27 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	testscript.Main(m, map[string]func(){
+	testscript.Main(ownConfigM{m}, map[string]func(){
 		"faultline": func() { os.Exit(cli.Run(context.Background(), os.Args[1:], cli.System())) },
 	})
+}
+
+// ownConfigM runs the tests with XDG_CONFIG_HOME in a folder of their own,
+// removed afterwards: no test, nor any faultline it runs, reads or makes the
+// real home's key. (testscript.Main calls Run only for the tests, not when
+// the binary runs as faultline.)
+type ownConfigM struct{ m *testing.M }
+
+func (o ownConfigM) Run() int {
+	cfg, err := os.MkdirTemp("", "faultline-config-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(cfg)
+	os.Setenv("XDG_CONFIG_HOME", cfg)
+	os.Unsetenv("FAULTLINE_KEY")
+	return o.m.Run()
 }
 
 func TestScripts(t *testing.T) {
@@ -56,6 +74,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("HOLDOUT", holdout)
 			env.Setenv("ZOO", zoo)
 			env.Setenv("NO_COLOR", "1")
+			env.Setenv("XDG_CONFIG_HOME", filepath.Join(env.WorkDir, ".config"))
 			return nil
 		},
 		Condition: func(cond string) (bool, error) {

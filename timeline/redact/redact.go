@@ -1,13 +1,34 @@
 // Package redact removes values that must never reach the timeline from
-// Kubernetes objects. Secret values are replaced by a salted per-key HMAC,
-// ConfigMap values by a per-key sha256: a diff can still say which key
-// changed, and nobody can read the value back.
+// Kubernetes objects and audit records, and keeps the key that hashes them.
 //
-// The rule is deliberately broad: the top-level data, stringData and
-// binaryData maps of every kind are hashed (ConfigMaps with plain sha256,
-// all other kinds, Secrets included, with the salted HMAC), as is the
-// last-applied-configuration annotation of Secrets and ConfigMaps, which
-// repeats their values. managedFields are dropped as noise.
+// Values are replaced by hashes, so a diff can still say which key changed
+// while nobody can read the value back:
+//
+//   - a Secret keeps only its apiVersion, kind, metadata, type and immutable;
+//     every other field (data, stringData, binaryData, in any JSON shape) is
+//     replaced by a keyed HMAC over (namespace, name, key, value), so equal
+//     passwords in two Secrets do not share a hash, while one key of one
+//     Secret compares equal over time;
+//   - a ConfigMap's data and binaryData (object or any other shape) become
+//     per-key sha256: ConfigMaps are not secret, and equal bytes in every
+//     namespace (kube-root-ca.crt) must stay one value for identity;
+//   - the data, stringData and binaryData of every other kind are hashed
+//     like a Secret's;
+//   - in every containers, initContainers and ephemeralContainers list at any
+//     depth (pods, pod templates of Deployments, Jobs, CronJobs, custom
+//     resources), env literal values and the elements of args and command
+//     become a keyed HMAC over (namespace, container, variable or field,
+//     value): pods of one workload still compare equal, a change of value is
+//     still a change;
+//   - every field named token at any depth (TokenReview, TokenRequest) is
+//     dropped to "redacted";
+//   - the last-applied-configuration annotation, which repeats the object,
+//     is redacted by the same rules.
+//
+// Kinds and field names compare case-insensitively, and an object without a
+// kind takes it from its list or from its resource ("secrets" is a Secret).
+// Without a key, keyed values become NoKey: a value hashed with another key
+// could never be compared, and a plain hash could be guessed.
 package redact
 
 import (
@@ -15,21 +36,39 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
+
+	"github.com/faultline/faultline/timeline"
 )
 
 // LastApplied is the annotation kubectl apply writes with the whole object.
 const LastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
-var valueMaps = []string{"data", "stringData", "binaryData"}
+// Replacement values.
+const (
+	Redacted = "redacted"          // dropped outright (tokens, messages)
+	NoKey    = "redacted (no key)" // needed the key, and there was none
+	hmacTag  = "hmac-sha256:"
+)
+
+// Redactor redacts with one key. The zero value has no key.
+type Redactor struct {
+	Key []byte // nil: values that need the key become NoKey
+	// OnNoKey, if set, is called each time a value became NoKey.
+	OnNoKey func()
+}
 
 // Object returns the redacted form of a JSON object, re-encoded with sorted
-// keys, so equal objects give equal bytes.
-func Object(obj []byte, salt []byte) ([]byte, error) {
+// keys, so equal objects give equal bytes. ref names the object where its
+// body does not (a kind-less request object, a namespace from the URL).
+func (r *Redactor) Object(obj []byte, ref timeline.ObjectRef) ([]byte, error) {
 	d := json.NewDecoder(bytes.NewReader(obj))
 	d.UseNumber()
 	var m map[string]any
@@ -39,70 +78,264 @@ func Object(obj []byte, salt []byte) ([]byte, error) {
 	if m == nil {
 		return nil, errors.New("redact: not a JSON object")
 	}
-	Map(m, "", salt)
+	hint := ref.Kind
+	if hint == "" {
+		hint = kindOfResource(ref.Resource)
+	}
+	r.walk(m, scope{kind: hint, resourceKind: kindOfResource(ref.Resource), ns: ref.Namespace, name: ref.Name})
 	return json.Marshal(m)
 }
 
-// Map redacts a decoded object in place. itemKind is the kind implied by an
-// enclosing list ("Secret" for the items of a SecretList), or "".
-func Map(m map[string]any, itemKind string, salt []byte) {
-	kind, _ := m["kind"].(string)
-	if kind == "" {
-		kind = itemKind
+// scope is what an object inherits from where it was found.
+type scope struct {
+	kind         string // kind implied by a list or the resource, lower case
+	resourceKind string // kind of the request's resource, lower case
+	ns, name     string
+}
+
+// kindOfResource is the kind a resource holds, lower case: "secrets" ->
+// "secret". Every kind a rule names has a regular plural.
+func kindOfResource(resource string) string {
+	return strings.TrimSuffix(strings.ToLower(resource), "s")
+}
+
+// fields returns the keys of m equal to name, ignoring case, sorted.
+func fields(m map[string]any, name string) []string {
+	var out []string
+	for k := range m {
+		if strings.EqualFold(k, name) {
+			out = append(out, k)
+		}
 	}
-	if items, ok := m["items"].([]any); ok {
-		ik := strings.TrimSuffix(kind, "List")
+	slices.Sort(out)
+	return out
+}
+
+func field(m map[string]any, name string) any {
+	for _, k := range fields(m, name) {
+		return m[k]
+	}
+	return nil
+}
+
+func strField(m map[string]any, name string) string {
+	s, _ := field(m, name).(string)
+	return s
+}
+
+// walk redacts one object in place.
+func (r *Redactor) walk(m map[string]any, sc scope) {
+	kind := strings.ToLower(strField(m, "kind"))
+	if kind == "" {
+		kind = strings.ToLower(sc.kind)
+	}
+	md, _ := field(m, "metadata").(map[string]any)
+	if ns := strField(md, "namespace"); ns != "" {
+		sc.ns = ns
+	}
+	if n := strField(md, "name"); n != "" {
+		sc.name = n
+	}
+	secret := kind == "secret" || sc.resourceKind == "secret"
+	for _, k := range fields(m, "items") {
+		items, _ := m[k].([]any)
 		for _, it := range items {
 			if im, ok := it.(map[string]any); ok {
-				Map(im, ik, salt)
+				r.walk(im, scope{kind: strings.TrimSuffix(kind, "list"), resourceKind: sc.resourceKind, ns: sc.ns})
 			}
 		}
 	}
-	configMap := kind == "ConfigMap"
-	for _, field := range valueMaps {
-		vals, ok := m[field].(map[string]any)
-		if !ok {
-			if _, present := m[field]; present && kind == "Secret" {
-				m[field] = "redacted"
-			}
-			continue
-		}
-		for k, v := range vals {
-			vals[k] = hashValue(field, v, configMap, salt)
+	for k, v := range m {
+		switch lk := strings.ToLower(k); {
+		case lk == "metadata" || lk == "kind" || lk == "apiversion" || lk == "items":
+		case secret && (lk == "type" || lk == "immutable"):
+		case secret:
+			m[k] = r.valueMap(v, sc, lk, false)
+		case lk == "data" || lk == "stringdata" || lk == "binarydata":
+			m[k] = r.valueMap(v, sc, lk, kind == "configmap")
+		default:
+			m[k] = r.deep(v, sc)
 		}
 	}
-	md, ok := m["metadata"].(map[string]any)
-	if !ok {
+	if md == nil {
 		return
 	}
-	delete(md, "managedFields")
-	if ann, ok := md["annotations"].(map[string]any); ok && (kind == "Secret" || kind == "ConfigMap") {
-		if v, ok := ann[LastApplied]; ok {
-			ann[LastApplied] = hashValue("annotation", v, false, salt)
+	for _, k := range fields(md, "managedFields") {
+		delete(md, k)
+	}
+	for _, k := range fields(md, "annotations") {
+		if ann, ok := md[k].(map[string]any); ok {
+			for _, a := range fields(ann, LastApplied) {
+				ann[a] = r.lastApplied(ann[a], kind, sc)
+			}
 		}
 	}
 }
 
-// hashValue hashes one value: the decoded bytes for base64 maps (so data and
-// stringData holding the same value hash alike), the string otherwise.
-func hashValue(field string, v any, plain bool, salt []byte) string {
-	var b []byte
-	switch s := v.(type) {
-	case string:
-		b = []byte(s)
-		if field == "data" && !plain || field == "binaryData" {
-			if dec, err := base64.StdEncoding.DecodeString(s); err == nil {
-				b = dec
+// deep redacts a value that is not a known value map: container lists and
+// token fields at any depth, and objects nested in lists of any field.
+func (r *Redactor) deep(v any, sc scope) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, vv := range x {
+			switch lk := strings.ToLower(k); lk {
+			case "token":
+				if vv != nil {
+					x[k] = Redacted
+				}
+			case "containers", "initcontainers", "ephemeralcontainers":
+				if l, ok := vv.([]any); ok {
+					for _, c := range l {
+						if cm, ok := c.(map[string]any); ok {
+							r.container(cm, sc)
+						}
+					}
+				} else {
+					x[k] = r.deep(vv, sc)
+				}
+			default:
+				x[k] = r.deep(vv, sc)
 			}
 		}
-	default:
-		b, _ = json.Marshal(v) // a decoded JSON value always re-encodes
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = r.deep(e, sc)
+		}
+		return x
 	}
-	if plain {
-		sum := sha256.Sum256(b)
-		return "sha256:" + hex.EncodeToString(sum[:])
+	return v
+}
+
+// container hashes a container's env literals and its args and command.
+func (r *Redactor) container(c map[string]any, sc scope) {
+	name := strField(c, "name")
+	for k, v := range c {
+		switch lk := strings.ToLower(k); lk {
+		case "env":
+			l, ok := v.([]any)
+			if !ok {
+				c[k] = r.keyed(v, "env", sc.ns, name, "", "")
+				continue
+			}
+			for _, e := range l {
+				em, ok := e.(map[string]any)
+				if !ok {
+					continue
+				}
+				env := strField(em, "name")
+				for _, vk := range fields(em, "value") {
+					em[vk] = r.keyed(em[vk], "env", sc.ns, name, env, "")
+				}
+				for ek, ev := range em {
+					if lek := strings.ToLower(ek); lek != "name" && lek != "value" {
+						em[ek] = r.deep(ev, sc)
+					}
+				}
+			}
+		case "args", "command":
+			l, ok := v.([]any)
+			if !ok {
+				c[k] = r.keyed(v, lk, sc.ns, name, "", "")
+				continue
+			}
+			for i, e := range l {
+				l[i] = r.keyed(e, lk, sc.ns, name, "", "")
+			}
+		default:
+			c[k] = r.deep(v, sc)
+		}
 	}
-	mac := hmac.New(sha256.New, salt)
-	mac.Write(b)
-	return "hmac-sha256:" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// valueMap hashes a data-like field: per key when it is an object, whole
+// otherwise. field is lower case.
+func (r *Redactor) valueMap(v any, sc scope, field string, plain bool) any {
+	vals, ok := v.(map[string]any)
+	if !ok {
+		if v == nil {
+			return nil
+		}
+		if plain {
+			return sha(valueBytes(field, v, true))
+		}
+		return r.keyed(v, "secret", sc.ns, sc.name, "", field)
+	}
+	for k, x := range vals {
+		if plain {
+			vals[k] = sha(valueBytes(field, x, true))
+			continue
+		}
+		vals[k] = r.keyed(x, "secret", sc.ns, sc.name, k, field)
+	}
+	return vals
+}
+
+// lastApplied redacts the annotation by the rules of the object it repeats;
+// one that does not parse is hashed whole.
+func (r *Redactor) lastApplied(v any, kind string, sc scope) any {
+	s, ok := v.(string)
+	if !ok {
+		return r.keyed(v, "last-applied", sc.ns, sc.name, "", "")
+	}
+	var before, m map[string]any
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	if d.Decode(&m) != nil || m == nil {
+		return r.keyed(v, "last-applied", sc.ns, sc.name, "", "")
+	}
+	_ = json.Unmarshal([]byte(s), &before)
+	r.walk(m, scope{kind: kind, resourceKind: sc.resourceKind, ns: sc.ns, name: sc.name})
+	var after map[string]any
+	b, _ := json.Marshal(m) // a decoded JSON value always re-encodes
+	_ = json.Unmarshal(b, &after)
+	if reflect.DeepEqual(before, after) {
+		return s // nothing to hide: keep the bytes as they were
+	}
+	return string(b)
+}
+
+// keyed is the HMAC of a value bound to where it was found, or NoKey. The
+// value's bytes are the decoded ones for base64 fields (data, binaryData),
+// so data and stringData holding one value hash alike.
+func (r *Redactor) keyed(v any, class, ns, obj, key, field string) string {
+	if len(r.Key) == 0 {
+		if r.OnNoKey != nil {
+			r.OnNoKey()
+		}
+		return NoKey
+	}
+	mac := hmac.New(sha256.New, r.Key)
+	for _, part := range []string{"faultline.redact.v2", class, ns, obj, key} {
+		writePart(mac, []byte(part))
+	}
+	writePart(mac, valueBytes(field, v, false))
+	return hmacTag + hex.EncodeToString(mac.Sum(nil))
+}
+
+// writePart writes a length-prefixed part, so no two tuples share bytes.
+func writePart(w interface{ Write([]byte) (int, error) }, b []byte) {
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+	w.Write(n[:])
+	w.Write(b)
+}
+
+func valueBytes(field string, v any, configMap bool) []byte {
+	s, ok := v.(string)
+	if !ok {
+		b, _ := json.Marshal(v) // a decoded JSON value always re-encodes
+		return b
+	}
+	if field == "binarydata" || field == "data" && !configMap {
+		if dec, err := base64.StdEncoding.DecodeString(s); err == nil {
+			return dec
+		}
+	}
+	return []byte(s)
+}
+
+func sha(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }

@@ -5,12 +5,10 @@ package sqlite
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
 	"embed"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -25,6 +23,7 @@ import (
 	sqlite3 "github.com/mattn/go-sqlite3"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/redact"
 )
 
 // ApplicationID marks a SQLite file as a faultline timeline ("Fltl").
@@ -78,7 +77,7 @@ type Store struct {
 	db    *sql.DB
 	path  string
 	log   *slog.Logger
-	salt  []byte // per-database salt for hashing secret values
+	red   redact.Redactor // hashes secret values with the key from Options
 	cache *strCache
 	// classes maps request classes to their req_class ids (rollup.go).
 	classes classCache
@@ -97,6 +96,12 @@ type Options struct {
 	// CacheKiB is SQLite's page cache per connection (0: 32 MiB). A
 	// long-lived reader (the TUI) trades some speed for memory with less.
 	CacheKiB int
+	// Key hashes Secret values, env literals and args (timeline/redact). It
+	// lives outside the database (redact.KeyPath); the database records its
+	// fingerprint. Without it, or with another key than the fingerprint's,
+	// the timeline reads as ever but new such values are stored as
+	// redact.NoKey, with one warning.
+	Key []byte
 }
 
 // ErrNotTimeline is returned for a file that is not a faultline database.
@@ -143,7 +148,7 @@ func Open(ctx context.Context, file string, opt Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open timeline %s: %w", file, err)
 	}
-	if err := s.loadSalt(ctx, opt.ReadOnly); err != nil {
+	if err := s.useKey(ctx, opt.Key, opt.ReadOnly); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open timeline %s: %w", file, err)
 	}
@@ -219,32 +224,56 @@ func (s *Store) migrate(ctx context.Context, readOnly bool) error {
 	return nil
 }
 
-// loadSalt reads (or creates) the per-database salt used to hash secret
-// values: a hash that leaves the database cannot be matched against a
-// dictionary built for another database.
-func (s *Store) loadSalt(ctx context.Context, readOnly bool) error {
-	var v string
-	err := s.db.QueryRowContext(ctx, "SELECT v FROM meta WHERE k = 'salt'").Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) && !readOnly {
-		b := make([]byte, 32)
-		if _, err := rand.Read(b); err != nil {
-			return err
-		}
-		v = hex.EncodeToString(b)
-		if _, err := s.db.ExecContext(ctx, "INSERT INTO meta (k, v) VALUES ('salt', ?) ON CONFLICT (k) DO NOTHING", v); err != nil {
-			return err
-		}
-		err = s.db.QueryRowContext(ctx, "SELECT v FROM meta WHERE k = 'salt'").Scan(&v)
-	}
+// useKey checks the key against the fingerprint the database recorded
+// (recording it on first use) and sets up the redactor. A missing or foreign
+// key is not an error: reading needs no key, and new values that would need
+// it are stored as redact.NoKey rather than hashed with a key their
+// predecessors were not (those hashes could never be compared). The per-
+// database salt of older versions, which sat beside its hashes, is deleted.
+func (s *Store) useKey(ctx context.Context, key []byte, readOnly bool) error {
+	var fp string
+	err := s.db.QueryRowContext(ctx, "SELECT v FROM meta WHERE k = 'key_fingerprint'").Scan(&fp)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("read salt: %w", err)
+		return fmt.Errorf("read key fingerprint: %w", err)
 	}
-	s.salt, _ = hex.DecodeString(v)
+	why := ""
+	switch {
+	case len(key) == 0:
+		why = "no key"
+	case fp != "" && fp != redact.Fingerprint(key):
+		why = "the key " + redact.Fingerprint(key) + " is not the key " + fp + " that hashed this timeline's values"
+		key = nil
+	}
+	if !readOnly {
+		if fp == "" && len(key) > 0 {
+			if _, err := s.db.ExecContext(ctx, "INSERT INTO meta (k, v) VALUES ('key_fingerprint', ?) ON CONFLICT (k) DO NOTHING", redact.Fingerprint(key)); err != nil {
+				return fmt.Errorf("record key fingerprint: %w", err)
+			}
+		}
+		if _, err := s.db.ExecContext(ctx, "DELETE FROM meta WHERE k = 'salt'"); err != nil {
+			return fmt.Errorf("delete salt: %w", err)
+		}
+	}
+	var once sync.Once
+	s.red = redact.Redactor{Key: key, OnNoKey: func() {
+		once.Do(func() {
+			s.log.Warn("secret values, env literals and args are stored as \""+redact.NoKey+"\": changes to them will not show",
+				"file", s.path, "reason", why)
+		})
+	}}
 	return nil
 }
 
-// Salt returns the per-database salt for hashing secret values.
-func (s *Store) Salt() []byte { return s.salt }
+// KeyFingerprint returns the fingerprint of the key that hashed this
+// timeline's values, or "" if none did.
+func (s *Store) KeyFingerprint(ctx context.Context) (string, error) {
+	var fp string
+	err := s.db.QueryRowContext(ctx, "SELECT v FROM meta WHERE k = 'key_fingerprint'").Scan(&fp)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return fp, err
+}
 
 // IntegrityCheck runs PRAGMA integrity_check and returns its verdict ("ok").
 func (s *Store) IntegrityCheck(ctx context.Context) (string, error) {

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -14,17 +15,20 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/redact"
 )
 
 func openTest(t *testing.T) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), Options{})
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), Options{Key: testKey})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
 }
+
+var testKey = bytes.Repeat([]byte{1}, redact.KeySize)
 
 func collect(t *testing.T, s *Store, q timeline.Query) []*timeline.Record {
 	t.Helper()
@@ -178,19 +182,19 @@ func TestOpenRefusesForeignFiles(t *testing.T) {
 	}
 
 	good := filepath.Join(dir, "good.db")
-	s, err := Open(ctx, good, Options{})
+	key := bytes.Repeat([]byte{7}, 32)
+	s, err := Open(ctx, good, Options{Key: key})
 	if err != nil {
 		t.Fatal(err)
 	}
-	salt := s.Salt()
 	s.Close()
 	s, err = Open(ctx, good, Options{ReadOnly: true})
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer s.Close()
-	if diff := cmp.Diff(salt, s.Salt()); diff != "" || len(salt) != 32 {
-		t.Errorf("salt changed across opens (-want +got)\n%s", diff)
+	if fp, err := s.KeyFingerprint(ctx); err != nil || fp != redact.Fingerprint(key) {
+		t.Errorf("key fingerprint = %q, %v; want %q", fp, err, redact.Fingerprint(key))
 	}
 	if v, err := s.IntegrityCheck(ctx); err != nil || v != "ok" {
 		t.Errorf("integrity_check = %q, %v", v, err)

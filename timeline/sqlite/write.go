@@ -189,6 +189,7 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 	if r.Key == "" {
 		return 0, errors.New("add record: empty natural key")
 	}
+	redact.Record(r)
 	o := &r.Object
 	ids, err := b.internAll(ctx, string(r.Source), o.Group, o.Version, o.Resource, o.Subresource, o.Kind,
 		o.Namespace, o.Name, r.Verb, r.Reason, r.User, r.UserAgent, r.SourceIP, r.Type, r.Level)
@@ -317,7 +318,7 @@ func (b *batch) rollJoin(ctx context.Context, r *timeline.Record, ids []int64, h
 // the version. It fills v.Content and v.Hash with what was stored.
 func (b *batch) AddVersion(ctx context.Context, v *timeline.ObjectVersion) (bool, error) {
 	ctx = context.WithoutCancel(ctx) // callers check cancellation between records
-	body, err := redact.Object(v.Content, b.s.salt)
+	body, err := b.s.red.Object(v.Content, v.Object)
 	if err != nil {
 		return false, fmt.Errorf("add version of %s/%s: %w", v.Object.Resource, v.Object.Name, err)
 	}

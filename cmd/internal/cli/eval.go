@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/faultline/faultline/fixtures"
 	"github.com/faultline/faultline/internal/termsafe"
+	"github.com/faultline/faultline/timeline/redact"
 )
 
 type evalOptions struct {
@@ -197,7 +199,13 @@ func scoreIncident(ctx context.Context, logger *slog.Logger, now func() time.Tim
 		return nil, err
 	}
 	defer os.RemoveAll(work)
-	load := incidentLoader{logger: logger, now: now, warnf: func(format string, args ...any) {
+	// The timeline is removed afterwards: a key of its own, never stored,
+	// hashes its secret values.
+	key := make([]byte, redact.KeySize)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	load := incidentLoader{logger: logger, now: now, key: key, warnf: func(format string, args ...any) {
 		logger.Warn(fmt.Sprintf(format, args...), "incident", in.dir)
 	}}
 	db := filepath.Join(work, "faultline.db")

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/faultline/faultline/timeline/redact"
 	"github.com/faultline/faultline/timeline/sqlite"
 )
 
@@ -33,6 +34,8 @@ type Factory struct {
 	dbPath  string
 	verbose bool
 	logger  *slog.Logger
+	key     []byte // Key's, once read
+	keyErr  error
 }
 
 // System returns the factory for a real process.
@@ -61,9 +64,30 @@ func (f *Factory) Logger() *slog.Logger {
 	return f.logger
 }
 
-// OpenStore opens the timeline named by --db, creating it if needed.
+// OpenStore opens the timeline named by --db, creating it if needed, with
+// the key that hashes secret values.
 func (f *Factory) OpenStore(ctx context.Context) (*sqlite.Store, error) {
-	return sqlite.Open(ctx, f.dbPath, sqlite.Options{Logger: f.Logger()})
+	return sqlite.Open(ctx, f.dbPath, sqlite.Options{Logger: f.Logger(), Key: f.Key()})
+}
+
+// Key returns the key that hashes secret values (redact.KeyPath: env
+// FAULTLINE_KEY, else $XDG_CONFIG_HOME/faultline/key, else
+// ~/.config/faultline/key), creating it on first use. A key that cannot be
+// read or made is nil: the store then warns once and stores such values as
+// "redacted (no key)".
+func (f *Factory) Key() []byte {
+	if f.key != nil || f.keyErr != nil {
+		return f.key
+	}
+	path, err := redact.KeyPath(f.Getenv)
+	if err == nil {
+		f.key, err = redact.LoadKey(path, true)
+	}
+	if err != nil {
+		f.keyErr = err
+		f.Logger().Warn("no key to hash secret values", "err", err)
+	}
+	return f.key
 }
 
 // OpenStoreReadOnly opens an existing timeline for reading.
@@ -75,7 +99,7 @@ func (f *Factory) OpenStoreReadOnly(ctx context.Context) (*sqlite.Store, error) 
 	s, err := sqlite.Open(ctx, f.dbPath, sqlite.Options{Logger: f.Logger(), ReadOnly: true})
 	if errors.Is(err, sqlite.ErrNeedsMigration) {
 		// An older timeline: migrate it once (migrations only add), then read.
-		rw, err := sqlite.Open(ctx, f.dbPath, sqlite.Options{Logger: f.Logger()})
+		rw, err := sqlite.Open(ctx, f.dbPath, sqlite.Options{Logger: f.Logger(), Key: f.Key()})
 		if err != nil {
 			return nil, err
 		}

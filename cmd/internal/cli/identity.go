@@ -36,7 +36,7 @@ with the object version that says so.
   image.tag/C, image.digest/C   the tag asked for and the digest that ran
   owner/KIND, owner/KIND.generation, owner.podTemplateHash
   configmap/NAME, configmap/NAME/KEY   content hashes at the instant (never values)
-  secret/NAME, secret/NAME/KEY         salted hashes (never values)
+  secret/NAME, secret/NAME/KEY         keyed hashes (never values)
   node, node.kernel, node.osImage, node.kubelet, node.containerRuntime,
   node.instanceType, node.zone, node.pool, node.label/nvidia.com/..., node.taints
   schedulerName, priorityClassName, rank

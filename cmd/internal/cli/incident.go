@@ -31,6 +31,7 @@ type incidentLoader struct {
 	logger *slog.Logger
 	now    func() time.Time
 	warnf  func(format string, args ...any) // a bad line or document, skipped
+	key    []byte                           // hashes secret values (sqlite.Options.Key)
 }
 
 // stagedEvidence is an incident's evidence copied to a work folder, by kind.
@@ -46,7 +47,7 @@ func (l incidentLoader) ingest(ctx context.Context, fsys fs.FS, work, db string)
 	if err != nil {
 		return nil, err
 	}
-	store, err := sqlite.Open(ctx, db, sqlite.Options{Logger: l.logger})
+	store, err := sqlite.Open(ctx, db, sqlite.Options{Logger: l.logger, Key: l.key})
 	if err != nil {
 		return nil, err
 	}

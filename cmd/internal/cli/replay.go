@@ -111,7 +111,7 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 	if !opts.dbSet {
 		f.dbPath = filepath.Join(work, "faultline.db")
 	}
-	load := incidentLoader{logger: f.Logger(), now: f.Now, warnf: f.warnf}
+	load := incidentLoader{logger: f.Logger(), now: f.Now, warnf: f.warnf, key: f.Key()}
 	runs, err := load.ingest(ctx, fsys, work, f.dbPath)
 	for _, r := range runs {
 		printRunSummary(f.IO.ErrOut, &r, 20)

@@ -48,7 +48,12 @@ func newRootCmd(f *Factory) *cobra.Command {
 		Long: `faultline reads the evidence a cluster leaves (apiserver audit logs, events,
 object versions, job and artifact versions) into a local SQLite timeline, and
 helps you find the earliest known-bad time, what changed across it, and the
-smallest slice of the fleet it hurt.`,
+smallest slice of the fleet it hurt.
+
+Secret values, env literals, container args and tokens are never stored: a
+hash under a key kept outside the timeline remains, so a change still shows.
+The key is $XDG_CONFIG_HOME/faultline/key (~/.config/faultline/key), made on
+first use; FAULTLINE_KEY names another file. SECURITY.md has the details.`,
 		Example: `  # Ingest audit logs (files, rotated directories, .gz, or - for stdin)
   faultline ingest audit /var/log/kube-apiserver/
 

@@ -77,7 +77,7 @@ func tuiRun(ctx context.Context, opts *tuiOptions) error {
 		return err
 	}
 	probe.Close()
-	store, err := sqlite.Open(ctx, f.dbPath, sqlite.Options{Logger: f.Logger(), CacheKiB: tuiCacheKiB})
+	store, err := sqlite.Open(ctx, f.dbPath, sqlite.Options{Logger: f.Logger(), CacheKiB: tuiCacheKiB, Key: f.Key()})
 	if err != nil {
 		return err
 	}
