@@ -97,7 +97,8 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt File
 		}
 		if err != nil {
 			// A syntax error leaves the decoder lost: the rest of the file
-			// cannot be read reliably.
+			// cannot be read reliably. A damaged stream (*input.DamagedError)
+			// ends here too, after every document decoded before it.
 			run.BadLines++
 			opt.OnBad(src.Name(), doc, err)
 			break

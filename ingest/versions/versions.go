@@ -288,14 +288,20 @@ type entryAt struct {
 
 // read parses a file's entries: JSON Lines, or YAML (a list or documents)
 // when the name says .yaml or .yml. YAML entries are numbered by position.
-func read(src *input.Source, path string) ([]entryAt, error) {
+func read(src *input.Source, path string) (out []entryAt, err error) {
 	ext := strings.ToLower(filepath.Ext(strings.TrimSuffix(path, ".gz")))
 	if ext == ".yaml" || ext == ".yml" {
 		data, err := io.ReadAll(src.Reader())
-		if err != nil {
+		var dmg *input.DamagedError
+		switch {
+		case errors.As(err, &dmg):
+			// Keep the whole lines decoded before the fault: documents
+			// there are whole; the cut one is reported with the damage.
+			data = data[:bytes.LastIndexByte(data, '\n')+1]
+			defer func() { out = append(out, entryAt{line: int64(len(out)) + 1, err: &FieldError{"file", dmg.Error()}}) }()
+		case err != nil:
 			return nil, err
 		}
-		var out []entryAt
 		n := int64(0)
 		for _, doc := range bytes.Split(data, []byte("\n---")) {
 			if len(bytes.TrimSpace(doc)) == 0 {
@@ -325,7 +331,6 @@ func read(src *input.Source, path string) ([]entryAt, error) {
 		}
 		return out, nil
 	}
-	var out []entryAt
 	for {
 		line, no, err := src.Line()
 		if errors.Is(err, io.EOF) {
@@ -335,6 +340,11 @@ func read(src *input.Source, path string) ([]entryAt, error) {
 		if errors.As(err, &tl) {
 			out = append(out, entryAt{line: no, err: &FieldError{"line", tl.Error()}})
 			continue
+		}
+		var dmg *input.DamagedError
+		if errors.As(err, &dmg) {
+			out = append(out, entryAt{line: dmg.Lines + 1, err: &FieldError{"file", dmg.Error()}})
+			continue // io.EOF next
 		}
 		if err != nil {
 			return out, err

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -142,8 +143,8 @@ func ingestAuditRun(ctx context.Context, opts *ingestAuditOptions) error {
 	if aerr := store.Analyze(context.WithoutCancel(ctx)); aerr != nil && err == nil {
 		err = aerr
 	}
-	if err == nil {
-		err = noneGood(runs)
+	if skipped := (*audit.SkippedError)(nil); err == nil || errors.As(err, &skipped) {
+		err = errors.Join(err, noneGood(runs))
 	}
 	return err
 }
