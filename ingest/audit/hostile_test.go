@@ -9,9 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/faultline/faultline/ingest/input"
+	"github.com/faultline/faultline/timeline"
 )
 
 // auditLines returns n good lines with audit IDs prefix-1..prefix-n.
@@ -139,7 +144,7 @@ func TestFirstLineSniffing(t *testing.T) {
 
 // TestSkippedFilesAreNamed: a file of a directory with no audit record in
 // its first lines used to be skipped with exit status 0 and a debug log.
-// Now the good files are ingested and a *SkippedError names each skipped
+// Now the good files are ingested and an *input.SkippedError names each skipped
 // file with its first bad line's problem; an empty file is no loss.
 func TestSkippedFilesAreNamed(t *testing.T) {
 	dir := t.TempDir()
@@ -148,9 +153,9 @@ func TestSkippedFilesAreNamed(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "audit-empty.log"), nil, 0o644)
 	s := openStore(t)
 	runs, err := Ingest(context.Background(), s, []string{dir}, Options{})
-	var se *SkippedError
+	var se *input.SkippedError
 	if !errors.As(err, &se) {
-		t.Fatalf("err %v, want a *SkippedError", err)
+		t.Fatalf("err %v, want an *input.SkippedError", err)
 	}
 	want := filepath.Join(dir, "audit-0.log") + `: none of its first 16 lines is an audit record (line 1: line: not a JSON object (starts with "n"))`
 	if len(se.Files) != 1 || se.Files[0].Path+": "+se.Files[0].Err.Error() != want {
@@ -158,5 +163,59 @@ func TestSkippedFilesAreNamed(t *testing.T) {
 	}
 	if len(runs) != 1 || runs[0].Records != 3 {
 		t.Errorf("runs %+v: want the good file's 3 records", runs)
+	}
+}
+
+// TestSlowPipeCommitsByTimeAndStopsOnCancel plays `(head -n 20 audit.log;
+// sleep 30) | faultline ingest audit -` through a FIFO. Before, nothing was
+// committed until 256 lines or 1 MiB arrived, and Ctrl-C waited for the
+// pipe to close, then kept 0 records. Now the 20 records are committed
+// within about a second, and cancelling returns promptly with them kept.
+func TestSlowPipeCommitsByTimeAndStopsOnCancel(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "audit.fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writer := make(chan *os.File, 1)
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			t.Error(err)
+			close(writer)
+			return
+		}
+		f.Write([]byte(auditLines("slow", 20)))
+		writer <- f // held open: the pipe trickles, it does not end
+	}()
+	s := openStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		runs []timeline.IngestRun
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runs, err := Ingest(ctx, s, []string{fifo}, Options{})
+		done <- result{runs, err}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(records(t, s)) < 20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 20 records committed after 5 s of a quiet pipe", len(records(t, s)))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case r := <-done:
+		if !errors.Is(r.err, context.Canceled) || len(r.runs) != 1 || r.runs[0].Records != 20 {
+			t.Errorf("runs %+v, err %v: want 20 records and context.Canceled", r.runs, r.err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("Ingest still blocked on the pipe 3 s after the cancel")
+	}
+	if f, ok := <-writer; ok {
+		f.Close()
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
@@ -60,6 +59,8 @@ var ErrStrict = errors.New("stopped at the first bad line (--strict)")
 const (
 	chunkLines = 256
 	chunkBytes = 1 << 20
+	// commitEvery bounds how long a read record waits for its commit.
+	commitEvery = time.Second
 )
 
 type chunk struct {
@@ -93,7 +94,9 @@ const sniffLines = 16
 // among them gets the reason, naming its first bad line; an empty file
 // input.ErrEmpty.
 func FirstTime(path string) (int64, error) {
-	src, err := input.Open(path, 0)
+	// Only files a folder walk admitted come here: regular files, whose
+	// reads need no context.
+	src, err := input.Open(context.Background(), path, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -137,29 +140,13 @@ func noRecord(lines int, first error) error {
 	return fmt.Errorf("none of its first %d lines is an audit record (%w)", lines, first)
 }
 
-// SkippedError names the files of a directory left out because none of
-// their first lines is an audit record: like a file whose every line is
-// bad, it fails the ingest (after the good files were read), so no evidence
-// goes missing with exit status 0.
-type SkippedError struct {
-	Files []input.Skipped
-}
-
-func (e *SkippedError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "skipped %d file(s) holding no audit records (the good files were ingested):", len(e.Files))
-	for _, f := range e.Files {
-		fmt.Fprintf(&b, "\n  %s: %v", f.Path, f.Err)
-	}
-	return b.String()
-}
-
 // Ingest reads each path (files, directories of rotated logs in time order,
 // "-" for stdin) into the store, one ingest run per file. It returns the
 // runs. Bad lines are skipped (reported through OnBadLine) unless Strict.
-// Files of a directory that hold no audit record in their first lines are
-// not read; they are named in a *SkippedError returned after the others
-// were ingested (empty files are left out without a word).
+// Files of a directory that hold no audit record in their first lines, or
+// that the file rule refuses (input.Walk), are not read; they are named in
+// an *input.SkippedError returned after the others were ingested (empty
+// files are left out without a word).
 func Ingest(ctx context.Context, store timeline.Store, paths []string, opt Options) ([]timeline.IngestRun, error) {
 	files, skipped, err := input.Expand(paths, FirstTime)
 	if err != nil {
@@ -176,7 +163,7 @@ func Ingest(ctx context.Context, store timeline.Store, paths []string, opt Optio
 		}
 	}
 	if len(bad) > 0 {
-		return runs, &SkippedError{Files: bad}
+		return runs, &input.SkippedError{Files: bad}
 	}
 	return runs, nil
 }
@@ -186,7 +173,7 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	src, err := input.Open(path, opt.MaxLine)
+	src, err := input.Open(ctx, path, opt.MaxLine)
 	if err != nil {
 		return nil, fmt.Errorf("ingest audit: %w", err)
 	}
@@ -243,8 +230,15 @@ func (w *writer) progress(final bool) {
 }
 
 // pipeline runs reader -> decoders -> this writer, keeping line order.
+//
+// Cancelling parent (Ctrl-C) stops the reader, also in the middle of a
+// read blocked on a pipe (the source was opened with parent); what it had
+// read goes on through the decoders and is committed before pipeline
+// returns parent's error. The stages talk over a context of their own,
+// cancelled only when the writer fails, so a cancelled parent cannot make a
+// send drop a chunk already read.
 func (w *writer) pipeline(parent context.Context) error {
-	ctx, cancel := context.WithCancel(parent)
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
 	defer cancel()
 	workers := w.opt.Workers
 	if workers <= 0 {
@@ -252,17 +246,27 @@ func (w *writer) pipeline(parent context.Context) error {
 	}
 	chunks := make(chan chunk, workers)
 	results := make(chan decoded, workers)
-	var readErr error
+	readDone := make(chan error, 1)
 	go func() {
 		defer close(chunks)
-		readErr = w.read(ctx, chunks)
+		readDone <- w.read(parent, ctx, chunks)
 	}()
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for c := range chunks {
+			for {
+				var c chunk
+				var ok bool
+				select {
+				case c, ok = <-chunks:
+				case <-ctx.Done(): // the writer failed: the reader may be blocked
+					return
+				}
+				if !ok {
+					return
+				}
 				select {
 				case results <- w.decodeChunk(c):
 				case <-ctx.Done():
@@ -278,8 +282,11 @@ func (w *writer) pipeline(parent context.Context) error {
 	for range results { // let decoders finish
 	}
 	if err != nil {
-		return err
+		return err // without waiting for a reader blocked on a pipe
 	}
+	// The writer saw every result: the decoders had every chunk, so the
+	// reader is done.
+	readErr := <-readDone
 	if err := parent.Err(); err != nil {
 		return err
 	}
@@ -291,7 +298,12 @@ func (w *writer) pipeline(parent context.Context) error {
 // as a single line. A damaged source (a truncated or corrupt .gz) yields its
 // lines up to the fault, then the fault as one bad line: every chunk read
 // before it is sent, so nothing decodable is lost with it.
-func (w *writer) read(ctx context.Context, out chan<- chunk) error {
+//
+// A chunk is sent early when the source has nothing more buffered: the
+// next read may wait on a slow pipe, and the lines read so far must reach
+// the writer (which commits them within a second) meanwhile. Once stop is
+// done (Ctrl-C) the chunk under way is sent and read returns stop's error.
+func (w *writer) read(stop, ctx context.Context, out chan<- chunk) error {
 	var (
 		c       = chunk{}
 		size    int
@@ -320,8 +332,14 @@ func (w *writer) read(ctx context.Context, out chan<- chunk) error {
 				err  error
 				done bool
 			)
-			if l, done, err = w.next(); done {
+			if l, done, err = w.next(); done || stop.Err() != nil {
+				if !done && l.err == nil {
+					c.lines = append(c.lines, l) // read whole before the stop
+				}
 				send()
+				if err == nil {
+					err = stop.Err()
+				}
 				return err
 			}
 			if l.err == nil && len(bytes.TrimSpace(l.data)) == 0 {
@@ -342,7 +360,7 @@ func (w *writer) read(ctx context.Context, out chan<- chunk) error {
 		}
 		c.lines = append(c.lines, l)
 		size += len(l.data)
-		if len(c.lines) >= chunkLines || size >= chunkBytes {
+		if len(c.lines) >= chunkLines || size >= chunkBytes || (len(pending) == 0 && w.src.Buffered() == 0) {
 			if !send() {
 				return ctx.Err()
 			}
@@ -473,7 +491,8 @@ func (w *writer) decodeChunk(c chunk) decoded {
 	return out
 }
 
-// write stores decoded chunks in order, committing every BatchSize records.
+// write stores decoded chunks in order, committing every BatchSize records
+// and at least every commitEvery while records are pending.
 func (w *writer) write(ctx context.Context, results <-chan decoded) error {
 	size := w.opt.BatchSize
 	if size <= 0 {
@@ -485,7 +504,9 @@ func (w *writer) write(ctx context.Context, results <-chan decoded) error {
 		batch   timeline.Batch
 		inBatch = 0
 	)
+	lastCommit := time.Now()
 	commit := func() error {
+		lastCommit = time.Now()
 		if batch == nil {
 			return nil
 		}
@@ -493,12 +514,31 @@ func (w *writer) write(ctx context.Context, results <-chan decoded) error {
 		batch, inBatch = nil, 0
 		return err
 	}
+	// A slow source (a pipe that trickles) must not hold read records
+	// uncommitted: they are committed within commitEvery of arriving.
+	tick := time.NewTicker(commitEvery / 4)
+	defer tick.Stop()
 	defer func() {
 		if batch != nil {
 			batch.Rollback()
 		}
 	}()
-	for res := range results {
+	for {
+		var res decoded
+		select {
+		case r, ok := <-results:
+			if !ok {
+				return commit()
+			}
+			res = r
+		case <-tick.C:
+			if batch != nil && time.Since(lastCommit) >= commitEvery {
+				if err := commit(); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		pending[res.seq] = res
 		for {
 			d, ok := pending[next]
@@ -533,7 +573,7 @@ func (w *writer) write(ctx context.Context, results <-chan decoded) error {
 				}
 				inBatch++
 			}
-			if inBatch >= size {
+			if inBatch >= size || (batch != nil && time.Since(lastCommit) >= commitEvery) {
 				if err := commit(); err != nil {
 					return err
 				}
@@ -547,7 +587,6 @@ func (w *writer) write(ctx context.Context, results <-chan decoded) error {
 			return err
 		}
 	}
-	return commit()
 }
 
 type entry struct {

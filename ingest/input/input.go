@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -17,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync/atomic"
 
 	"github.com/ulikunitz/xz"
@@ -43,7 +43,8 @@ type Skipped struct {
 var ErrEmpty = errors.New("empty")
 
 // Expand turns the paths a user gave into the files to read. A directory
-// contributes the regular files (hidden ones skipped) for which firstTime
+// contributes the files the rule of Walk admits (hidden ones skipped; the
+// refused ones returned as skipped) for which firstTime
 // finds a first record, ordered by that time, then by name; the others are
 // returned as skipped, with firstTime's reason, for the caller to report:
 // a file left out silently is evidence lost without a word. Files named
@@ -62,21 +63,18 @@ func Expand(paths []string, firstTime func(path string) (int64, error)) (files [
 			files = append(files, p)
 			continue
 		}
-		entries, err := os.ReadDir(p)
+		walked, refused, err := Walk(p, false, nil)
 		if err != nil {
 			return nil, nil, err
 		}
+		skipped = append(skipped, refused...)
 		type file struct {
 			path string
 			t    int64
 		}
 		var found []file
 		var why error
-		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), ".") || !e.Type().IsRegular() {
-				continue
-			}
-			path := filepath.Join(p, e.Name())
+		for _, path := range walked {
 			t, err := firstTime(path)
 			if err != nil {
 				skipped = append(skipped, Skipped{path, err})
@@ -163,27 +161,44 @@ func (s *Source) RunPath() string {
 var xzMagic = []byte{0xfd, '7', 'z', 'X', 'Z', 0x00}
 
 // Open opens path (or standard input for "-"), decompressing gzip or xz
-// found by its magic bytes. maxLine <= 0 means DefaultMaxLine.
-func Open(path string, maxLine int) (*Source, error) {
+// found by its magic bytes. maxLine <= 0 means DefaultMaxLine. Reads from
+// standard input or a FIFO return ctx.Err() once ctx is done; devices and
+// sockets are refused (files.go has the rule).
+func Open(ctx context.Context, path string, maxLine int) (*Source, error) {
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLine
 	}
 	s := &Source{Path: path, Size: -1, max: maxLine, hasher: sha256.New()}
+	var in io.Reader
 	if path == Stdin {
 		s.f = os.Stdin
+		in = s.f
+		if fi, err := s.f.Stat(); err != nil || !fi.Mode().IsRegular() {
+			in = newCancelReader(ctx, s.f)
+		}
 	} else {
-		f, err := os.Open(path)
+		f, pipe, err := openNamed(ctx, path)
 		if err != nil {
 			return nil, err
 		}
-		if fi, err := f.Stat(); err == nil {
+		s.f, in = f, f
+		if pipe {
+			in = newCancelReader(ctx, f)
+		} else if fi, err := f.Stat(); err == nil {
 			s.Size = fi.Size()
 		}
-		s.f = f
 	}
-	s.count = &countingReader{r: io.TeeReader(s.f, s.hasher)}
+	s.count = &countingReader{r: io.TeeReader(in, s.hasher)}
 	raw := bufio.NewReaderSize(s.count, 1<<20)
-	magic, _ := raw.Peek(6)
+	// Peek no further than the magic needs: a pipe may hold one short line
+	// for a long while, and plain text must not wait for more bytes.
+	magic, _ := raw.Peek(1)
+	switch {
+	case len(magic) == 1 && magic[0] == 0x1f:
+		magic, _ = raw.Peek(2)
+	case len(magic) == 1 && magic[0] == xzMagic[0]:
+		magic, _ = raw.Peek(len(xzMagic))
+	}
 	switch {
 	case len(magic) >= 2 && magic[0] == 0x1f && magic[1] == 0x8b:
 		s.format = "gzip"
@@ -208,6 +223,11 @@ func Open(path string, maxLine int) (*Source, error) {
 		s.r = raw
 	}
 	return s, nil
+}
+
+// isCancel reports a read ended by its context: no damage to the file.
+func isCancel(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // failingReader fails every read: a stream that could not even start.
@@ -277,7 +297,7 @@ type damageReader struct{ s *Source }
 
 func (d damageReader) Read(p []byte) (int, error) {
 	n, err := d.s.r.Read(p)
-	if err != nil && !errors.Is(err, io.EOF) {
+	if err != nil && !errors.Is(err, io.EOF) && !isCancel(err) {
 		if n > 0 {
 			return n, nil // the fault again on the next read, with nothing lost
 		}
@@ -285,6 +305,10 @@ func (d damageReader) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// Buffered is how many decompressed bytes are read and not yet returned:
+// at 0 the next Line may wait on the file (a pipe that trickles).
+func (s *Source) Buffered() int { return s.r.Buffered() }
 
 // BytesRead is how many bytes of the file (compressed, for gzip) were read.
 // It may be called from any goroutine.
@@ -318,6 +342,9 @@ func (s *Source) Line() ([]byte, int64, error) {
 	for {
 		chunk, err := s.r.ReadSlice('\n')
 		full := errors.Is(err, bufio.ErrBufferFull)
+		if isCancel(err) {
+			return nil, s.line, err
+		}
 		if err != nil && !full && !errors.Is(err, io.EOF) {
 			// ReadSlice returns complete lines before it reports a fault:
 			// what is left here is the incomplete line it cut.
@@ -356,6 +383,9 @@ func (s *Source) skipLong(n int) error {
 		n += len(chunk)
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
+		}
+		if isCancel(err) {
+			return err
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			s.line--

@@ -3,6 +3,7 @@ package input
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -77,7 +78,7 @@ func TestLines(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "_")+".log")
 			write(t, path, tt.data)
-			s, err := Open(path, tt.max)
+			s, err := Open(context.Background(), path, tt.max)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,7 +151,7 @@ func TestOpenXZ(t *testing.T) {
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(path, 0)
+	s, err := Open(context.Background(), path, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func TestDamagedStreamsKeepWhatDecoded(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "_")+".log.gz")
 			write(t, path, tt.data)
-			s, err := Open(path, 0)
+			s, err := Open(context.Background(), path, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -271,7 +272,7 @@ func TestDamagedStreamsKeepWhatDecoded(t *testing.T) {
 	// The whole-document reader returns every decodable byte, then the damage.
 	path := filepath.Join(dir, "doc.gz")
 	write(t, path, truncated)
-	s, err := Open(path, 0)
+	s, err := Open(context.Background(), path, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

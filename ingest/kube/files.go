@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,7 +28,8 @@ type FileOptions struct {
 // IngestFiles reads offline dumps into the store, one ingest run per file:
 // `kubectl get ... -o json` or `-o yaml` output (Lists or single objects),
 // multi-document YAML, and folders of them (must-gather style), walked in
-// name order. Events become records, everything else object versions.
+// name order by the file rule of input.Walk; files it refuses are named in
+// an *input.SkippedError after the others were ingested. Events become records, everything else object versions.
 func IngestFiles(ctx context.Context, store timeline.Store, paths []string, opt FileOptions) ([]timeline.IngestRun, error) {
 	if opt.Now == nil {
 		opt.Now = time.Now
@@ -38,6 +38,7 @@ func IngestFiles(ctx context.Context, store timeline.Store, paths []string, opt 
 		opt.OnBad = func(string, int, error) {}
 	}
 	var files []string
+	var skipped []input.Skipped
 	for _, p := range paths {
 		fi, err := os.Stat(p)
 		if p != input.Stdin && err != nil {
@@ -47,30 +48,27 @@ func IngestFiles(ctx context.Context, store timeline.Store, paths []string, opt 
 			files = append(files, p)
 			continue
 		}
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != p {
-				return filepath.SkipDir
-			}
-			switch strings.ToLower(filepath.Ext(strings.TrimSuffix(d.Name(), ".gz"))) {
+		walked, refused, err := input.Walk(p, true, func(path string) bool {
+			switch strings.ToLower(filepath.Ext(strings.TrimSuffix(path, ".gz"))) {
 			case ".json", ".yaml", ".yml":
-				if !d.IsDir() {
-					files = append(files, path)
-				}
+				return true
 			}
-			return nil
+			return false
 		})
 		if err != nil {
 			return nil, fmt.Errorf("ingest objects: %w", err)
 		}
+		files, skipped = append(files, walked...), append(skipped, refused...)
 	}
-	return input.Each(files, func(f string) (*timeline.IngestRun, error) { return ingestFile(ctx, store, f, opt) })
+	runs, err := input.Each(files, func(f string) (*timeline.IngestRun, error) { return ingestFile(ctx, store, f, opt) })
+	if err == nil && len(skipped) > 0 {
+		err = &input.SkippedError{Files: skipped}
+	}
+	return runs, err
 }
 
 func ingestFile(ctx context.Context, store timeline.Store, path string, opt FileOptions) (*timeline.IngestRun, error) {
-	src, err := input.Open(path, 0)
+	src, err := input.Open(ctx, path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("ingest objects: %w", err)
 	}
@@ -92,7 +90,7 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt File
 		}
 		var m map[string]any
 		err := dec.Decode(&m)
-		if errors.Is(err, io.EOF) {
+		if errors.Is(err, io.EOF) || ctx.Err() != nil {
 			break
 		}
 		if err != nil {
@@ -117,7 +115,7 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt File
 		}
 		for _, u := range objs {
 			item++
-			if err := addObject(ctx, batch, run, u, item, opt.Now()); err != nil {
+			if err := addObject(context.WithoutCancel(ctx), batch, run, u, item, opt.Now()); err != nil { // the document is in memory: store it whole
 				run.BadLines++
 				opt.OnBad(src.Name(), doc, err)
 			}
@@ -132,7 +130,8 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt File
 	if err := ctx.Err(); err != nil {
 		run.Status, run.Error = timeline.RunFailed, err.Error()
 	}
-	if err := batch.Commit(ctx, run); err != nil {
+	// What was read is committed even when ctx is done (Ctrl-C).
+	if err := batch.Commit(context.WithoutCancel(ctx), run); err != nil {
 		return run, err
 	}
 	return run, store.FinishRun(context.WithoutCancel(ctx), run)

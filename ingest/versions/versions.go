@@ -200,7 +200,7 @@ func Ingest(ctx context.Context, store timeline.Store, paths []string, opt Optio
 var ErrStrict = errors.New("stopped at the first bad entry (--strict)")
 
 func ingestFile(ctx context.Context, store timeline.Store, path string, opt Options) (*timeline.IngestRun, error) {
-	src, err := input.Open(path, 0)
+	src, err := input.Open(ctx, path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("ingest versions: %w", err)
 	}
@@ -224,7 +224,8 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 		if run.Size < 0 {
 			run.Size = src.BytesRead()
 		}
-		if cerr := b.Commit(ctx, run); cerr != nil && err == nil {
+		// What was read is committed even when ctx is done (Ctrl-C).
+		if cerr := b.Commit(context.WithoutCancel(ctx), run); cerr != nil && err == nil {
 			err = cerr
 		}
 		if ferr := store.FinishRun(context.WithoutCancel(ctx), run); ferr != nil && err == nil {
@@ -232,12 +233,18 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 		}
 		return run, err
 	}
-	entries, err := read(src, path)
-	if err != nil {
-		return finish(fmt.Errorf("ingest versions %s: %w", src.Name(), err))
+	// A read that ends early (Ctrl-C on a pipe) still stores the entries
+	// read before it.
+	entries, readErr := read(src, path)
+	if readErr != nil && ctx.Err() == nil {
+		readErr = fmt.Errorf("ingest versions %s: %w", src.Name(), readErr)
+	}
+	addCtx := ctx
+	if readErr != nil { // the entries are in memory: store them all
+		addCtx = context.WithoutCancel(ctx)
 	}
 	for _, en := range entries {
-		if err := ctx.Err(); err != nil {
+		if err := addCtx.Err(); err != nil {
 			return finish(err)
 		}
 		run.Lines++
@@ -260,7 +267,7 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 			continue
 		}
 		rec.Evidence = timeline.Evidence{Run: run.ID, Line: en.line}
-		res, err := b.AddRecord(ctx, rec)
+		res, err := b.AddRecord(addCtx, rec)
 		if err != nil {
 			return finish(err)
 		}
@@ -277,7 +284,7 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 			run.Last = rec.Time
 		}
 	}
-	return finish(nil)
+	return finish(readErr)
 }
 
 type entryAt struct {

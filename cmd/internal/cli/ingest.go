@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline/faultline/ingest/audit"
+	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/timeline"
 )
 
@@ -143,7 +144,7 @@ func ingestAuditRun(ctx context.Context, opts *ingestAuditOptions) error {
 	if aerr := store.Analyze(context.WithoutCancel(ctx)); aerr != nil && err == nil {
 		err = aerr
 	}
-	if skipped := (*audit.SkippedError)(nil); err == nil || errors.As(err, &skipped) {
+	if skipped := (*input.SkippedError)(nil); err == nil || errors.As(err, &skipped) {
 		err = errors.Join(err, noneGood(runs))
 	}
 	return err
