@@ -283,3 +283,50 @@ func TestDamagedStreamsKeepWhatDecoded(t *testing.T) {
 		t.Errorf("Reader: %d of %d decodable bytes, err %v", len(b), len(decodable), err)
 	}
 }
+
+// FuzzSource: no file, however damaged (plain, gzip or xz by its magic),
+// panics the reader or hangs it; a *DamagedError comes at most once and
+// only io.EOF follows it, and every line before it is returned.
+func FuzzSource(f *testing.F) {
+	text := numbered(50)
+	full := gz(text)
+	f.Add([]byte(text))
+	f.Add(full)
+	f.Add(full[:len(full)/2])
+	f.Add(append(bytes.Clone(full), "trailing garbage"...))
+	f.Add([]byte{0x1f, 0x8b, 8, 0, 0, 0})
+	f.Add([]byte{0xfd, '7', 'z', 'X', 'Z', 0, 1, 2})
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(dir, "f")
+		write(t, path, data)
+		s, err := Open(context.Background(), path, 1<<16)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		damaged := false
+		for i := 0; ; i++ {
+			_, _, err := s.Line()
+			var dmg *DamagedError
+			var tl *ErrLineTooLong
+			switch {
+			case errors.Is(err, io.EOF):
+				return
+			case errors.As(err, &dmg):
+				if damaged {
+					t.Fatal("two damage reports")
+				}
+				damaged = true
+			case errors.As(err, &tl):
+			case err != nil:
+				t.Fatalf("unexpected error %v", err)
+			case damaged:
+				t.Fatal("a line after the damage")
+			}
+			if i > 2000*len(data)+10 { // deflate expands at most ~1032x
+				t.Fatal("more lines than bytes")
+			}
+		}
+	})
+}

@@ -1,10 +1,10 @@
 package kube
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +12,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/timeline"
@@ -82,48 +81,31 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt File
 	if err != nil {
 		return run, err
 	}
-	dec := yaml.NewYAMLOrJSONDecoder(src.Reader(), 1<<16)
-	var item int64
-	for doc := 1; ; doc++ {
-		if err := ctx.Err(); err != nil {
-			break
-		}
-		var m map[string]any
-		err := dec.Decode(&m)
-		if errors.Is(err, io.EOF) || ctx.Err() != nil {
-			break
-		}
-		if err != nil {
-			// A syntax error leaves the decoder lost: the rest of the file
-			// cannot be read reliably. A damaged stream (*input.DamagedError)
-			// ends here too, after every document decoded before it.
-			run.BadLines++
-			opt.OnBad(src.Name(), doc, err)
-			break
-		}
-		if m == nil {
-			continue
-		}
-		objs := []*unstructured.Unstructured{{Object: m}}
-		if items, ok := m["items"].([]any); ok {
-			objs = objs[:0]
-			for _, it := range items {
-				if im, ok := it.(map[string]any); ok {
-					objs = append(objs, &unstructured.Unstructured{Object: im})
-				}
-			}
-		}
-		for _, u := range objs {
+	var item, bad int64
+	d := &dumpReader{
+		r: bufio.NewReaderSize(src.Reader(), 1<<16),
+		obj: func(doc int, m map[string]any) {
 			item++
-			if err := addObject(context.WithoutCancel(ctx), batch, run, u, item, opt.Now()); err != nil { // the document is in memory: store it whole
+			// The object is in memory: store it even if ctx is done.
+			if err := addObject(context.WithoutCancel(ctx), batch, run, &unstructured.Unstructured{Object: m}, item, opt.Now()); err != nil {
 				run.BadLines++
 				opt.OnBad(src.Name(), doc, err)
 			}
-		}
+		},
+		bad: func(doc int, err error) {
+			bad++
+			run.BadLines++
+			opt.OnBad(src.Name(), doc, err)
+		},
+		stop: func() bool { return ctx.Err() != nil },
 	}
-	run.Lines = item
+	readErr := d.read()
+	run.Lines = item + bad
 	src.Drain()
 	run.SHA256, run.Status = src.SHA256(), timeline.RunDone
+	if readErr != nil && ctx.Err() == nil {
+		run.Status, run.Error = timeline.RunFailed, readErr.Error()
+	}
 	if run.Size < 0 {
 		run.Size = src.BytesRead()
 	}

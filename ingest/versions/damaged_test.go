@@ -57,3 +57,22 @@ func TestDamagedGzipKeepsEveryDecodedEntry(t *testing.T) {
 		})
 	}
 }
+
+// TestYAMLAliasBombIsOneBadEntry: a 2 MB scalar aliased 600 times expanded
+// to 1.2 GB and crashed the ingest. Now that document is one bad entry
+// naming the expansion, and the documents around it are kept.
+func TestYAMLAliasBombIsOneBadEntry(t *testing.T) {
+	entry := "type: artifact\ntime: 2026-05-01T09:00:00Z\nkind: dataset\nname: %s\nversion: v1\n"
+	bomb := "big: &big " + strings.Repeat("x", 2<<20) + "\ncopies: [" + strings.Repeat("*big, ", 599) + "*big]\n"
+	doc := fmt.Sprintf(entry, "before") + "---\n" + bomb + "---\n" + fmt.Sprintf(entry, "after")
+	path := filepath.Join(t.TempDir(), "versions.yaml")
+	os.WriteFile(path, []byte(doc), 0o644)
+	var bad []string
+	runs, err := Ingest(context.Background(), open(t), []string{path}, Options{OnBadLine: func(b *BadEntry) { bad = append(bad, b.Error()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs[0].Records != 2 || len(bad) != 1 || !strings.Contains(bad[0], "versions.yaml:2: yaml: aliases expand to over") {
+		t.Errorf("run %+v, bad %q: want 2 records and the bomb named", runs[0], bad)
+	}
+}

@@ -17,9 +17,8 @@ import (
 	"strings"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/faultline/faultline/ingest/input"
+	"github.com/faultline/faultline/ingest/yamlsafe"
 	"github.com/faultline/faultline/timeline"
 )
 
@@ -314,7 +313,7 @@ func read(src *input.Source, path string) (out []entryAt, err error) {
 			if len(bytes.TrimSpace(doc)) == 0 {
 				continue
 			}
-			js, err := yaml.YAMLToJSON(doc)
+			js, err := yamlsafe.ToJSON(doc) // aliases bounded: no alias bomb
 			if err != nil {
 				n++
 				out = append(out, entryAt{line: n, err: &FieldError{"yaml", err.Error()}})
