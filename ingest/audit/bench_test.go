@@ -51,7 +51,7 @@ func BenchmarkDecode(b *testing.B) {
 	fi, _ := os.Stat(path)
 	b.SetBytes(fi.Size())
 	for b.Loop() {
-		src, err := input.Open(path, 0)
+		src, err := input.Open(context.Background(), path, 0)
 		if err != nil {
 			b.Fatal(err)
 		}

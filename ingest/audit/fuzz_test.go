@@ -19,6 +19,11 @@ func seedLines(f *testing.F) {
 	f.Add([]byte(`{"logEvents":[{"message":"{\"kind\":\"Event\",\"verb\":\"get\",\"requestReceivedTimestamp\":\"2026-05-01T10:00:00Z\"}"}]}`))
 	f.Add([]byte(`2026-05-01T10:00:00Z ` + goodLine("s3")))
 	f.Add([]byte(bigLine("rr", 2000)))
+	// Issue 15: a truncated first line (once taken for a whole document),
+	// and a lone bracket opening a pretty-printed one.
+	f.Add([]byte(`{"kind":"Event","auditID":"t1","verb":"get","user":{"username":"u"`))
+	f.Add([]byte(`{`))
+	f.Add([]byte(`{"kind":"EventList","items":[`))
 	files, _ := filepath.Glob(filepath.Join(sharedSamples, "*"))
 	for _, path := range files {
 		fh, err := os.Open(path)

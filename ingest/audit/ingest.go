@@ -7,6 +7,7 @@ package audit
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -58,6 +59,8 @@ var ErrStrict = errors.New("stopped at the first bad line (--strict)")
 const (
 	chunkLines = 256
 	chunkBytes = 1 << 20
+	// commitEvery bounds how long a read record waits for its commit.
+	commitEvery = time.Second
 )
 
 type chunk struct {
@@ -83,47 +86,86 @@ type decoded struct {
 	bad   []*BadLine
 }
 
+// sniffLines is how many lines FirstTime reads looking for a record.
+const sniffLines = 16
+
 // FirstTime returns the time of the first audit record in a file, for
-// ordering rotated logs: it reads at most a few lines.
-func FirstTime(path string) (int64, bool) {
-	src, err := input.Open(path, 0)
+// ordering rotated logs: it reads at most a few lines. A file with no record
+// among them gets the reason, naming its first bad line; an empty file
+// input.ErrEmpty.
+func FirstTime(path string) (int64, error) {
+	// Only files a folder walk admitted come here: regular files, whose
+	// reads need no context.
+	src, err := input.Open(context.Background(), path, 0)
 	if err != nil {
-		return 0, false
+		return 0, err
 	}
 	defer src.Close()
-	for range 16 {
-		line, _, err := src.Line()
-		if errors.Is(err, io.EOF) {
-			return 0, false
+	var first error // the first bad line's problem
+	n := 0
+	for ; n < sniffLines; n++ {
+		line, no, err := src.Line()
+		var dmg *input.DamagedError
+		switch {
+		case errors.Is(err, io.EOF) && n == 0 && first == nil:
+			return 0, input.ErrEmpty
+		case errors.Is(err, io.EOF):
+			return 0, noRecord(n, first)
+		case errors.As(err, &dmg):
+			err = fmt.Errorf("line %d: %w", dmg.Lines+1, dmg)
+		case err != nil:
+			err = fmt.Errorf("line %d: %w", no, err)
 		}
-		if err != nil {
-			continue
+		if err == nil {
+			var evs []event
+			if evs, err = decode(line); err == nil && len(evs) == 0 {
+				err = &FieldError{"items", "empty"}
+			}
+			if err == nil {
+				var r *timeline.Record
+				if r, _, err = toRecord(&evs[0], line); err == nil {
+					return r.Time.UnixNano(), nil
+				}
+			}
+			err = fmt.Errorf("line %d: %w", no, err)
 		}
-		evs, err := decode(line)
-		if err != nil || len(evs) == 0 {
-			continue
-		}
-		if r, _, err := toRecord(&evs[0], line); err == nil {
-			return r.Time.UnixNano(), true
+		if first == nil {
+			first = err
 		}
 	}
-	return 0, false
+	return 0, noRecord(n, first)
+}
+
+func noRecord(lines int, first error) error {
+	return fmt.Errorf("none of its first %d lines is an audit record (%w)", lines, first)
 }
 
 // Ingest reads each path (files, directories of rotated logs in time order,
 // "-" for stdin) into the store, one ingest run per file. It returns the
 // runs. Bad lines are skipped (reported through OnBadLine) unless Strict.
+// Files of a directory that hold no audit record in their first lines, or
+// that the file rule refuses (input.Walk), are not read; they are named in
+// an *input.SkippedError returned after the others were ingested (empty
+// files are left out without a word).
 func Ingest(ctx context.Context, store timeline.Store, paths []string, opt Options) ([]timeline.IngestRun, error) {
 	files, skipped, err := input.Expand(paths, FirstTime)
 	if err != nil {
 		return nil, fmt.Errorf("ingest audit: %w", err)
 	}
+	runs, err := input.Each(files, func(f string) (*timeline.IngestRun, error) { return ingestFile(ctx, store, f, opt) })
+	if err != nil {
+		return runs, err
+	}
+	var bad []input.Skipped
 	for _, s := range skipped {
-		if opt.Logger != nil {
-			opt.Logger.Warn("skipped a file with no audit records in its first lines", "path", s)
+		if !errors.Is(s.Err, input.ErrEmpty) {
+			bad = append(bad, s)
 		}
 	}
-	return input.Each(files, func(f string) (*timeline.IngestRun, error) { return ingestFile(ctx, store, f, opt) })
+	if len(bad) > 0 {
+		return runs, &input.SkippedError{Files: bad}
+	}
+	return runs, nil
 }
 
 func ingestFile(ctx context.Context, store timeline.Store, path string, opt Options) (*timeline.IngestRun, error) {
@@ -131,7 +173,7 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	src, err := input.Open(path, opt.MaxLine)
+	src, err := input.Open(ctx, path, opt.MaxLine)
 	if err != nil {
 		return nil, fmt.Errorf("ingest audit: %w", err)
 	}
@@ -188,8 +230,15 @@ func (w *writer) progress(final bool) {
 }
 
 // pipeline runs reader -> decoders -> this writer, keeping line order.
+//
+// Cancelling parent (Ctrl-C) stops the reader, also in the middle of a
+// read blocked on a pipe (the source was opened with parent); what it had
+// read goes on through the decoders and is committed before pipeline
+// returns parent's error. The stages talk over a context of their own,
+// cancelled only when the writer fails, so a cancelled parent cannot make a
+// send drop a chunk already read.
 func (w *writer) pipeline(parent context.Context) error {
-	ctx, cancel := context.WithCancel(parent)
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
 	defer cancel()
 	workers := w.opt.Workers
 	if workers <= 0 {
@@ -197,17 +246,27 @@ func (w *writer) pipeline(parent context.Context) error {
 	}
 	chunks := make(chan chunk, workers)
 	results := make(chan decoded, workers)
-	var readErr error
+	readDone := make(chan error, 1)
 	go func() {
 		defer close(chunks)
-		readErr = w.read(ctx, chunks)
+		readDone <- w.read(parent, ctx, chunks)
 	}()
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for c := range chunks {
+			for {
+				var c chunk
+				var ok bool
+				select {
+				case c, ok = <-chunks:
+				case <-ctx.Done(): // the writer failed: the reader may be blocked
+					return
+				}
+				if !ok {
+					return
+				}
 				select {
 				case results <- w.decodeChunk(c):
 				case <-ctx.Done():
@@ -223,8 +282,11 @@ func (w *writer) pipeline(parent context.Context) error {
 	for range results { // let decoders finish
 	}
 	if err != nil {
-		return err
+		return err // without waiting for a reader blocked on a pipe
 	}
+	// The writer saw every result: the decoders had every chunk, so the
+	// reader is done.
+	readErr := <-readDone
 	if err := parent.Err(); err != nil {
 		return err
 	}
@@ -233,12 +295,20 @@ func (w *writer) pipeline(parent context.Context) error {
 
 // read splits the source into chunks of lines. A file that is one JSON
 // document spread over many lines (a pretty-printed EventList) is read whole
-// as a single line.
-func (w *writer) read(ctx context.Context, out chan<- chunk) error {
+// as a single line. A damaged source (a truncated or corrupt .gz) yields its
+// lines up to the fault, then the fault as one bad line: every chunk read
+// before it is sent, so nothing decodable is lost with it.
+//
+// A chunk is sent early when the source has nothing more buffered: the
+// next read may wait on a slow pipe, and the lines read so far must reach
+// the writer (which commits them within a second) meanwhile. Once stop is
+// done (Ctrl-C) the chunk under way is sent and read returns stop's error.
+func (w *writer) read(stop, ctx context.Context, out chan<- chunk) error {
 	var (
-		c     = chunk{}
-		size  int
-		first = true
+		c       = chunk{}
+		size    int
+		first   = true
+		pending []rawLine // read ahead while sniffing for a document
 	)
 	send := func() bool {
 		if len(c.lines) == 0 {
@@ -254,33 +324,43 @@ func (w *writer) read(ctx context.Context, out chan<- chunk) error {
 		return true
 	}
 	for {
-		line, no, err := w.src.Line()
-		if errors.Is(err, io.EOF) {
-			send()
-			return nil
-		}
-		var tooLong *input.ErrLineTooLong
-		switch {
-		case errors.As(err, &tooLong):
-			c.lines = append(c.lines, rawLine{no: no, err: &FieldError{"line", tooLong.Error()}})
-			continue
-		case err != nil:
-			return err
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue // blank lines separate nothing
-		}
-		if first {
-			first = false
-			if doc, ok, err := w.document(line); err != nil {
+		var l rawLine
+		if len(pending) > 0 {
+			l, pending = pending[0], pending[1:]
+		} else {
+			var (
+				err  error
+				done bool
+			)
+			if l, done, err = w.next(); done || stop.Err() != nil {
+				if !done && l.err == nil {
+					c.lines = append(c.lines, l) // read whole before the stop
+				}
+				send()
+				if err == nil {
+					err = stop.Err()
+				}
 				return err
-			} else if ok {
-				line = doc
+			}
+			if l.err == nil && len(bytes.TrimSpace(l.data)) == 0 {
+				continue // blank lines separate nothing
+			}
+			if first && l.err == nil {
+				first = false
+				doc, ahead, err := w.document(l)
+				if err != nil {
+					return err
+				}
+				if doc == nil {
+					pending = ahead
+					continue
+				}
+				l = *doc
 			}
 		}
-		c.lines = append(c.lines, rawLine{no: no, data: bytes.Clone(line)})
-		size += len(line)
-		if len(c.lines) >= chunkLines || size >= chunkBytes {
+		c.lines = append(c.lines, l)
+		size += len(l.data)
+		if len(c.lines) >= chunkLines || size >= chunkBytes || (len(pending) == 0 && w.src.Buffered() == 0) {
 			if !send() {
 				return ctx.Err()
 			}
@@ -288,36 +368,78 @@ func (w *writer) read(ctx context.Context, out chan<- chunk) error {
 	}
 }
 
+// next reads one line as a rawLine: an over-long line and a damaged
+// stream become bad lines. done reports the end of the source, with the
+// error that ended it early if any.
+func (w *writer) next() (l rawLine, done bool, err error) {
+	line, no, err := w.src.Line()
+	var (
+		tooLong *input.ErrLineTooLong
+		dmg     *input.DamagedError
+	)
+	switch {
+	case errors.Is(err, io.EOF):
+		return rawLine{}, true, nil
+	case errors.As(err, &tooLong):
+		return rawLine{no: no, err: &FieldError{"line", tooLong.Error()}}, false, nil
+	case errors.As(err, &dmg):
+		return rawLine{no: dmg.Lines + 1, err: &FieldError{"file", dmg.Error()}}, false, nil
+	case err != nil:
+		return rawLine{}, true, err
+	}
+	return rawLine{no: no, data: bytes.Clone(line)}, false, nil
+}
+
 // document recognises a file that opens with a lone "{" or "[" (or any first
 // line that is an unterminated JSON value) and returns the whole file as one
-// value.
-func (w *writer) document(first []byte) ([]byte, bool, error) {
-	t := bytes.TrimSpace(first)
+// value. Otherwise it returns the lines it read ahead, first among them:
+// also when the first line only looked like the start of a document (a
+// truncated audit event) and the lines after it do not complete one, so a
+// bad first line is one bad line, not a whole file lost.
+func (w *writer) document(first rawLine) (*rawLine, []rawLine, error) {
+	t := bytes.TrimSpace(first.data)
+	ahead := []rawLine{first}
 	if len(t) == 0 || (t[0] != '{' && t[0] != '[') || jsonComplete(t) {
-		return nil, false, nil
+		return nil, ahead, nil
 	}
+	// A lone bracket opens nothing but a document: that one is read whole
+	// whatever it holds, and its problems are the document's.
+	lone := len(t) == 1
 	max := w.opt.MaxLine
 	if max <= 0 {
 		max = input.DefaultMaxLine
 	}
-	doc := bytes.Clone(first)
+	doc := bytes.Clone(first.data)
 	for {
-		line, _, err := w.src.Line()
-		if errors.Is(err, io.EOF) {
+		l, done, err := w.next()
+		if done && err != nil {
+			return nil, nil, err
+		}
+		if done {
 			break
 		}
-		if err != nil {
-			return nil, false, err
+		ahead = append(ahead, l)
+		if l.err != nil {
+			if lone { // the document is lost with its damage: one bad line
+				return &rawLine{no: l.no, err: l.err}, nil, nil
+			}
+			return nil, ahead, nil
 		}
-		doc = append(append(doc, '\n'), line...)
+		doc = append(append(doc, '\n'), l.data...)
 		if len(doc) > max {
-			return nil, false, fmt.Errorf("%s: a multi-line JSON document over the %d-byte limit (--max-line-size)", w.src.Name(), max)
+			if lone {
+				return nil, nil, fmt.Errorf("%s: a multi-line JSON document over the %d-byte limit (--max-line-size)", w.src.Name(), max)
+			}
+			return nil, ahead, nil
 		}
+	}
+	if !lone && !json.Valid(doc) {
+		return nil, ahead, nil
 	}
 	if doc = bytes.TrimSpace(doc); len(doc) > 0 && doc[0] == '[' {
 		doc = append(append([]byte(`{"kind":"EventList","items":`), doc...), '}')
 	}
-	return doc, true, nil
+	return &rawLine{no: first.no, data: doc}, nil, nil
 }
 
 // jsonComplete reports whether b closes every bracket it opens.
@@ -369,7 +491,8 @@ func (w *writer) decodeChunk(c chunk) decoded {
 	return out
 }
 
-// write stores decoded chunks in order, committing every BatchSize records.
+// write stores decoded chunks in order, committing every BatchSize records
+// and at least every commitEvery while records are pending.
 func (w *writer) write(ctx context.Context, results <-chan decoded) error {
 	size := w.opt.BatchSize
 	if size <= 0 {
@@ -381,7 +504,9 @@ func (w *writer) write(ctx context.Context, results <-chan decoded) error {
 		batch   timeline.Batch
 		inBatch = 0
 	)
+	lastCommit := time.Now()
 	commit := func() error {
+		lastCommit = time.Now()
 		if batch == nil {
 			return nil
 		}
@@ -389,12 +514,31 @@ func (w *writer) write(ctx context.Context, results <-chan decoded) error {
 		batch, inBatch = nil, 0
 		return err
 	}
+	// A slow source (a pipe that trickles) must not hold read records
+	// uncommitted: they are committed within commitEvery of arriving.
+	tick := time.NewTicker(commitEvery / 4)
+	defer tick.Stop()
 	defer func() {
 		if batch != nil {
 			batch.Rollback()
 		}
 	}()
-	for res := range results {
+	for {
+		var res decoded
+		select {
+		case r, ok := <-results:
+			if !ok {
+				return commit()
+			}
+			res = r
+		case <-tick.C:
+			if batch != nil && time.Since(lastCommit) >= commitEvery {
+				if err := commit(); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		pending[res.seq] = res
 		for {
 			d, ok := pending[next]
@@ -429,7 +573,7 @@ func (w *writer) write(ctx context.Context, results <-chan decoded) error {
 				}
 				inBatch++
 			}
-			if inBatch >= size {
+			if inBatch >= size || (batch != nil && time.Since(lastCommit) >= commitEvery) {
 				if err := commit(); err != nil {
 					return err
 				}
@@ -443,7 +587,6 @@ func (w *writer) write(ctx context.Context, results <-chan decoded) error {
 			return err
 		}
 	}
-	return commit()
 }
 
 type entry struct {

@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -17,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync/atomic"
 
 	"github.com/ulikunitz/xz"
@@ -32,11 +32,24 @@ const Stdin = "-"
 // and skipped. Audit lines of several MiB are real (RequestResponse LISTs).
 const DefaultMaxLine = 32 << 20
 
+// Skipped is a file of a directory that Expand left out, and why.
+type Skipped struct {
+	Path string
+	Err  error // ErrEmpty for an empty file
+}
+
+// ErrEmpty is the reason an empty file is skipped: a log rotated a moment
+// ago is empty, and holds nothing to lose.
+var ErrEmpty = errors.New("empty")
+
 // Expand turns the paths a user gave into the files to read. A directory
-// contributes the regular files (hidden ones skipped) for which firstTime
+// contributes the files the rule of Walk admits (hidden ones skipped; the
+// refused ones returned as skipped) for which firstTime
 // finds a first record, ordered by that time, then by name; the others are
-// returned as skipped. Files named explicitly are always read.
-func Expand(paths []string, firstTime func(path string) (int64, bool)) (files, skipped []string, err error) {
+// returned as skipped, with firstTime's reason, for the caller to report:
+// a file left out silently is evidence lost without a word. Files named
+// explicitly are always read.
+func Expand(paths []string, firstTime func(path string) (int64, error)) (files []string, skipped []Skipped, err error) {
 	for _, p := range paths {
 		if p == Stdin {
 			files = append(files, p)
@@ -50,23 +63,24 @@ func Expand(paths []string, firstTime func(path string) (int64, bool)) (files, s
 			files = append(files, p)
 			continue
 		}
-		entries, err := os.ReadDir(p)
+		walked, refused, err := Walk(p, false, nil)
 		if err != nil {
 			return nil, nil, err
 		}
+		skipped = append(skipped, refused...)
 		type file struct {
 			path string
 			t    int64
 		}
 		var found []file
-		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), ".") || !e.Type().IsRegular() {
-				continue
-			}
-			path := filepath.Join(p, e.Name())
-			t, ok := firstTime(path)
-			if !ok {
-				skipped = append(skipped, path)
+		var why error
+		for _, path := range walked {
+			t, err := firstTime(path)
+			if err != nil {
+				skipped = append(skipped, Skipped{path, err})
+				if why == nil || errors.Is(why, ErrEmpty) {
+					why = fmt.Errorf("%s: %w", path, err)
+				}
 				continue
 			}
 			found = append(found, file{path, t})
@@ -78,6 +92,9 @@ func Expand(paths []string, firstTime func(path string) (int64, bool)) (files, s
 			return found[i].path < found[j].path
 		})
 		if len(found) == 0 {
+			if why != nil {
+				return nil, nil, fmt.Errorf("%s: directory holds no readable records (%w)", p, why)
+			}
 			return nil, nil, fmt.Errorf("%s: directory holds no readable records", p)
 		}
 		for _, f := range found {
@@ -115,6 +132,9 @@ type Source struct {
 	r      *bufio.Reader
 	max    int
 	line   int64
+
+	format  string // "gzip", "xz" or "" for plain bytes
+	damaged bool   // a DamagedError was returned
 }
 
 // Name returns the path for messages: "<stdin>" for standard input.
@@ -141,47 +161,120 @@ func (s *Source) RunPath() string {
 var xzMagic = []byte{0xfd, '7', 'z', 'X', 'Z', 0x00}
 
 // Open opens path (or standard input for "-"), decompressing gzip or xz
-// found by its magic bytes. maxLine <= 0 means DefaultMaxLine.
-func Open(path string, maxLine int) (*Source, error) {
+// found by its magic bytes. maxLine <= 0 means DefaultMaxLine. Reads from
+// standard input or a FIFO return ctx.Err() once ctx is done; devices and
+// sockets are refused (files.go has the rule).
+func Open(ctx context.Context, path string, maxLine int) (*Source, error) {
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLine
 	}
 	s := &Source{Path: path, Size: -1, max: maxLine, hasher: sha256.New()}
+	var in io.Reader
 	if path == Stdin {
 		s.f = os.Stdin
+		in = s.f
+		if fi, err := s.f.Stat(); err != nil || !fi.Mode().IsRegular() {
+			in = newCancelReader(ctx, s.f)
+		}
 	} else {
-		f, err := os.Open(path)
+		f, pipe, err := openNamed(ctx, path)
 		if err != nil {
 			return nil, err
 		}
-		if fi, err := f.Stat(); err == nil {
+		s.f, in = f, f
+		if pipe {
+			in = newCancelReader(ctx, f)
+		} else if fi, err := f.Stat(); err == nil {
 			s.Size = fi.Size()
 		}
-		s.f = f
 	}
-	s.count = &countingReader{r: io.TeeReader(s.f, s.hasher)}
+	s.count = &countingReader{r: io.TeeReader(in, s.hasher)}
 	raw := bufio.NewReaderSize(s.count, 1<<20)
-	magic, _ := raw.Peek(6)
+	// Peek no further than the magic needs: a pipe may hold one short line
+	// for a long while, and plain text must not wait for more bytes.
+	magic, _ := raw.Peek(1)
+	switch {
+	case len(magic) == 1 && magic[0] == 0x1f:
+		magic, _ = raw.Peek(2)
+	case len(magic) == 1 && magic[0] == xzMagic[0]:
+		magic, _ = raw.Peek(len(xzMagic))
+	}
 	switch {
 	case len(magic) >= 2 && magic[0] == 0x1f && magic[1] == 0x8b:
+		s.format = "gzip"
 		gz, err := gzip.NewReader(raw)
 		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("%s: gzip: %w", s.Name(), err)
+			// A damaged header is damage like any other: the source reads
+			// as empty and then names it, so a walk goes on to the next file.
+			s.r = bufio.NewReader(failingReader{err})
+			break
 		}
 		s.gz = gz
 		s.r = bufio.NewReaderSize(gz, 1<<20)
 	case bytes.Equal(magic, xzMagic):
+		s.format = "xz"
 		xr, err := xz.NewReader(raw)
 		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("%s: xz: %w", s.Name(), err)
+			s.r = bufio.NewReader(failingReader{err})
+			break
 		}
 		s.r = bufio.NewReaderSize(xr, 1<<20)
 	default:
 		s.r = raw
 	}
 	return s, nil
+}
+
+// isCancel reports a read ended by its context: no damage to the file.
+func isCancel(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// failingReader fails every read: a stream that could not even start.
+type failingReader struct{ err error }
+
+func (f failingReader) Read([]byte) (int, error) { return 0, f.err }
+
+// DamagedError reports a file that could not be read to its end: a
+// truncated or corrupt gzip or xz stream (bad checksum, trailing garbage,
+// unexpected EOF) or a failing disk. A damaged source first returns every
+// line (or byte) that decoded before the fault, then this error once, then
+// io.EOF: what was readable is never thrown away with what was not, and the
+// caller reports the damage as one bad entry and goes on to its next file.
+type DamagedError struct {
+	Path   string // as in messages ("<stdin>" for standard input)
+	Format string // "gzip", "xz" or "" for a plain file
+	Offset int64  // bytes of the file read when the fault surfaced
+	Lines  int64  // complete lines returned before it; -1 read by Reader
+	Lost   int    // bytes of an incomplete last line dropped
+	Err    error
+}
+
+func (e *DamagedError) Error() string {
+	what := "read"
+	if e.Format != "" {
+		what = e.Format
+	}
+	msg := fmt.Sprintf("%s: %v at byte %d of the file", what, e.Err, e.Offset)
+	if e.Lines >= 0 {
+		msg += fmt.Sprintf("; the %d complete lines before it were kept", e.Lines)
+	}
+	if e.Lost > 0 {
+		msg += fmt.Sprintf(", an incomplete last line of %d bytes was dropped", e.Lost)
+	}
+	return msg
+}
+
+func (e *DamagedError) Unwrap() error { return e.Err }
+
+// damage records the fault err once, after lines lines (-1: not read as
+// lines); later reads return io.EOF.
+func (s *Source) damage(err error, lines int64, lost int) error {
+	if s.damaged {
+		return io.EOF
+	}
+	s.damaged = true
+	return &DamagedError{Path: s.Name(), Format: s.format, Offset: s.BytesRead(), Lines: lines, Lost: lost, Err: err}
 }
 
 // Close closes the file (not standard input).
@@ -196,8 +289,26 @@ func (s *Source) Close() error {
 }
 
 // Reader returns the decompressed content, for readers of whole documents.
-// Use either Reader or Line on a source, not both.
-func (s *Source) Reader() io.Reader { return s.r }
+// Use either Reader or Line on a source, not both. A fault in the stream
+// surfaces as a *DamagedError after every byte decoded before it.
+func (s *Source) Reader() io.Reader { return damageReader{s} }
+
+type damageReader struct{ s *Source }
+
+func (d damageReader) Read(p []byte) (int, error) {
+	n, err := d.s.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) && !isCancel(err) {
+		if n > 0 {
+			return n, nil // the fault again on the next read, with nothing lost
+		}
+		return 0, d.s.damage(err, -1, 0)
+	}
+	return n, err
+}
+
+// Buffered is how many decompressed bytes are read and not yet returned:
+// at 0 the next Line may wait on the file (a pipe that trickles).
+func (s *Source) Buffered() int { return s.r.Buffered() }
 
 // BytesRead is how many bytes of the file (compressed, for gzip) were read.
 // It may be called from any goroutine.
@@ -231,8 +342,13 @@ func (s *Source) Line() ([]byte, int64, error) {
 	for {
 		chunk, err := s.r.ReadSlice('\n')
 		full := errors.Is(err, bufio.ErrBufferFull)
+		if isCancel(err) {
+			return nil, s.line, err
+		}
 		if err != nil && !full && !errors.Is(err, io.EOF) {
-			return nil, s.line, fmt.Errorf("%s: %w", s.Name(), err)
+			// ReadSlice returns complete lines before it reports a fault:
+			// what is left here is the incomplete line it cut.
+			return nil, s.line, s.damage(err, s.line, len(buf)+len(chunk))
 		}
 		if len(chunk) == 0 && len(buf) == 0 {
 			return nil, s.line, io.EOF
@@ -268,8 +384,12 @@ func (s *Source) skipLong(n int) error {
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
+		if isCancel(err) {
+			return err
+		}
 		if err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("%s: %w", s.Name(), err)
+			s.line--
+			return s.damage(err, s.line, n)
 		}
 		return &ErrLineTooLong{Len: n, Max: s.max}
 	}

@@ -1,11 +1,10 @@
 package kube
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/timeline"
@@ -29,7 +27,8 @@ type FileOptions struct {
 // IngestFiles reads offline dumps into the store, one ingest run per file:
 // `kubectl get ... -o json` or `-o yaml` output (Lists or single objects),
 // multi-document YAML, and folders of them (must-gather style), walked in
-// name order. Events become records, everything else object versions.
+// name order by the file rule of input.Walk; files it refuses are named in
+// an *input.SkippedError after the others were ingested. Events become records, everything else object versions.
 func IngestFiles(ctx context.Context, store timeline.Store, paths []string, opt FileOptions) ([]timeline.IngestRun, error) {
 	if opt.Now == nil {
 		opt.Now = time.Now
@@ -38,6 +37,7 @@ func IngestFiles(ctx context.Context, store timeline.Store, paths []string, opt 
 		opt.OnBad = func(string, int, error) {}
 	}
 	var files []string
+	var skipped []input.Skipped
 	for _, p := range paths {
 		fi, err := os.Stat(p)
 		if p != input.Stdin && err != nil {
@@ -47,30 +47,27 @@ func IngestFiles(ctx context.Context, store timeline.Store, paths []string, opt 
 			files = append(files, p)
 			continue
 		}
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != p {
-				return filepath.SkipDir
-			}
-			switch strings.ToLower(filepath.Ext(strings.TrimSuffix(d.Name(), ".gz"))) {
+		walked, refused, err := input.Walk(p, true, func(path string) bool {
+			switch strings.ToLower(filepath.Ext(strings.TrimSuffix(path, ".gz"))) {
 			case ".json", ".yaml", ".yml":
-				if !d.IsDir() {
-					files = append(files, path)
-				}
+				return true
 			}
-			return nil
+			return false
 		})
 		if err != nil {
 			return nil, fmt.Errorf("ingest objects: %w", err)
 		}
+		files, skipped = append(files, walked...), append(skipped, refused...)
 	}
-	return input.Each(files, func(f string) (*timeline.IngestRun, error) { return ingestFile(ctx, store, f, opt) })
+	runs, err := input.Each(files, func(f string) (*timeline.IngestRun, error) { return ingestFile(ctx, store, f, opt) })
+	if err == nil && len(skipped) > 0 {
+		err = &input.SkippedError{Files: skipped}
+	}
+	return runs, err
 }
 
 func ingestFile(ctx context.Context, store timeline.Store, path string, opt FileOptions) (*timeline.IngestRun, error) {
-	src, err := input.Open(path, 0)
+	src, err := input.Open(ctx, path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("ingest objects: %w", err)
 	}
@@ -84,54 +81,39 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt File
 	if err != nil {
 		return run, err
 	}
-	dec := yaml.NewYAMLOrJSONDecoder(src.Reader(), 1<<16)
-	var item int64
-	for doc := 1; ; doc++ {
-		if err := ctx.Err(); err != nil {
-			break
-		}
-		var m map[string]any
-		err := dec.Decode(&m)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			// A syntax error leaves the decoder lost: the rest of the file
-			// cannot be read reliably.
-			run.BadLines++
-			opt.OnBad(src.Name(), doc, err)
-			break
-		}
-		if m == nil {
-			continue
-		}
-		objs := []*unstructured.Unstructured{{Object: m}}
-		if items, ok := m["items"].([]any); ok {
-			objs = objs[:0]
-			for _, it := range items {
-				if im, ok := it.(map[string]any); ok {
-					objs = append(objs, &unstructured.Unstructured{Object: im})
-				}
-			}
-		}
-		for _, u := range objs {
+	var item, bad int64
+	d := &dumpReader{
+		r: bufio.NewReaderSize(src.Reader(), 1<<16),
+		obj: func(doc int, m map[string]any) {
 			item++
-			if err := addObject(ctx, batch, run, u, item, opt.Now()); err != nil {
+			// The object is in memory: store it even if ctx is done.
+			if err := addObject(context.WithoutCancel(ctx), batch, run, &unstructured.Unstructured{Object: m}, item, opt.Now()); err != nil {
 				run.BadLines++
 				opt.OnBad(src.Name(), doc, err)
 			}
-		}
+		},
+		bad: func(doc int, err error) {
+			bad++
+			run.BadLines++
+			opt.OnBad(src.Name(), doc, err)
+		},
+		stop: func() bool { return ctx.Err() != nil },
 	}
-	run.Lines = item
+	readErr := d.read()
+	run.Lines = item + bad
 	src.Drain()
 	run.SHA256, run.Status = src.SHA256(), timeline.RunDone
+	if readErr != nil && ctx.Err() == nil {
+		run.Status, run.Error = timeline.RunFailed, readErr.Error()
+	}
 	if run.Size < 0 {
 		run.Size = src.BytesRead()
 	}
 	if err := ctx.Err(); err != nil {
 		run.Status, run.Error = timeline.RunFailed, err.Error()
 	}
-	if err := batch.Commit(ctx, run); err != nil {
+	// What was read is committed even when ctx is done (Ctrl-C).
+	if err := batch.Commit(context.WithoutCancel(ctx), run); err != nil {
 		return run, err
 	}
 	return run, store.FinishRun(context.WithoutCancel(ctx), run)

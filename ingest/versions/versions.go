@@ -17,9 +17,8 @@ import (
 	"strings"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/faultline/faultline/ingest/input"
+	"github.com/faultline/faultline/ingest/yamlsafe"
 	"github.com/faultline/faultline/timeline"
 )
 
@@ -200,7 +199,7 @@ func Ingest(ctx context.Context, store timeline.Store, paths []string, opt Optio
 var ErrStrict = errors.New("stopped at the first bad entry (--strict)")
 
 func ingestFile(ctx context.Context, store timeline.Store, path string, opt Options) (*timeline.IngestRun, error) {
-	src, err := input.Open(path, 0)
+	src, err := input.Open(ctx, path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("ingest versions: %w", err)
 	}
@@ -224,7 +223,8 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 		if run.Size < 0 {
 			run.Size = src.BytesRead()
 		}
-		if cerr := b.Commit(ctx, run); cerr != nil && err == nil {
+		// What was read is committed even when ctx is done (Ctrl-C).
+		if cerr := b.Commit(context.WithoutCancel(ctx), run); cerr != nil && err == nil {
 			err = cerr
 		}
 		if ferr := store.FinishRun(context.WithoutCancel(ctx), run); ferr != nil && err == nil {
@@ -232,12 +232,18 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 		}
 		return run, err
 	}
-	entries, err := read(src, path)
-	if err != nil {
-		return finish(fmt.Errorf("ingest versions %s: %w", src.Name(), err))
+	// A read that ends early (Ctrl-C on a pipe) still stores the entries
+	// read before it.
+	entries, readErr := read(src, path)
+	if readErr != nil && ctx.Err() == nil {
+		readErr = fmt.Errorf("ingest versions %s: %w", src.Name(), readErr)
+	}
+	addCtx := ctx
+	if readErr != nil { // the entries are in memory: store them all
+		addCtx = context.WithoutCancel(ctx)
 	}
 	for _, en := range entries {
-		if err := ctx.Err(); err != nil {
+		if err := addCtx.Err(); err != nil {
 			return finish(err)
 		}
 		run.Lines++
@@ -260,7 +266,7 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 			continue
 		}
 		rec.Evidence = timeline.Evidence{Run: run.ID, Line: en.line}
-		res, err := b.AddRecord(ctx, rec)
+		res, err := b.AddRecord(addCtx, rec)
 		if err != nil {
 			return finish(err)
 		}
@@ -277,7 +283,7 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 			run.Last = rec.Time
 		}
 	}
-	return finish(nil)
+	return finish(readErr)
 }
 
 type entryAt struct {
@@ -288,20 +294,26 @@ type entryAt struct {
 
 // read parses a file's entries: JSON Lines, or YAML (a list or documents)
 // when the name says .yaml or .yml. YAML entries are numbered by position.
-func read(src *input.Source, path string) ([]entryAt, error) {
+func read(src *input.Source, path string) (out []entryAt, err error) {
 	ext := strings.ToLower(filepath.Ext(strings.TrimSuffix(path, ".gz")))
 	if ext == ".yaml" || ext == ".yml" {
 		data, err := io.ReadAll(src.Reader())
-		if err != nil {
+		var dmg *input.DamagedError
+		switch {
+		case errors.As(err, &dmg):
+			// Keep the whole lines decoded before the fault: documents
+			// there are whole; the cut one is reported with the damage.
+			data = data[:bytes.LastIndexByte(data, '\n')+1]
+			defer func() { out = append(out, entryAt{line: int64(len(out)) + 1, err: &FieldError{"file", dmg.Error()}}) }()
+		case err != nil:
 			return nil, err
 		}
-		var out []entryAt
 		n := int64(0)
 		for _, doc := range bytes.Split(data, []byte("\n---")) {
 			if len(bytes.TrimSpace(doc)) == 0 {
 				continue
 			}
-			js, err := yaml.YAMLToJSON(doc)
+			js, err := yamlsafe.ToJSON(doc) // aliases bounded: no alias bomb
 			if err != nil {
 				n++
 				out = append(out, entryAt{line: n, err: &FieldError{"yaml", err.Error()}})
@@ -325,7 +337,6 @@ func read(src *input.Source, path string) ([]entryAt, error) {
 		}
 		return out, nil
 	}
-	var out []entryAt
 	for {
 		line, no, err := src.Line()
 		if errors.Is(err, io.EOF) {
@@ -335,6 +346,11 @@ func read(src *input.Source, path string) ([]entryAt, error) {
 		if errors.As(err, &tl) {
 			out = append(out, entryAt{line: no, err: &FieldError{"line", tl.Error()}})
 			continue
+		}
+		var dmg *input.DamagedError
+		if errors.As(err, &dmg) {
+			out = append(out, entryAt{line: dmg.Lines + 1, err: &FieldError{"file", dmg.Error()}})
+			continue // io.EOF next
 		}
 		if err != nil {
 			return out, err

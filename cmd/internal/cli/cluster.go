@@ -219,7 +219,11 @@ func newIngestObjectsCmd(f *Factory) *cobra.Command {
 artifacts: the output of kubectl get -o json or -o yaml (Lists or single
 objects), multi-document YAML, .gz files, and folders of them such as a
 must-gather (walked for *.json, *.yaml and *.yml). Events become records,
-everything else object versions, exactly as ingest cluster stores them.`,
+everything else object versions, exactly as ingest cluster stores them.
+
+A bad YAML document or List item is reported as FILE: document N: problem
+and skipped; the documents and items around it are kept. Lists are read
+item by item, so a dump of any size fits in memory.`,
 		Example: `  kubectl get pods,nodes,jobs,configmaps -A -o json > snapshot.json
   kubectl get events -A -o json > events.json
   faultline ingest objects snapshot.json events.json

@@ -16,6 +16,7 @@ import (
 	"github.com/faultline/faultline/analyze/controlplane"
 	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/ingest/audit"
+	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/ingest/kube"
 	"github.com/faultline/faultline/ingest/versions"
 	"github.com/faultline/faultline/timeline"
@@ -41,9 +42,11 @@ type stagedEvidence struct {
 
 // ingest copies the evidence of fsys into work and ingests each kind with
 // its ingester into the timeline at db (created if need be), then updates
-// its statistics. It returns the ingest runs, also on failure.
-func (l incidentLoader) ingest(ctx context.Context, fsys fs.FS, work, db string) ([]timeline.IngestRun, error) {
-	ev, err := stageEvidence(fsys, work)
+// its statistics. It returns the ingest runs, also on failure. dir is the
+// folder fsys reads ("" for the embedded fixtures): its files are read by
+// the file rule of input.Walk.
+func (l incidentLoader) ingest(ctx context.Context, fsys fs.FS, dir, work, db string) ([]timeline.IngestRun, error) {
+	ev, err := stageEvidence(fsys, dir, work)
 	if err != nil {
 		return nil, err
 	}
@@ -86,8 +89,11 @@ func (l incidentLoader) ingestInto(ctx context.Context, store *sqlite.Store, ev 
 }
 
 // stageEvidence copies the evidence files of fsys (which may be the
-// binary's embedded fixtures) into work, sorted by kind.
-func stageEvidence(fsys fs.FS, work string) (*stagedEvidence, error) {
+// binary's embedded fixtures) into work, sorted by kind. When fsys reads the
+// folder dir, an evidence file the file rule refuses (a FIFO, a device, a
+// symlink leaving dir) fails the replay before anything is read: copying it
+// would read outside the folder, hang, or fill memory.
+func stageEvidence(fsys fs.FS, dir, work string) (*stagedEvidence, error) {
 	ev := &stagedEvidence{}
 	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -104,6 +110,9 @@ func stageEvidence(fsys fs.FS, work string) (*stagedEvidence, error) {
 			into = &ev.audits
 		default:
 			return nil
+		}
+		if err := checkIncidentFile(dir, p); err != nil {
+			return err
 		}
 		b, err := fs.ReadFile(fsys, p)
 		if err != nil {
@@ -123,6 +132,15 @@ func stageEvidence(fsys fs.FS, work string) (*stagedEvidence, error) {
 		return nil, errNoEvidence
 	}
 	return ev, nil
+}
+
+// checkIncidentFile applies the file rule to the file p (slash-separated)
+// of the incident folder dir; nothing for the embedded fixtures (dir "").
+func checkIncidentFile(dir, p string) error {
+	if dir == "" {
+		return nil
+	}
+	return input.CheckInFolder(dir, filepath.Join(dir, filepath.FromSlash(p)))
 }
 
 // analyzeIncident runs the investigation and the control-plane analysis

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline/faultline/ingest/audit"
+	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
 )
@@ -143,8 +145,8 @@ func ingestAuditRun(ctx context.Context, opts *ingestAuditOptions) error {
 	if aerr := store.Analyze(context.WithoutCancel(ctx)); aerr != nil && err == nil {
 		err = aerr
 	}
-	if err == nil {
-		err = noneGood(runs)
+	if skipped := (*input.SkippedError)(nil); err == nil || errors.As(err, &skipped) {
+		err = errors.Join(err, noneGood(runs))
 	}
 	return err
 }

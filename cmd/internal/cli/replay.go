@@ -87,9 +87,12 @@ func replayList(f *Factory) error {
 // the findings with expected.json.
 func replayRun(ctx context.Context, opts *replayOptions) error {
 	f := opts.f
-	var fsys fs.FS
+	var (
+		fsys fs.FS
+		dir  string // the folder replayed; "" for a bundled incident
+	)
 	if fi, err := os.Stat(opts.name); err == nil && fi.IsDir() {
-		fsys = os.DirFS(opts.name)
+		fsys, dir = os.DirFS(opts.name), opts.name
 	} else {
 		fx, err := fixtures.Load(opts.name)
 		if err != nil {
@@ -99,20 +102,39 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 	}
 	var expected *fixtures.Expected
 	if opts.check {
+		if err := checkIncidentFile(dir, "expected.json"); err != nil {
+			return fmt.Errorf("replay %s --check: %w", opts.name, err)
+		}
 		var err error
 		if expected, err = fixtures.LoadExpected(fsys); err != nil {
 			return fmt.Errorf("replay %s --check: %w", opts.name, err)
 		}
 	}
-	work, err := os.MkdirTemp("", "faultline-replay-")
+	// The evidence is copied to a staging folder removed on return, also on
+	// failure or Ctrl-C. Without --db the timeline goes to a folder of its
+	// own, kept once its path is printed for exploring it, removed if the
+	// replay fails before that.
+	stage, err := os.MkdirTemp("", "faultline-replay-stage-")
 	if err != nil {
 		return err
 	}
+	defer os.RemoveAll(stage)
+	keep := true
 	if !opts.dbSet {
+		work, err := os.MkdirTemp("", "faultline-replay-")
+		if err != nil {
+			return err
+		}
+		keep = false
+		defer func() {
+			if !keep {
+				os.RemoveAll(work)
+			}
+		}()
 		f.dbPath = filepath.Join(work, "faultline.db")
 	}
 	load := incidentLoader{logger: f.Logger(), now: f.Now, warnf: f.warnf, key: f.Key()}
-	runs, err := load.ingest(ctx, fsys, work, f.dbPath)
+	runs, err := load.ingest(ctx, fsys, dir, stage, f.dbPath)
 	for _, r := range runs {
 		printRunSummary(f.IO.ErrOut, &r, 20)
 	}
@@ -120,6 +142,7 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 		return fmt.Errorf("replay %s: %w", opts.name, err)
 	}
 	termsafe.Fprintf(f.IO.Out, "Replayed %s into %s\n\n", opts.name, f.dbPath)
+	keep = true
 	if err := sourcesRun(ctx, &sourcesOptions{f: f, output: "table", gap: 5 * time.Minute}); err != nil {
 		return err
 	}
