@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -130,17 +131,21 @@ func ingestAuditRun(ctx context.Context, opts *ingestAuditOptions) error {
 		BatchSize: opts.batchSize,
 		Logger:    f.Logger(),
 		OnBadLine: func(b *audit.BadLine) {
-			if shown[b.Path] < opts.maxBad || opts.strict {
+			if shown[absPath(b.Path)] < opts.maxBad || opts.strict {
 				prog.clear()
 				f.warnf("%s", b)
 			}
-			shown[b.Path]++
+			shown[absPath(b.Path)]++
 		},
 		OnProgress: prog.update,
 	})
 	prog.clear()
 	for _, r := range runs {
-		printRunSummary(errOut, &r, opts.maxBad)
+		var hidden int64
+		if n := shown[absPath(r.Path)]; !opts.strict && n > opts.maxBad {
+			hidden = int64(n - opts.maxBad)
+		}
+		printRunSummary(errOut, &r, hidden)
 	}
 	if aerr := store.Analyze(context.WithoutCancel(ctx)); aerr != nil && err == nil {
 		err = aerr
@@ -193,7 +198,17 @@ func displayPath(p string) string {
 	return p
 }
 
-func printRunSummary(w io.Writer, r *timeline.IngestRun, maxShown int) {
+// absPath names a file one way whichever way it was given ("-" stays).
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil && p != "-" {
+		return a
+	}
+	return p
+}
+
+// printRunSummary summarises a run; hidden is how many of its bad lines
+// were counted but not printed (only ingest audit holds some back).
+func printRunSummary(w io.Writer, r *timeline.IngestRun, hidden int64) {
 	dur := r.Finished.Sub(r.Started)
 	rate := ""
 	if secs := dur.Seconds(); secs > 0 {
@@ -209,8 +224,8 @@ func printRunSummary(w io.Writer, r *timeline.IngestRun, maxShown int) {
 		fmt.Fprintf(w, "; %s .. %s", r.First.Format(time.RFC3339), r.Last.Format(time.RFC3339))
 	}
 	fmt.Fprintf(w, "; %s in %s%s\n", humanBytes(r.Size), dur.Round(time.Millisecond), rate)
-	if r.BadLines > int64(maxShown) {
-		fmt.Fprintf(w, "  (%d more bad lines not shown; --max-bad-lines-shown to see more)\n", r.BadLines-int64(maxShown))
+	if hidden > 0 {
+		fmt.Fprintf(w, "  (%d more bad lines not shown; --max-bad-lines-shown N to see more)\n", hidden)
 	}
 }
 

@@ -136,7 +136,7 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 	load := incidentLoader{logger: f.Logger(), now: f.Now, warnf: f.warnf, key: f.Key()}
 	runs, err := load.ingest(ctx, fsys, dir, stage, f.dbPath)
 	for _, r := range runs {
-		printRunSummary(f.IO.ErrOut, &r, 20)
+		printRunSummary(f.IO.ErrOut, &r, 0) // every bad line was printed
 	}
 	if err != nil {
 		return fmt.Errorf("replay %s: %w", opts.name, err)
