@@ -13,7 +13,7 @@ import (
 // StartBisect ends the open bisect session, if any, and opens a new one, in
 // one transaction.
 func (s *Store) StartBisect(ctx context.Context, at time.Time) (int64, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.beginWrite(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("start bisect: %w", err)
 	}
@@ -80,7 +80,7 @@ func (s *Store) AddBisectMark(ctx context.Context, m timeline.BisectMark) error 
 	default:
 		return fmt.Errorf("add bisect mark: unknown kind %q", m.Kind)
 	}
-	res, err := s.db.ExecContext(ctx, `INSERT INTO bisect_mark (session_id, kind, time_ns, note, created_ns)
+	res, err := s.exec(ctx, `INSERT INTO bisect_mark (session_id, kind, time_ns, note, created_ns)
 		SELECT id, ?, ?, ?, ? FROM bisect_session WHERE id = ? AND ended_ns = 0`,
 		string(m.Kind), m.Time.UnixNano(), m.Note, wallNS(m.At), m.Session)
 	if err != nil {
@@ -96,7 +96,7 @@ func (s *Store) AddBisectMark(ctx context.Context, m timeline.BisectMark) error 
 
 // ResetBisect ends the open bisect session, keeping its marks.
 func (s *Store) ResetBisect(ctx context.Context, at time.Time) (bool, error) {
-	res, err := s.db.ExecContext(ctx, "UPDATE bisect_session SET ended_ns = ? WHERE ended_ns = 0", wallNS(at))
+	res, err := s.exec(ctx, "UPDATE bisect_session SET ended_ns = ? WHERE ended_ns = 0", wallNS(at))
 	if err != nil {
 		return false, fmt.Errorf("reset bisect: %w", err)
 	}

@@ -35,7 +35,7 @@ func (s *Store) BeginRun(ctx context.Context, run *timeline.IngestRun) error {
 	if run.Started.IsZero() {
 		run.Started = time.Now().UTC()
 	}
-	res, err := s.db.ExecContext(ctx,
+	res, err := s.exec(ctx,
 		`INSERT INTO ingest_run (source, path, size, sha256, started_ns, status) VALUES (?, ?, ?, ?, ?, ?)`,
 		string(run.Source), run.Path, run.Size, run.SHA256, ns(run.Started), string(run.Status))
 	if err != nil {
@@ -50,7 +50,7 @@ func (s *Store) FinishRun(ctx context.Context, run *timeline.IngestRun) error {
 	if run.Finished.IsZero() {
 		run.Finished = time.Now().UTC()
 	}
-	if err := updateRun(ctx, s.db, run); err != nil {
+	if err := s.retry(ctx, func() error { return updateRun(ctx, s.db, run) }); err != nil {
 		return fmt.Errorf("finish ingest run %d: %w", run.ID, err)
 	}
 	return nil
@@ -72,7 +72,7 @@ func updateRun(ctx context.Context, db execer, run *timeline.IngestRun) error {
 // Commit or Rollback: database/sql would roll it back by itself when ctx is
 // cancelled, and an interrupted ingest must still commit what it has.
 func (s *Store) Batch(ctx context.Context, run int64) (timeline.Batch, error) {
-	tx, err := s.db.BeginTx(context.WithoutCancel(ctx), nil)
+	tx, err := s.beginWrite(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin batch: %w", err)
 	}
