@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -496,52 +495,32 @@ func internedImpliesNonEmpty(op, s string) bool {
 	return false
 }
 
-// timeCompare translates time op t. A stored time_ns of 0 is the zero time
-// (year 1, before every other stored time), not the Unix epoch: that is what
-// Records reads back and what CEL then compares. The other rows hold
-// time.Unix(0, ns) with ns in int64 range.
+// timeCompare translates time op t. A stored time_ns of noTime is the zero
+// time (year 1), which Records reads back and CEL then compares: it lies
+// below every other stored time both as a time and as an integer, so an
+// in-range t compares the column as it is. The other rows hold
+// time.Unix(0, ns) with ns in [timeline.MinTime, timeline.MaxTime]; a t
+// outside that range is a constant for them (and for noTime, by its own
+// comparison with the zero time).
 func (w *whereBuilder) timeCompare(op string, f whereField, t time.Time) (string, facts, bool) {
-	zeroMatches := holds(op, (time.Time{}).Compare(t))
-	var (
-		nonZero string // the test for rows with time_ns != 0, or "" for a constant
-		always  bool   // that constant
-	)
-	switch lo, hi := time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64); {
-	case t.Before(lo):
-		always = holds(op, 1)
-	case t.After(hi):
-		always = holds(op, -1)
-	default:
-		ns := t.UnixNano()
-		nonZero = f.column + " " + op + " " + w.arg(ns)
-		switch zeroRowPasses := holds(op, cmpInt(0, ns)); {
-		case zeroRowPasses == zeroMatches:
-			return nonZero, 0, true
-		case zeroMatches:
-			return "(" + nonZero + " OR " + f.column + " = 0)", 0, true
-		default:
-			return "(" + nonZero + " AND " + f.column + " != 0)", 0, true
-		}
+	if !t.Before(timeline.MinTime) && !t.After(timeline.MaxTime) {
+		return f.column + " " + op + " " + w.arg(t.UnixNano()), 0, true
 	}
+	zeroMatches := holds(op, (time.Time{}).Compare(t))
+	always := holds(op, 1) // t before MinTime
+	if t.After(timeline.MaxTime) {
+		always = holds(op, -1)
+	}
+	none := strconv.FormatInt(noTime, 10)
 	switch {
 	case always && zeroMatches:
 		return "1", 0, true
 	case always:
-		return f.column + " != 0", 0, true
+		return f.column + " != " + none, 0, true
 	case zeroMatches:
-		return f.column + " = 0", 0, true
+		return f.column + " = " + none, 0, true
 	}
 	return "0", factsAll, true
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // in translates x in [c1, c2, ...], constants of x's type.

@@ -7,24 +7,45 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/faultline/faultline/timeline"
 	"github.com/faultline/faultline/timeline/redact"
 )
 
+// noTime is the time_ns of "no time" (the zero time.Time): the lowest
+// int64, outside timeline.MinTime, so that the Unix epoch (0) is stored as
+// itself and reads back as 1970, not as "no time".
+const noTime = math.MinInt64
+
+// ns is the time_ns of t, which must be in range (timeline.CheckTime) or
+// zero.
 func ns(t time.Time) int64 {
 	if t.IsZero() {
-		return 0
+		return noTime
 	}
 	return t.UnixNano()
 }
 
 func fromNS(n int64) time.Time {
-	if n == 0 {
+	if n == noTime {
 		return time.Time{}
 	}
 	return time.Unix(0, n).UTC()
+}
+
+// boundNS is the time_ns of a query bound: a time outside the range a
+// timeline holds saturates to its ends (a --since in year 3000 selects
+// nothing, one in year 1 everything) instead of wrapping.
+func boundNS(t time.Time) int64 {
+	switch {
+	case t.Before(timeline.MinTime):
+		return math.MinInt64 + 1
+	case t.After(timeline.MaxTime):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
 }
 
 // BeginRun inserts the run and sets run.ID.
@@ -36,8 +57,9 @@ func (s *Store) BeginRun(ctx context.Context, run *timeline.IngestRun) error {
 		run.Started = time.Now().UTC()
 	}
 	res, err := s.exec(ctx,
-		`INSERT INTO ingest_run (source, path, size, sha256, started_ns, status) VALUES (?, ?, ?, ?, ?, ?)`,
-		string(run.Source), run.Path, run.Size, run.SHA256, ns(run.Started), string(run.Status))
+		`INSERT INTO ingest_run (source, path, size, sha256, started_ns, finished_ns, first_ns, last_ns, status)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		string(run.Source), run.Path, run.Size, run.SHA256, ns(run.Started), noTime, noTime, noTime, string(run.Status))
 	if err != nil {
 		return fmt.Errorf("begin ingest run: %w", err)
 	}
@@ -189,6 +211,9 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 	if r.Key == "" {
 		return 0, errors.New("add record: empty natural key")
 	}
+	if err := checkTime("record time", r.Time); err != nil {
+		return 0, fmt.Errorf("add record: %w", err)
+	}
 	o := &r.Object
 	ids, err := b.internAll(ctx, string(r.Source), o.Group, o.Version, o.Resource, o.Subresource, o.Kind,
 		o.Namespace, o.Name, r.Verb, r.Reason, r.User, r.UserAgent, r.SourceIP, r.Type, r.Level)
@@ -317,6 +342,9 @@ func (b *batch) rollJoin(ctx context.Context, r *timeline.Record, ids []int64, h
 // the version. It fills v.Content and v.Hash with what was stored.
 func (b *batch) AddVersion(ctx context.Context, v *timeline.ObjectVersion) (bool, error) {
 	ctx = context.WithoutCancel(ctx) // callers check cancellation between records
+	if err := checkTime("version time", v.Time); err != nil {
+		return false, fmt.Errorf("add version of %s/%s: %w", v.Object.Resource, v.Object.Name, err)
+	}
 	body, err := redact.Object(v.Content, b.s.salt)
 	if err != nil {
 		return false, fmt.Errorf("add version of %s/%s: %w", v.Object.Resource, v.Object.Name, err)
@@ -425,4 +453,14 @@ func (b *batch) forget() {
 	c.mu.Unlock()
 	b.newClasses = nil
 	b.roll = rollup{}
+}
+
+// checkTime is timeline.CheckTime naming the field.
+func checkTime(field string, t time.Time) error {
+	err := timeline.CheckTime(t)
+	var te *timeline.TimeRangeError
+	if errors.As(err, &te) {
+		te.Field = field
+	}
+	return err
 }
