@@ -478,14 +478,7 @@ func (w *writer) add(ctx context.Context, b timeline.Batch, it *item) error {
 		w.run.Lines++
 		w.lastLine = it.line
 	}
-	switch res {
-	case timeline.Added:
-		w.run.Records++
-	case timeline.Merged:
-		w.run.Merged++
-	case timeline.Duplicate:
-		w.run.Duplicates++
-	}
+	w.run.Tally(res)
 	if t := it.rec.Time; !t.IsZero() {
 		if w.run.First.IsZero() || t.Before(w.run.First) {
 			w.run.First = t

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/faultline/faultline/timeline"
@@ -84,9 +86,11 @@ type execer interface {
 
 func updateRun(ctx context.Context, db execer, run *timeline.IngestRun) error {
 	_, err := db.ExecContext(ctx, `UPDATE ingest_run SET size = ?, sha256 = ?, finished_ns = ?, first_ns = ?, last_ns = ?,
-		lines = ?, records = ?, merged = ?, duplicates = ?, versions = ?, bad_lines = ?, status = ?, error = ? WHERE id = ?`,
+		lines = ?, records = ?, merged = ?, duplicates = ?, conflicts = ?, versions = ?, bad_lines = ?, status = ?, error = ?
+		WHERE id = ?`,
 		run.Size, run.SHA256, ns(run.Finished), ns(run.First), ns(run.Last),
-		run.Lines, run.Records, run.Merged, run.Duplicates, run.Versions, run.BadLines, string(run.Status), run.Error, run.ID)
+		run.Lines, run.Records, run.Merged, run.Duplicates, run.Conflicts, run.Versions, run.BadLines, string(run.Status),
+		run.Error, run.ID)
 	return err
 }
 
@@ -206,6 +210,28 @@ func (b *batch) internAll(ctx context.Context, ss ...string) ([]int64, error) {
 	return ids, nil
 }
 
+// conflict is addKeyed's outcome for a key held by a record of other
+// content: AddRecord tries the next key.
+const conflict timeline.AddResult = -1
+
+// AddRecord stores r under its natural key, joins it to the record held
+// there as a further stage, or skips it as a duplicate; or, when the record
+// held there is another request, keeps it as its own record.
+//
+// The ingester sets the key (what should be one record); the store decides,
+// by comparing content, whether a record that shares it really is the same.
+// Only the store sees the held record, and a key that a forged or garbled
+// line can share must not let that line vanish as a "duplicate" or lend its
+// user, verb or code to another request's record. A record held under the
+// key is the same request if it has the same verb, user and object (group,
+// resource, subresource, namespace, name, where an empty name agrees with
+// any, as a create's does before the apiserver names it); a record of the
+// same stage (or
+// with no stages) must also have the same code. Else the record is a
+// conflict, kept under its key extended by its identity, and, should that
+// be held with another code, extended by its code and stage as well: a
+// re-ingest finds each at the same key, so it stays idempotent, and the
+// later stages of a conflicting request join its own record.
 func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.AddResult, error) {
 	ctx = context.WithoutCancel(ctx) // callers check cancellation between records
 	if r.Key == "" {
@@ -220,6 +246,27 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 	if err != nil {
 		return 0, fmt.Errorf("add record: %w", err)
 	}
+	identity := strings.Join([]string{r.Verb, r.User, o.Group, o.Resource, o.Subresource, o.Namespace, o.Name}, "\x00")
+	keys := []string{r.Key, r.Key + "\x00conflict\x00" + identity}
+	keys = append(keys, keys[1]+"\x00"+strconv.Itoa(r.Code)+"\x00"+strconv.Itoa(int(r.Stages)))
+	for i, k := range keys {
+		res, err := b.addKeyed(ctx, r, ids, keyHash(k))
+		switch {
+		case err != nil:
+			return 0, err
+		case res == conflict:
+			continue
+		case i > 0 && res == timeline.Added:
+			return timeline.Conflict, nil
+		}
+		return res, nil
+	}
+	return timeline.Duplicate, nil // not reached: the last key holds all that is compared
+}
+
+// addKeyed adds r under key (see AddRecord); ids are its interned fields.
+func (b *batch) addKeyed(ctx context.Context, r *timeline.Record, ids []int64, key int64) (timeline.AddResult, error) {
+	o := &r.Object
 	st, err := b.stmt(ctx, &b.rec, insertRecord)
 	if err != nil {
 		return 0, fmt.Errorf("add record: %w", err)
@@ -232,7 +279,6 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 	if run == 0 {
 		run = b.run
 	}
-	key := keyHash(r.Key)
 	res, err := st.ExecContext(ctx, key, ns(r.Time), ids[0], ids[1], ids[2], ids[3], ids[4], ids[5],
 		ids[6], ids[7], o.UID, ids[8], ids[9], ids[10], ids[11], ids[12], r.Code, ids[13], ids[14],
 		int64(r.Latency), int64(r.Stages), r.AuditID, r.URI, r.Message, run, r.Evidence.Line, extra)
@@ -251,12 +297,9 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 		}
 		return timeline.Added, nil
 	}
-	// Held already: a stage of the same request joins it, anything else is
-	// a duplicate. The held record is read first: the rollup needs its
-	// stages before the join, and a duplicate costs no more than before.
-	if r.Stages == 0 {
-		return timeline.Duplicate, nil
-	}
+	// Held already: the same request's record, or another's (a conflict).
+	// The held record is read first: the rollup needs its stages before a
+	// join.
 	hs, err := b.stmt(ctx, &b.held, heldRecord)
 	if err != nil {
 		return 0, fmt.Errorf("add record: %w", err)
@@ -270,8 +313,21 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 		&hid[5], &hid[6], &hid[7], &hid[8], &uri); err != nil {
 		return 0, fmt.Errorf("join stage: %w", err)
 	}
+	// verb, group, resource, subresource, namespace, name, user: held, incoming
+	// (A create's name may first appear at ResponseComplete: an empty name
+	// on either side agrees with any.)
+	same := hid[1] == ids[8] && hid[2] == ids[1] && hid[3] == ids[3] && hid[4] == ids[4] &&
+		hid[5] == ids[6] && (hid[6] == ids[7] || hid[6] == 0 || ids[7] == 0) && hid[7] == ids[10]
 	old := timeline.Stage(stages)
-	if old&r.Stages != 0 {
+	switch {
+	case !same:
+		return conflict, nil
+	case r.Stages == 0 || old&r.Stages != 0: // the same stage again
+		// The held code is its latest stage's: an earlier stage seen
+		// again has nothing to compare it with.
+		if code != int64(r.Code) && (r.Stages == 0 || r.Stages == latest(old)) {
+			return conflict, nil
+		}
 		return timeline.Duplicate, nil
 	}
 	var oldExtra sql.NullString
@@ -293,6 +349,14 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 		return 0, fmt.Errorf("join stage: %w", err)
 	}
 	return timeline.Merged, nil
+}
+
+// latest returns the highest stage of s.
+func latest(s timeline.Stage) timeline.Stage {
+	for s&(s-1) != 0 {
+		s &= s - 1
+	}
+	return s
 }
 
 // rollJoin counts a stage joined to a held record in the request rollup.
