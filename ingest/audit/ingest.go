@@ -142,7 +142,7 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 		return nil, fmt.Errorf("ingest audit %s: %w", src.Name(), err)
 	}
 	log.Debug("ingest audit", "path", src.Name(), "run", run.ID)
-	w := &writer{store: store, run: run, opt: opt, src: src, start: time.Now()}
+	w := &writer{store: store, run: run, committed: *run, opt: opt, src: src, start: time.Now()}
 	err = w.pipeline(ctx)
 	if err == nil {
 		src.Drain()
@@ -157,21 +157,25 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 	w.progress(true)
 	// The run's final state is written even when ctx is cancelled: what was
 	// committed stays, and says how far it got.
-	if ferr := store.FinishRun(context.WithoutCancel(ctx), run); ferr != nil && err == nil {
-		err = ferr
+	if ferr := store.FinishRun(context.WithoutCancel(ctx), run); ferr != nil {
+		err = errors.Join(err, ferr)
 	}
 	return run, err
 }
 
 type writer struct {
-	store    timeline.Store
-	run      *timeline.IngestRun
-	opt      Options
-	src      *input.Source
-	start    time.Time
-	lastProg time.Time
-	handled  int64
-	lastLine int64 // so a line holding many events (EventList) counts once
+	store timeline.Store
+	run   *timeline.IngestRun
+	// committed is run as of the last committed batch: a batch that fails
+	// (a full disk) takes its counts back, so the summary and the run say
+	// what the timeline holds, not what was read.
+	committed timeline.IngestRun
+	opt       Options
+	src       *input.Source
+	start     time.Time
+	lastProg  time.Time
+	handled   int64
+	lastLine  int64 // so a line holding many events (EventList) counts once
 }
 
 func (w *writer) progress(final bool) {
@@ -387,11 +391,17 @@ func (w *writer) write(ctx context.Context, results <-chan decoded) error {
 		}
 		err := batch.Commit(context.WithoutCancel(ctx), w.run)
 		batch, inBatch = nil, 0
-		return err
+		if err != nil {
+			w.uncount()
+			return err
+		}
+		w.committed = *w.run
+		return nil
 	}
 	defer func() {
 		if batch != nil {
 			batch.Rollback()
+			w.uncount()
 		}
 	}()
 	for res := range results {
@@ -465,6 +475,13 @@ func mergeOrder(d decoded) []entry {
 		}
 	}
 	return out
+}
+
+// uncount takes back the counts of a batch that was not committed.
+func (w *writer) uncount() {
+	r, c := w.run, &w.committed
+	r.Lines, r.Records, r.Merged, r.Duplicates, r.Conflicts = c.Lines, c.Records, c.Merged, c.Duplicates, c.Conflicts
+	r.Versions, r.BadLines, r.First, r.Last = c.Versions, c.BadLines, c.First, c.Last
 }
 
 // add stores one record and its versions and counts the outcome.
