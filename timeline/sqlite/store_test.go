@@ -16,7 +16,7 @@ import (
 	"github.com/faultline/faultline/timeline"
 )
 
-func openTest(t *testing.T) *Store {
+func openTest(t testing.TB) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), Options{})
 	if err != nil {

@@ -210,6 +210,11 @@ func (w *whereBuilder) pred(e ast.Expr, depth int) (sql string, fs facts, ok boo
 	}
 	switch op := c.FunctionName(); {
 	case (op == operators.LogicalAnd || op == operators.LogicalOr) && len(a) == 2:
+		if op == operators.LogicalOr {
+			if s, fs, ok := w.orEquals(e); ok {
+				return s, fs, true
+			}
+		}
 		l, lf, ok := w.pred(a[0], depth+1)
 		if !ok {
 			return "", 0, false
@@ -523,6 +528,48 @@ func (w *whereBuilder) timeCompare(op string, f whereField, t time.Time) (string
 	return "0", factsAll, true
 }
 
+// orEquals translates x == c1 || x == c2 || ... (one field, constants of
+// its type, || nested in any shape) as x in [c1, c2, ...]: the same rows,
+// but SQLite answers an IN list with one index search per value or one
+// lookup per row, where it evaluates a 5,000-term OR term by term for every
+// row (BenchmarkWhereOrOfEquals: 153.6 s/op unfolded, 0.81 s/op folded).
+func (w *whereBuilder) orEquals(e ast.Expr) (string, facts, bool) {
+	var (
+		f     whereField
+		vals  []ref.Val
+		stack = []ast.Expr{e}
+	)
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if x.Kind() != ast.CallKind || x.AsCall().IsMemberFunction() || len(x.AsCall().Args()) != 2 {
+			return "", 0, false
+		}
+		c := x.AsCall()
+		l, r := c.Args()[0], c.Args()[1]
+		switch c.FunctionName() {
+		case operators.LogicalOr:
+			stack = append(stack, r, l)
+			continue
+		case operators.Equals:
+		default:
+			return "", 0, false
+		}
+		xf, ok := field(l)
+		v, isConst := constant(r)
+		if !ok || !isConst { // c == x
+			xf, ok = field(r)
+			v, isConst = constant(l)
+		}
+		if !ok || !isConst || !sameKind(xf.kind, v) || (len(vals) > 0 && xf.name != f.name) {
+			return "", 0, false
+		}
+		f = xf
+		vals = append(vals, v)
+	}
+	return w.inValues(f, vals)
+}
+
 // in translates x in [c1, c2, ...], constants of x's type.
 func (w *whereBuilder) in(l, r ast.Expr) (string, facts, bool) {
 	f, ok := field(l)
@@ -538,6 +585,11 @@ func (w *whereBuilder) in(l, r ast.Expr) (string, facts, bool) {
 		}
 		vals[i] = v
 	}
+	return w.inValues(f, vals)
+}
+
+// inValues translates f in vals, constants of f's type.
+func (w *whereBuilder) inValues(f whereField, vals []ref.Val) (string, facts, bool) {
 	if len(vals) == 0 {
 		return "0", factsAll, true
 	}
