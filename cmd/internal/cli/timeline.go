@@ -154,6 +154,11 @@ func timelineRun(ctx context.Context, opts *timelineOptions) error {
 			return err
 		}
 	}
+	if q.Where != nil {
+		if err := q.Where.RuntimeError(); err != nil {
+			fmt.Fprintf(opts.f.IO.ErrOut, "warning: --where %v\n", err)
+		}
+	}
 	if p.n == 0 && (opts.output == "table" || opts.output == "wide") {
 		fmt.Fprintln(opts.f.IO.ErrOut, "No records match.") // stdout stays empty for pipes
 	}
