@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
@@ -72,6 +73,37 @@ type Filter struct {
 	src  string
 	ast  *cel.Ast
 	prog cel.Program
+
+	mu       sync.Mutex
+	failures int64 // evaluations that failed at run time
+	first    error // the first of them
+}
+
+// FilterRuntimeError reports the evaluations of a filter that failed at run
+// time (1/0, a missing map key): each counted as no match. It is reported
+// once, after the matching, so that a filter that silently matches nothing
+// for a reason the user can fix says so.
+type FilterRuntimeError struct {
+	Filter string
+	Count  int64 // records the filter failed on
+	First  error
+}
+
+func (e *FilterRuntimeError) Error() string {
+	return fmt.Sprintf("%s failed on %d record(s), which count as no match; the first error: %v", e.Filter, e.Count, e.First)
+}
+
+func (e *FilterRuntimeError) Unwrap() error { return e.First }
+
+// RuntimeError returns a *FilterRuntimeError for the evaluations by Match
+// that failed at run time so far, or nil.
+func (f *Filter) RuntimeError() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failures == 0 {
+		return nil
+	}
+	return &FilterRuntimeError{Filter: f.src, Count: f.failures, First: f.first}
 }
 
 // CompileFilter parses and type-checks a CEL boolean expression over the
@@ -102,10 +134,16 @@ func (f *Filter) String() string { return f.src }
 func (f *Filter) Expr() ast.Expr { return f.ast.NativeRep().Expr() }
 
 // Match evaluates the filter on one record. A runtime error (no such key in
-// annotations, say) counts as no match and is returned.
+// annotations, say) counts as no match, is returned, and is counted for
+// RuntimeError: callers that skip it still leave the user a report.
 func (f *Filter) Match(r *Record) (bool, error) {
 	out, _, err := f.prog.Eval(recordActivation{r})
 	if err != nil {
+		f.mu.Lock()
+		if f.failures++; f.first == nil {
+			f.first = err
+		}
+		f.mu.Unlock()
 		return false, err
 	}
 	b, ok := out.Value().(bool)

@@ -165,10 +165,13 @@ type IngestRun struct {
 	Records    int64      `json:"records"`
 	Merged     int64      `json:"merged"` // audit stages joined into an existing record
 	Duplicates int64      `json:"duplicates"`
-	Versions   int64      `json:"versions"`
-	BadLines   int64      `json:"badLines"`
-	Status     RunStatus  `json:"status"`
-	Error      string     `json:"error,omitempty"`
+	// Conflicts counts records kept beside another with the same natural
+	// key and different content (see Conflict); they count in Records too.
+	Conflicts int64     `json:"conflicts,omitempty"`
+	Versions  int64     `json:"versions"`
+	BadLines  int64     `json:"badLines"`
+	Status    RunStatus `json:"status"`
+	Error     string    `json:"error,omitempty"`
 }
 
 // AddResult says what became of one record handed to a Batch.
@@ -179,7 +182,27 @@ const (
 	Added     AddResult = iota // a new record
 	Merged                     // a new stage joined to an existing record
 	Duplicate                  // already held: nothing changed
+	// Conflict is a record whose natural key is held by a record with
+	// other content (another user, verb, object or code under one audit
+	// ID, time and stage). It is evidence, not a duplicate: the store
+	// keeps it as its own record.
+	Conflict
 )
+
+// Tally counts one outcome of Batch.AddRecord in the run.
+func (r *IngestRun) Tally(res AddResult) {
+	switch res {
+	case Added:
+		r.Records++
+	case Merged:
+		r.Merged++
+	case Duplicate:
+		r.Duplicates++
+	case Conflict:
+		r.Records++
+		r.Conflicts++
+	}
+}
 
 // Batch is a unit of writing: everything added to it commits together or
 // not at all. A batch is used by one goroutine.

@@ -60,6 +60,7 @@ func TestBadLines(t *testing.T) {
 		big,
 		"\xef\xbb\xbf" + goodLine("bom-mid"), // a BOM not at the start is garbage
 		goodLine("g4"),
+		`{"kind":"Event","auditID":"y9","verb":"get","stage":"ResponseComplete","requestReceivedTimestamp":"9999-12-31T23:59:59Z"}`,
 	}
 	path := filepath.Join(t.TempDir(), "audit.log")
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
@@ -78,6 +79,7 @@ func TestBadLines(t *testing.T) {
 		"audit.log:15: properties.log: json: truncated: input ends at byte 26 inside a value",
 	}
 	bomMid := `audit.log:17: line: not a JSON object (starts with "\ufeff")`
+	y9999 := "audit.log:19: requestReceivedTimestamp: time 9999-12-31T23:59:59Z is outside the range a timeline holds (1677-09-21T00:12:43Z .. 2262-04-11T23:47:16Z)"
 	tooLong := fmt.Sprintf("audit.log:16: line: line of %d+ bytes exceeds the 16777216-byte limit (--max-line-size)", 16<<20+1)
 	for _, tc := range []struct {
 		name    string
@@ -85,8 +87,8 @@ func TestBadLines(t *testing.T) {
 		wantBad []string
 		records int64
 	}{
-		{name: "default limit", wantBad: append(slices.Clone(common), bomMid), records: 5},
-		{name: "16 MiB limit", maxLine: 16 << 20, wantBad: append(slices.Clone(common), tooLong, bomMid), records: 4},
+		{name: "default limit", wantBad: append(slices.Clone(common), bomMid, y9999), records: 5},
+		{name: "16 MiB limit", maxLine: 16 << 20, wantBad: append(slices.Clone(common), tooLong, bomMid, y9999), records: 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := openStore(t)

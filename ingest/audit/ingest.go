@@ -184,7 +184,7 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 		return nil, fmt.Errorf("ingest audit %s: %w", src.Name(), err)
 	}
 	log.Debug("ingest audit", "path", src.Name(), "run", run.ID)
-	w := &writer{store: store, run: run, opt: opt, src: src, start: time.Now()}
+	w := &writer{store: store, run: run, committed: *run, opt: opt, src: src, start: time.Now()}
 	err = w.pipeline(ctx)
 	if err == nil {
 		src.Drain()
@@ -199,21 +199,25 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 	w.progress(true)
 	// The run's final state is written even when ctx is cancelled: what was
 	// committed stays, and says how far it got.
-	if ferr := store.FinishRun(context.WithoutCancel(ctx), run); ferr != nil && err == nil {
-		err = ferr
+	if ferr := store.FinishRun(context.WithoutCancel(ctx), run); ferr != nil {
+		err = errors.Join(err, ferr)
 	}
 	return run, err
 }
 
 type writer struct {
-	store    timeline.Store
-	run      *timeline.IngestRun
-	opt      Options
-	src      *input.Source
-	start    time.Time
-	lastProg time.Time
-	handled  int64
-	lastLine int64 // so a line holding many events (EventList) counts once
+	store timeline.Store
+	run   *timeline.IngestRun
+	// committed is run as of the last committed batch: a batch that fails
+	// (a full disk) takes its counts back, so the summary and the run say
+	// what the timeline holds, not what was read.
+	committed timeline.IngestRun
+	opt       Options
+	src       *input.Source
+	start     time.Time
+	lastProg  time.Time
+	handled   int64
+	lastLine  int64 // so a line holding many events (EventList) counts once
 }
 
 func (w *writer) progress(final bool) {
@@ -512,7 +516,12 @@ func (w *writer) write(ctx context.Context, results <-chan decoded) error {
 		}
 		err := batch.Commit(context.WithoutCancel(ctx), w.run)
 		batch, inBatch = nil, 0
-		return err
+		if err != nil {
+			w.uncount()
+			return err
+		}
+		w.committed = *w.run
+		return nil
 	}
 	// A slow source (a pipe that trickles) must not hold read records
 	// uncommitted: they are committed within commitEvery of arriving.
@@ -521,6 +530,7 @@ func (w *writer) write(ctx context.Context, results <-chan decoded) error {
 	defer func() {
 		if batch != nil {
 			batch.Rollback()
+			w.uncount()
 		}
 	}()
 	for {
@@ -610,6 +620,13 @@ func mergeOrder(d decoded) []entry {
 	return out
 }
 
+// uncount takes back the counts of a batch that was not committed.
+func (w *writer) uncount() {
+	r, c := w.run, &w.committed
+	r.Lines, r.Records, r.Merged, r.Duplicates, r.Conflicts = c.Lines, c.Records, c.Merged, c.Duplicates, c.Conflicts
+	r.Versions, r.BadLines, r.First, r.Last = c.Versions, c.BadLines, c.First, c.Last
+}
+
 // add stores one record and its versions and counts the outcome.
 func (w *writer) add(ctx context.Context, b timeline.Batch, it *item) error {
 	res, err := b.AddRecord(ctx, it.rec)
@@ -621,14 +638,7 @@ func (w *writer) add(ctx context.Context, b timeline.Batch, it *item) error {
 		w.run.Lines++
 		w.lastLine = it.line
 	}
-	switch res {
-	case timeline.Added:
-		w.run.Records++
-	case timeline.Merged:
-		w.run.Merged++
-	case timeline.Duplicate:
-		w.run.Duplicates++
-	}
+	w.run.Tally(res)
 	if t := it.rec.Time; !t.IsZero() {
 		if w.run.First.IsZero() || t.Before(w.run.First) {
 			w.run.First = t

@@ -54,6 +54,9 @@ func parseTime(field, s string) (time.Time, error) {
 		}
 		return time.Time{}, &FieldError{field, fmt.Sprintf("parsing %q: want RFC 3339 (2026-05-01T10:00:00.123456Z)", s)}
 	}
+	if err := timeline.CheckTime(t); err != nil { // the store would refuse the whole batch
+		return time.Time{}, &FieldError{field, err.Error()}
+	}
 	return t.UTC(), nil
 }
 

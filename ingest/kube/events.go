@@ -3,6 +3,7 @@ package kube
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,34 @@ type eventExtra struct {
 	Related           string `json:"related,omitempty"`
 }
 
+// FieldError is a field of an object that does not decode: Field is its
+// JSON path within the object (involvedObject.name, count).
+type FieldError struct {
+	Field   string
+	Problem string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Problem }
+
+// fromUnstructured converts obj to the typed out. The converter's errors
+// do not name the field ("unrecognized type: int32" for a count that is a
+// string); on failure, decoding obj's JSON again names it.
+func fromUnstructured(obj map[string]any, out any) error {
+	err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj, out)
+	if err == nil {
+		return nil
+	}
+	b, jerr := json.Marshal(obj)
+	if jerr != nil {
+		return err
+	}
+	var te *json.UnmarshalTypeError
+	if jerr := json.Unmarshal(b, out); errors.As(jerr, &te) && te.Field != "" {
+		return &FieldError{Field: te.Field, Problem: fmt.Sprintf("want %s, got JSON %s", te.Type, te.Value)}
+	}
+	return err
+}
+
 // eventRecord maps a core/v1 or events.k8s.io/v1 Event to a record. Each
 // version of an Event (its count going up) is a record of its own: the key
 // is the Event's uid and resourceVersion, so both API groups' views of one
@@ -54,7 +83,7 @@ func eventRecord(u *unstructured.Unstructured, mapper meta.RESTMapper) (*timelin
 	switch u.GetAPIVersion() {
 	case "events.k8s.io/v1":
 		var e eventsv1.Event
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &e); err != nil {
+		if err := fromUnstructured(u.Object, &e); err != nil {
 			return nil, err
 		}
 		ref = objectRef(e.Regarding)
@@ -74,7 +103,7 @@ func eventRecord(u *unstructured.Unstructured, mapper meta.RESTMapper) (*timelin
 		}
 	case "v1", "":
 		var e corev1.Event
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &e); err != nil {
+		if err := fromUnstructured(u.Object, &e); err != nil {
 			return nil, err
 		}
 		ref = objectRef(e.InvolvedObject)

@@ -369,12 +369,7 @@ func storeObject(ctx context.Context, b timeline.Batch, run *timeline.IngestRun,
 
 // count tallies a stored record in its run.
 func count(run *timeline.IngestRun, t time.Time, res timeline.AddResult) {
-	switch res {
-	case timeline.Added:
-		run.Records++
-	case timeline.Duplicate:
-		run.Duplicates++
-	}
+	run.Tally(res)
 	stretch(run, t)
 }
 

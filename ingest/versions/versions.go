@@ -270,12 +270,7 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 		if err != nil {
 			return finish(err)
 		}
-		switch res {
-		case timeline.Added:
-			run.Records++
-		default:
-			run.Duplicates++
-		}
+		run.Tally(res)
 		if run.First.IsZero() || rec.Time.Before(run.First) {
 			run.First = rec.Time
 		}

@@ -13,7 +13,7 @@ import (
 // StartBisect ends the open bisect session, if any, and opens a new one, in
 // one transaction.
 func (s *Store) StartBisect(ctx context.Context, at time.Time) (int64, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.beginWrite(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("start bisect: %w", err)
 	}
@@ -80,9 +80,12 @@ func (s *Store) AddBisectMark(ctx context.Context, m timeline.BisectMark) error 
 	default:
 		return fmt.Errorf("add bisect mark: unknown kind %q", m.Kind)
 	}
-	res, err := s.db.ExecContext(ctx, `INSERT INTO bisect_mark (session_id, kind, time_ns, note, created_ns)
+	if err := checkTime("bisect mark", m.Time); err != nil {
+		return fmt.Errorf("add bisect mark: %w", err)
+	}
+	res, err := s.exec(ctx, `INSERT INTO bisect_mark (session_id, kind, time_ns, note, created_ns)
 		SELECT id, ?, ?, ?, ? FROM bisect_session WHERE id = ? AND ended_ns = 0`,
-		string(m.Kind), m.Time.UnixNano(), m.Note, wallNS(m.At), m.Session)
+		string(m.Kind), ns(m.Time), m.Note, wallNS(m.At), m.Session)
 	if err != nil {
 		return fmt.Errorf("add bisect mark: %w", err)
 	}
@@ -96,7 +99,7 @@ func (s *Store) AddBisectMark(ctx context.Context, m timeline.BisectMark) error 
 
 // ResetBisect ends the open bisect session, keeping its marks.
 func (s *Store) ResetBisect(ctx context.Context, at time.Time) (bool, error) {
-	res, err := s.db.ExecContext(ctx, "UPDATE bisect_session SET ended_ns = ? WHERE ended_ns = 0", wallNS(at))
+	res, err := s.exec(ctx, "UPDATE bisect_session SET ended_ns = ? WHERE ended_ns = 0", wallNS(at))
 	if err != nil {
 		return false, fmt.Errorf("reset bisect: %w", err)
 	}
@@ -110,7 +113,7 @@ func (s *Store) ResetBisect(ctx context.Context, at time.Time) (bool, error) {
 // wallNS stores a wall-clock time; a zero time (no clock given) becomes 1 so
 // that an ended session never reads as open.
 func wallNS(t time.Time) int64 {
-	if n := ns(t); n != 0 {
+	if n := ns(t); n != 0 && n != noTime {
 		return n
 	}
 	return 1
@@ -121,10 +124,10 @@ func wallNS(t time.Time) int64 {
 func (s *Store) VersionsBetween(ctx context.Context, since, until time.Time, limit int) ([]timeline.ObjectVersion, error) {
 	lo, hi := int64(-1<<63), int64(1<<63-1)
 	if !since.IsZero() {
-		lo = since.UnixNano()
+		lo = boundNS(since)
 	}
 	if !until.IsZero() {
-		hi = until.UnixNano()
+		hi = boundNS(until)
 	}
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
@@ -159,10 +162,10 @@ func (s *Store) VersionsBetween(ctx context.Context, since, until time.Time, lim
 func (s *Store) CountRecords(ctx context.Context, since, until time.Time) (map[timeline.SourceKind]int64, error) {
 	lo, hi := int64(-1<<63), int64(1<<63-1)
 	if !since.IsZero() {
-		lo = since.UnixNano()
+		lo = boundNS(since)
 	}
 	if !until.IsZero() {
-		hi = until.UnixNano()
+		hi = boundNS(until)
 	}
 	rows, err := s.db.QueryContext(ctx, `SELECT (SELECT s FROM strs WHERE id = r.source), count(*) FROM record r
 		WHERE r.time_ns >= ? AND r.time_ns < ? GROUP BY r.source`, lo, hi)

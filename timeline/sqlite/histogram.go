@@ -3,7 +3,9 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
@@ -19,8 +21,13 @@ const maxBuckets = 100_000
 // GROUP BY over the time index (with no filter, the index alone answers);
 // a filter with a residual part is counted row by row, like Records.
 func (s *Store) Histogram(ctx context.Context, q timeline.HistogramQuery) ([]timeline.Bucket, error) {
+	for _, t := range []time.Time{q.Since, q.Until} {
+		if err := checkTime("histogram bound", t); err != nil {
+			return nil, fmt.Errorf("histogram: %w", err)
+		}
+	}
 	lo, hi := q.Since.UnixNano(), q.Until.UnixNano()
-	if q.Since.IsZero() || q.Until.IsZero() || hi <= lo {
+	if q.Since.IsZero() || q.Until.IsZero() || hi <= lo || hi-lo < 0 {
 		return nil, fmt.Errorf("histogram: want Since before Until, got %s .. %s", q.Since, q.Until)
 	}
 	if q.Buckets < 1 || q.Buckets > maxBuckets {
@@ -78,7 +85,7 @@ func (s *Store) countBuckets(ctx context.Context, lo, hi, width int64, f *timeli
 		}
 		return nil
 	}
-	// time_ns 0 is an unknown time, never in a span.
+	// No time (noTime) is never in a span: it is below every lo.
 	query := "SELECT (r.time_ns - ?) / ? AS b, count(*) FROM record r WHERE "
 	qargs := []any{lo, width}
 	if parts := disjuncts(f); len(parts) > 1 {
@@ -93,9 +100,9 @@ func (s *Store) countBuckets(ctx context.Context, lo, hi, width int64, f *timeli
 			qargs = append(qargs, a...)
 		}
 		// The ids drive the outer query (the time range is in each part).
-		query += "r.time_ns != 0 AND r.id IN (" + strings.Join(sub, " UNION ") + ")"
+		query += "r.time_ns != " + strconv.FormatInt(noTime, 10) + " AND r.id IN (" + strings.Join(sub, " UNION ") + ")"
 	} else {
-		query += "r.time_ns >= ? AND r.time_ns < ? AND r.time_ns != 0"
+		query += "r.time_ns >= ? AND r.time_ns < ?"
 		qargs = append(qargs, lo, hi)
 		if where != "" {
 			query += " AND (" + where + ")"

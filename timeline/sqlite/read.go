@@ -80,11 +80,11 @@ func recordQuery(q timeline.Query) (query string, args []any, residual bool) {
 	var where []string
 	if !q.Since.IsZero() {
 		where = append(where, "r.time_ns >= ?")
-		args = append(args, q.Since.UnixNano())
+		args = append(args, boundNS(q.Since))
 	}
 	if !q.Until.IsZero() {
 		where = append(where, "r.time_ns < ?")
-		args = append(args, q.Until.UnixNano())
+		args = append(args, boundNS(q.Until))
 	}
 	if q.Where != nil {
 		w, wargs, complete := compileWhere(q.Where.Expr())
@@ -152,16 +152,17 @@ func (s *Store) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeli
 func (s *Store) Bounds(ctx context.Context) (first, last time.Time, err error) {
 	// One aggregate per query: SQLite answers a lone min() or max() from
 	// the index, but scans the table for min() and max() together.
-	var lo, hi int64
-	for i, q := range []string{"SELECT min(time_ns) FROM record", "SELECT max(time_ns) FROM record",
-		"SELECT min(time_ns) FROM object_version", "SELECT max(time_ns) FROM object_version"} {
+	// Rows with no time (noTime) are not evidence of when.
+	lo, hi := int64(noTime), int64(noTime)
+	for i, q := range []string{"SELECT min(time_ns) FROM record WHERE time_ns > ?", "SELECT max(time_ns) FROM record WHERE time_ns > ?",
+		"SELECT min(time_ns) FROM object_version WHERE time_ns > ?", "SELECT max(time_ns) FROM object_version WHERE time_ns > ?"} {
 		var v sql.NullInt64
-		if err := s.db.QueryRowContext(ctx, q).Scan(&v); err != nil {
+		if err := s.db.QueryRowContext(ctx, q, int64(noTime)).Scan(&v); err != nil {
 			return time.Time{}, time.Time{}, fmt.Errorf("timeline bounds: %w", err)
 		}
 		switch {
 		case !v.Valid:
-		case i%2 == 0 && (lo == 0 || v.Int64 < lo):
+		case i%2 == 0 && (lo == noTime || v.Int64 < lo):
 			lo = v.Int64
 		case i%2 == 1 && v.Int64 > hi:
 			hi = v.Int64
@@ -173,7 +174,7 @@ func (s *Store) Bounds(ctx context.Context) (first, last time.Time, err error) {
 // Runs lists the ingest runs, oldest first.
 func (s *Store) Runs(ctx context.Context) ([]timeline.IngestRun, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, source, path, size, sha256, started_ns, finished_ns, first_ns,
-		last_ns, lines, records, merged, duplicates, versions, bad_lines, status, error FROM ingest_run ORDER BY id`)
+		last_ns, lines, records, merged, duplicates, conflicts, versions, bad_lines, status, error FROM ingest_run ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list ingest runs: %w", err)
 	}
@@ -186,7 +187,7 @@ func (s *Store) Runs(ctx context.Context) ([]timeline.IngestRun, error) {
 			started, finished, first, la int64
 		)
 		if err := rows.Scan(&r.ID, &src, &r.Path, &r.Size, &r.SHA256, &started, &finished, &first, &la,
-			&r.Lines, &r.Records, &r.Merged, &r.Duplicates, &r.Versions, &r.BadLines, &status, &r.Error); err != nil {
+			&r.Lines, &r.Records, &r.Merged, &r.Duplicates, &r.Conflicts, &r.Versions, &r.BadLines, &status, &r.Error); err != nil {
 			return nil, fmt.Errorf("list ingest runs: %w", err)
 		}
 		r.Source, r.Status = timeline.SourceKind(src), timeline.RunStatus(status)
@@ -220,8 +221,8 @@ func (s *Store) Gaps(ctx context.Context, min time.Duration) ([]timeline.Gap, er
 	var gaps []timeline.Gap
 	for _, x := range srcs {
 		rows, err := s.db.QueryContext(ctx, `SELECT prev, t FROM (
-			SELECT time_ns AS t, LAG(time_ns) OVER (ORDER BY time_ns) AS prev FROM record WHERE source = ?)
-			WHERE t - prev >= ? ORDER BY t`, x.id, int64(min))
+			SELECT time_ns AS t, LAG(time_ns) OVER (ORDER BY time_ns) AS prev FROM record WHERE source = ? AND time_ns != ?)
+			WHERE t - prev >= ? ORDER BY t`, x.id, int64(noTime), int64(min))
 		if err != nil {
 			return nil, fmt.Errorf("list gaps of %s: %w", x.name, err)
 		}
@@ -321,11 +322,11 @@ func (s *Store) Versions(ctx context.Context, q timeline.VersionQuery) ([]timeli
 		if q.OrFirstAfter {
 			// Versions at or before At first, newest first; then the rest,
 			// oldest first.
-			at := q.At.UnixNano()
+			at := boundNS(q.At)
 			order = fmt.Sprintf("(v.time_ns <= %d) DESC, CASE WHEN v.time_ns <= %d THEN -v.time_ns ELSE v.time_ns END, v.id DESC", at, at)
 		} else {
 			where = append(where, "v.time_ns <= ?")
-			args = append(args, q.At.UnixNano())
+			args = append(args, boundNS(q.At))
 		}
 	}
 	cond := "1"

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"slices"
 	"strings"
 	"sync"
@@ -186,7 +187,7 @@ func (u *rollup) stat(rq *request, minute int64, v reqValues, sign int64) {
 		u.stats[k] = a
 	}
 	a.n += sign
-	a.latSum += sign * v.latency
+	a.latSum = satAdd(a.latSum, sign*v.latency)
 	if rq.etcd {
 		a.etcd += sign
 	}
@@ -338,7 +339,7 @@ func (b *batch) flushRollup(ctx context.Context) error {
 		lat_sum, lat_max, apf_wait_max) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (minute, class, code, bucket) DO UPDATE SET n = n + excluded.n,
 		etcd_lists = etcd_lists + excluded.etcd_lists, unpaged_lists = unpaged_lists + excluded.unpaged_lists,
-		lat_sum = lat_sum + excluded.lat_sum, lat_max = max(lat_max, excluded.lat_max),
+		lat_sum = CAST(lat_sum + excluded.lat_sum AS INTEGER), lat_max = max(lat_max, excluded.lat_max),
 		apf_wait_max = max(apf_wait_max, excluded.apf_wait_max)`)
 	if err != nil {
 		return err
@@ -413,13 +414,13 @@ func (s *Store) requestStats(ctx context.Context, since, until time.Time, summar
 		return nil, fmt.Errorf("request stats: %w", err)
 	}
 
-	statQuery := `SELECT class, minute, code, bucket, n, etcd_lists, unpaged_lists, lat_sum,
+	statQuery := `SELECT class, minute, code, bucket, n, etcd_lists, unpaged_lists, lat_sum >> 32, lat_sum & 4294967295,
 		lat_max, apf_wait_max FROM req_stat WHERE minute >= ? AND minute < ? ORDER BY minute, class, code, bucket`
 	// Over all the evidence, the summaries read the covering indexes by
 	// class in order (no sort); over a window, the minutes' key range.
 	all := since.IsZero() && until.IsZero()
 	if summary {
-		statQuery = `SELECT class, 0, code, bucket, sum(n), sum(etcd_lists), sum(unpaged_lists), sum(lat_sum),
+		statQuery = `SELECT class, 0, code, bucket, sum(n), sum(etcd_lists), sum(unpaged_lists), sum(lat_sum >> 32), sum(lat_sum & 4294967295),
 		max(lat_max), max(apf_wait_max) FROM req_stat WHERE minute >= ? AND minute < ? GROUP BY class, code, bucket
 		ORDER BY class, code, bucket`
 		if all {
@@ -431,12 +432,16 @@ func (s *Store) requestStats(ctx context.Context, since, until time.Time, summar
 		return nil, fmt.Errorf("request stats: %w", err)
 	}
 	for rows.Next() {
-		var r timeline.RequestStat
+		var (
+			r      timeline.RequestStat
+			hi, lo int64 // the latency sum's high and low 32 bits, summed apart (see joinSum)
+		)
 		if err := rows.Scan(&r.Class, &r.Minute, &r.Code, &r.LatencyBucket, &r.Count, &r.EtcdLists, &r.UnpagedLists,
-			&r.LatencySumNs, &r.LatencyMaxNs, &r.APFQueueWaitMaxNs); err != nil {
+			&hi, &lo, &r.LatencyMaxNs, &r.APFQueueWaitMaxNs); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("request stats: %w", err)
 		}
+		r.LatencySumNs = joinSum(hi, lo)
 		used[r.Class] = true
 		out.Stats = append(out.Stats, r)
 	}
@@ -504,4 +509,35 @@ func (s *Store) requestStats(ctx context.Context, since, until time.Time, summar
 		out.Classes = append(out.Classes, c)
 	}
 	return out, rows.Err()
+}
+
+// satAdd is a + b, saturated at the ends of int64: a latency sum that
+// cannot be held says "at least this much" rather than wrapping negative.
+func satAdd(a, b int64) int64 {
+	c := a + b
+	switch {
+	case a > 0 && b > 0 && c < 0:
+		return math.MaxInt64
+	case a < 0 && b < 0 && c >= 0:
+		return math.MinInt64
+	}
+	return c
+}
+
+// joinSum joins latency sums read as their high and low 32 bits (lat_sum >>
+// 32 and lat_sum & 0xffffffff), saturating. SQLite's sum() fails with
+// "integer overflow" where sums of int64 overflow, and total() loses the
+// low digits; the parts cannot overflow for fewer than 2^31 rows. The
+// writer saturates each row's lat_sum likewise (CAST of the REAL an
+// overflowing + gives).
+func joinSum(hi, lo int64) int64 {
+	v := new(big.Int).Lsh(big.NewInt(hi), 32)
+	v.Add(v, big.NewInt(lo))
+	switch {
+	case v.IsInt64():
+		return v.Int64()
+	case v.Sign() > 0:
+		return math.MaxInt64
+	}
+	return math.MinInt64
 }

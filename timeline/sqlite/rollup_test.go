@@ -89,27 +89,11 @@ func rollupRecords() []timeline.Record {
 // ingestRecords writes recs in batches of size n (0: one batch).
 func ingestRecords(t *testing.T, s *Store, recs []timeline.Record, n int) {
 	t.Helper()
-	ctx := context.Background()
-	run := &timeline.IngestRun{Source: timeline.SourceAudit, Path: "audit.log"}
-	if err := s.BeginRun(ctx, run); err != nil {
-		t.Fatal(err)
-	}
 	if n == 0 {
-		n = len(recs)
+		n = max(len(recs), 1)
 	}
-	for chunk := range slices.Chunk(recs, n) {
-		b, err := s.Batch(ctx, run.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range chunk {
-			if _, err := b.AddRecord(ctx, &r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := b.Commit(ctx, run); err != nil {
-			t.Fatal(err)
-		}
+	if err := ingest(context.Background(), s, recs, n); err != nil {
+		t.Fatal(err)
 	}
 }
 

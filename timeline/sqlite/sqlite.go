@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -111,33 +112,98 @@ var ErrNotTimeline = errors.New("not a faultline database")
 // is older than this binary's.
 var ErrNeedsMigration = errors.New("the timeline's schema needs migrating")
 
+// PathError is a database path that cannot hold a timeline: empty, or a
+// form SQLite keeps in memory or reads as a URI. Such a path would "ingest"
+// into a database that vanishes on close, so it is refused before anything
+// is opened. The caller names the flag or setting the path came from.
+type PathError struct {
+	Path   string
+	Reason string
+}
+
+func (e *PathError) Error() string {
+	return fmt.Sprintf("timeline path %q: %s", e.Path, e.Reason)
+}
+
+// ReadOnlyError is a timeline that cannot be written where writing was
+// asked for: the file is not writable, or its directory is not (SQLite
+// creates PATH-wal and PATH-shm beside the file).
+type ReadOnlyError struct {
+	Path  string
+	Cause string
+}
+
+func (e *ReadOnlyError) Error() string {
+	return fmt.Sprintf("timeline %s cannot be written: %s", e.Path, e.Cause)
+}
+
+// CheckPath refuses paths that cannot persist, with a *PathError; Open
+// calls it first. SQLite reads ":memory:" (and
+// "file::memory:", "file:x?mode=memory") as an in-memory database and "" as
+// a temporary one deleted on close; Open prefixes "file:" itself, so a path
+// that already starts with it is a URI the user meant SQLite to parse, which
+// Open does not do.
+func CheckPath(file string) error {
+	switch {
+	case strings.TrimSpace(file) == "":
+		return &PathError{Path: file, Reason: "empty: SQLite would keep a temporary database and delete it on close"}
+	case file == ":memory:" || strings.Contains(file, "mode=memory"):
+		return &PathError{Path: file, Reason: "an in-memory database keeps nothing once faultline exits"}
+	case strings.HasPrefix(strings.ToLower(file), "file:"):
+		return &PathError{Path: file, Reason: "a SQLite URI; give a plain file path"}
+	}
+	return nil
+}
+
+// FileMode is the mode of a timeline file created by Open: a timeline holds
+// audit records (users, source IPs, messages) and secret hashes. SQLite gives
+// the -wal and -shm files the main file's mode.
+const FileMode = 0o600
+
 // Open opens (creating and migrating where needed) the timeline at path.
+//
+// A file is proven to be a timeline before anything is written to it: Open
+// first reads its application_id, user_version and schema over a read-only
+// connection, and only then opens it for writing, switches it to WAL and
+// migrates it. A foreign SQLite file is refused byte-identical.
 func Open(ctx context.Context, file string, opt Options) (*Store, error) {
 	log := opt.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if err := CheckPath(file); err != nil {
+		return nil, err
+	}
 	if opt.ReadOnly {
 		if _, err := os.Stat(file); err != nil {
 			return nil, fmt.Errorf("open timeline: %w", err)
 		}
+	} else if err := create(file); err != nil {
+		return nil, fmt.Errorf("open timeline: %w", err)
 	}
-	q := url.Values{}
-	q.Set("_journal_mode", "WAL")
-	q.Set("_foreign_keys", "on")
-	q.Set("_busy_timeout", "10000")
-	q.Set("_txlock", "immediate")
-	q.Set("_synchronous", "NORMAL")
 	cache := opt.CacheKiB
 	if cache <= 0 {
 		cache = 32 << 10 // KiB: 32 MiB per connection
 	}
-	q.Set("_cache_size", strconv.Itoa(-cache))
-	if opt.ReadOnly {
-		q.Set("mode", "ro")
+	probe, err := sql.Open("sqlite3", dsn(file, true, cache))
+	if err != nil {
+		return nil, fmt.Errorf("open timeline %s: %w", file, err)
 	}
-	dsn := "file:" + (&url.URL{Path: file}).EscapedPath() + "?" + q.Encode()
-	db, err := sql.Open("sqlite3", dsn)
+	_, err = identify(ctx, probe)
+	probe.Close()
+	if err != nil {
+		return nil, openErr(file, err)
+	}
+	if !opt.ReadOnly {
+		// SQLite would open an unwritable file read-only, and fail at the
+		// first write.
+		if f, err := os.OpenFile(file, os.O_WRONLY, 0); err != nil {
+			return nil, &ReadOnlyError{Path: file, Cause: fmt.Sprintf("the file is not writable (%v)", errors.Unwrap(err))}
+		} else {
+			f.Close()
+		}
+	}
+	db, err := sql.Open("sqlite3", dsn(file, opt.ReadOnly, cache))
 	if err != nil {
 		return nil, fmt.Errorf("open timeline %s: %w", file, err)
 	}
@@ -146,13 +212,91 @@ func Open(ctx context.Context, file string, opt Options) (*Store, error) {
 	s.classes.m = map[classKey]int64{}
 	if err := s.migrate(ctx, opt.ReadOnly); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open timeline %s: %w", file, err)
+		return nil, openErr(file, err)
 	}
 	if err := s.useKey(ctx, opt.Key, opt.ReadOnly); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open timeline %s: %w", file, err)
+		return nil, openErr(file, err)
 	}
 	return s, nil
+}
+
+// create makes file with FileMode if it does not exist, whatever the umask:
+// SQLite would create it 0644 less the umask.
+func create(file string) error {
+	f, err := os.OpenFile(file, os.O_RDWR|os.O_CREATE|os.O_EXCL, FileMode)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := f.Chmod(FileMode); err != nil { // the umask applied to OpenFile
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// dsn is the connection string for file. Per-connection settings live here
+// (a PRAGMA sent with Exec reaches one pooled connection only). A read-only
+// connection sets no journal mode: it must not change the file.
+func dsn(file string, readOnly bool, cacheKiB int) string {
+	q := url.Values{}
+	q.Set("_foreign_keys", "on")
+	q.Set("_busy_timeout", strconv.Itoa(int(busyTimeout.Milliseconds())))
+	q.Set("_txlock", "immediate")
+	q.Set("_cache_size", strconv.Itoa(-cacheKiB))
+	if readOnly {
+		q.Set("mode", "ro")
+	} else {
+		q.Set("_journal_mode", "WAL")
+		q.Set("_synchronous", "NORMAL")
+	}
+	return "file:" + (&url.URL{Path: file}).EscapedPath() + "?" + q.Encode()
+}
+
+// openErr says what failed to open: a ReadOnlyError names the file itself.
+func openErr(file string, err error) error {
+	err = readOnlyErr(file, err)
+	var ro *ReadOnlyError
+	if errors.As(err, &ro) {
+		return err
+	}
+	return fmt.Errorf("open timeline %s: %w", file, err)
+}
+
+// readOnlyErr turns SQLite's "attempt to write a readonly database" or
+// "unable to open database file" (it cannot create the -wal or -shm beside
+// the file, which even reading a WAL database needs) into a ReadOnlyError
+// that says which of the file and its directory cannot be written.
+func readOnlyErr(file string, err error) error {
+	var se sqlite3.Error
+	if !errors.As(err, &se) || (se.Code != sqlite3.ErrReadonly && se.Code != sqlite3.ErrCantOpen) {
+		return err
+	}
+	if cause := unwritable(file); cause != "" {
+		return &ReadOnlyError{Path: file, Cause: cause}
+	}
+	return err
+}
+
+// unwritable says why file or its directory cannot be written, or "".
+func unwritable(file string) string {
+	if f, err := os.OpenFile(file, os.O_WRONLY, 0); err != nil {
+		return fmt.Sprintf("the file is not writable (%v)", errors.Unwrap(err))
+	} else {
+		f.Close()
+	}
+	dir := filepath.Dir(file)
+	f, err := os.CreateTemp(dir, ".faultline-probe-*")
+	if err != nil {
+		return fmt.Sprintf("its directory %s is not writable, and SQLite creates %s-wal and %s-shm there (%v)",
+			dir, filepath.Base(file), filepath.Base(file), errors.Unwrap(err))
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return ""
 }
 
 // Path returns the database file's path.
@@ -164,63 +308,100 @@ func (s *Store) DB() *sql.DB { return s.db }
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
-func (s *Store) migrate(ctx context.Context, readOnly bool) error {
-	var appID, version int
-	if err := s.db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+// identify reads what db holds: a timeline at some schema version (0 for a
+// new, empty file), or ErrNotTimeline. It only reads.
+func identify(ctx context.Context, db queryer) (version int, err error) {
+	var appID int
+	if err := db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
 		var se sqlite3.Error
 		if errors.As(err, &se) && se.Code == sqlite3.ErrNotADB {
-			return fmt.Errorf("%w: not a SQLite file", ErrNotTimeline)
+			return 0, fmt.Errorf("%w: not a SQLite file", ErrNotTimeline)
 		}
-		return err
+		return 0, err
 	}
-	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return err
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return 0, err
 	}
+	switch {
+	case appID == ApplicationID:
+	case appID == 0 && version == 0:
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&n); err != nil {
+			return 0, err
+		}
+		if n > 0 {
+			return 0, fmt.Errorf("%w: a SQLite file with %d other tables (application_id 0)", ErrNotTimeline, n)
+		}
+	default:
+		return 0, fmt.Errorf("%w: SQLite application_id is %#x, want %#x", ErrNotTimeline, appID, ApplicationID)
+	}
+	if latest := SchemaVersion(); version > latest {
+		return 0, fmt.Errorf("schema version %d is newer than this faultline knows (%d): upgrade faultline", version, latest)
+	}
+	return version, nil
+}
+
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// migrate brings the schema to this binary's version. Each migration runs
+// in its own write transaction and reads the version inside it, so that
+// processes opening a new file at once apply each migration once.
+func (s *Store) migrate(ctx context.Context, readOnly bool) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
 	}
 	latest := ms[len(ms)-1].version
-	switch {
-	case appID == ApplicationID:
-	case appID == 0 && version == 0:
-		var n int
-		if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&n); err != nil {
+	for {
+		var version int
+		err := s.retry(ctx, func() error { // the first connection switches the file to WAL
+			var err error
+			version, err = identify(ctx, s.db)
 			return err
-		}
-		if n > 0 {
-			return fmt.Errorf("%w: a SQLite file with %d other tables (application_id 0)", ErrNotTimeline, n)
-		}
-	default:
-		return fmt.Errorf("%w: SQLite application_id is %#x, want %#x", ErrNotTimeline, appID, ApplicationID)
-	}
-	if version > latest {
-		return fmt.Errorf("schema version %d is newer than this faultline knows (%d): upgrade faultline", version, latest)
-	}
-	if version == latest {
-		return nil
-	}
-	if readOnly {
-		return fmt.Errorf("%w: version %d, this faultline writes %d", ErrNeedsMigration, version, latest)
-	}
-	for _, m := range ms[version:] {
-		tx, err := s.db.BeginTx(ctx, nil)
+		})
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migration %s: %w", m.name, err)
+		if version == latest {
+			return nil
 		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d; PRAGMA application_id = %d", m.version, ApplicationID)); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("migration %s: %w", m.name, err)
+		if readOnly {
+			return fmt.Errorf("%w: version %d, this faultline writes %d", ErrNeedsMigration, version, latest)
 		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, err)
+		if err := s.migrateOne(ctx, ms, version); err != nil {
+			return err
 		}
-		s.log.Debug("migrated timeline", "file", s.path, "to", m.name)
 	}
+}
+
+// migrateOne applies the migration after version, unless another process
+// did so first.
+func (s *Store) migrateOne(ctx context.Context, ms []migration, version int) error {
+	tx, err := s.beginWrite(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var now int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&now); err != nil {
+		return err
+	}
+	if now != version {
+		return nil // another process migrated meanwhile
+	}
+	m := ms[version]
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return fmt.Errorf("migration %s: %w", m.name, err)
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d; PRAGMA application_id = %d", m.version, ApplicationID)); err != nil {
+		return fmt.Errorf("migration %s: %w", m.name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migration %s: %w", m.name, err)
+	}
+	s.log.Debug("migrated timeline", "file", s.path, "to", m.name)
 	return nil
 }
 
@@ -246,11 +427,11 @@ func (s *Store) useKey(ctx context.Context, key []byte, readOnly bool) error {
 	}
 	if !readOnly {
 		if fp == "" && len(key) > 0 {
-			if _, err := s.db.ExecContext(ctx, "INSERT INTO meta (k, v) VALUES ('key_fingerprint', ?) ON CONFLICT (k) DO NOTHING", redact.Fingerprint(key)); err != nil {
+			if _, err := s.exec(ctx, "INSERT INTO meta (k, v) VALUES ('key_fingerprint', ?) ON CONFLICT (k) DO NOTHING", redact.Fingerprint(key)); err != nil {
 				return fmt.Errorf("record key fingerprint: %w", err)
 			}
 		}
-		if _, err := s.db.ExecContext(ctx, "DELETE FROM meta WHERE k = 'salt'"); err != nil {
+		if _, err := s.exec(ctx, "DELETE FROM meta WHERE k = 'salt'"); err != nil {
 			return fmt.Errorf("delete salt: %w", err)
 		}
 	}
@@ -303,7 +484,7 @@ func keyHash(key string) int64 {
 // bounded time, so that filters pick the index that fits them. Run it after
 // an ingest.
 func (s *Store) Analyze(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, "PRAGMA analysis_limit = 1000; ANALYZE"); err != nil {
+	if _, err := s.exec(ctx, "PRAGMA analysis_limit = 1000; ANALYZE"); err != nil {
 		return fmt.Errorf("analyze timeline: %w", err)
 	}
 	return nil

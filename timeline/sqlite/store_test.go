@@ -18,7 +18,7 @@ import (
 	"github.com/faultline/faultline/timeline/redact"
 )
 
-func openTest(t *testing.T) *Store {
+func openTest(t testing.TB) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), Options{Key: testKey})
 	if err != nil {

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -211,6 +210,11 @@ func (w *whereBuilder) pred(e ast.Expr, depth int) (sql string, fs facts, ok boo
 	}
 	switch op := c.FunctionName(); {
 	case (op == operators.LogicalAnd || op == operators.LogicalOr) && len(a) == 2:
+		if op == operators.LogicalOr {
+			if s, fs, ok := w.orEquals(e); ok {
+				return s, fs, true
+			}
+		}
 		l, lf, ok := w.pred(a[0], depth+1)
 		if !ok {
 			return "", 0, false
@@ -496,52 +500,74 @@ func internedImpliesNonEmpty(op, s string) bool {
 	return false
 }
 
-// timeCompare translates time op t. A stored time_ns of 0 is the zero time
-// (year 1, before every other stored time), not the Unix epoch: that is what
-// Records reads back and what CEL then compares. The other rows hold
-// time.Unix(0, ns) with ns in int64 range.
+// timeCompare translates time op t. A stored time_ns of noTime is the zero
+// time (year 1), which Records reads back and CEL then compares: it lies
+// below every other stored time both as a time and as an integer, so an
+// in-range t compares the column as it is. The other rows hold
+// time.Unix(0, ns) with ns in [timeline.MinTime, timeline.MaxTime]; a t
+// outside that range is a constant for them (and for noTime, by its own
+// comparison with the zero time).
 func (w *whereBuilder) timeCompare(op string, f whereField, t time.Time) (string, facts, bool) {
-	zeroMatches := holds(op, (time.Time{}).Compare(t))
-	var (
-		nonZero string // the test for rows with time_ns != 0, or "" for a constant
-		always  bool   // that constant
-	)
-	switch lo, hi := time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64); {
-	case t.Before(lo):
-		always = holds(op, 1)
-	case t.After(hi):
-		always = holds(op, -1)
-	default:
-		ns := t.UnixNano()
-		nonZero = f.column + " " + op + " " + w.arg(ns)
-		switch zeroRowPasses := holds(op, cmpInt(0, ns)); {
-		case zeroRowPasses == zeroMatches:
-			return nonZero, 0, true
-		case zeroMatches:
-			return "(" + nonZero + " OR " + f.column + " = 0)", 0, true
-		default:
-			return "(" + nonZero + " AND " + f.column + " != 0)", 0, true
-		}
+	if !t.Before(timeline.MinTime) && !t.After(timeline.MaxTime) {
+		return f.column + " " + op + " " + w.arg(t.UnixNano()), 0, true
 	}
+	zeroMatches := holds(op, (time.Time{}).Compare(t))
+	always := holds(op, 1) // t before MinTime
+	if t.After(timeline.MaxTime) {
+		always = holds(op, -1)
+	}
+	none := strconv.FormatInt(noTime, 10)
 	switch {
 	case always && zeroMatches:
 		return "1", 0, true
 	case always:
-		return f.column + " != 0", 0, true
+		return f.column + " != " + none, 0, true
 	case zeroMatches:
-		return f.column + " = 0", 0, true
+		return f.column + " = " + none, 0, true
 	}
 	return "0", factsAll, true
 }
 
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+// orEquals translates x == c1 || x == c2 || ... (one field, constants of
+// its type, || nested in any shape) as x in [c1, c2, ...]: the same rows,
+// but SQLite answers an IN list with one index search per value or one
+// lookup per row, where it evaluates a 5,000-term OR term by term for every
+// row (BenchmarkWhereOrOfEquals: 153.6 s/op unfolded, 0.81 s/op folded).
+func (w *whereBuilder) orEquals(e ast.Expr) (string, facts, bool) {
+	var (
+		f     whereField
+		vals  []ref.Val
+		stack = []ast.Expr{e}
+	)
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if x.Kind() != ast.CallKind || x.AsCall().IsMemberFunction() || len(x.AsCall().Args()) != 2 {
+			return "", 0, false
+		}
+		c := x.AsCall()
+		l, r := c.Args()[0], c.Args()[1]
+		switch c.FunctionName() {
+		case operators.LogicalOr:
+			stack = append(stack, r, l)
+			continue
+		case operators.Equals:
+		default:
+			return "", 0, false
+		}
+		xf, ok := field(l)
+		v, isConst := constant(r)
+		if !ok || !isConst { // c == x
+			xf, ok = field(r)
+			v, isConst = constant(l)
+		}
+		if !ok || !isConst || !sameKind(xf.kind, v) || (len(vals) > 0 && xf.name != f.name) {
+			return "", 0, false
+		}
+		f = xf
+		vals = append(vals, v)
 	}
-	return 0
+	return w.inValues(f, vals)
 }
 
 // in translates x in [c1, c2, ...], constants of x's type.
@@ -559,6 +585,11 @@ func (w *whereBuilder) in(l, r ast.Expr) (string, facts, bool) {
 		}
 		vals[i] = v
 	}
+	return w.inValues(f, vals)
+}
+
+// inValues translates f in vals, constants of f's type.
+func (w *whereBuilder) inValues(f whereField, vals []ref.Val) (string, facts, bool) {
 	if len(vals) == 0 {
 		return "0", factsAll, true
 	}

@@ -7,24 +7,47 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/faultline/faultline/timeline"
 	"github.com/faultline/faultline/timeline/redact"
 )
 
+// noTime is the time_ns of "no time" (the zero time.Time): the lowest
+// int64, outside timeline.MinTime, so that the Unix epoch (0) is stored as
+// itself and reads back as 1970, not as "no time".
+const noTime = math.MinInt64
+
+// ns is the time_ns of t, which must be in range (timeline.CheckTime) or
+// zero.
 func ns(t time.Time) int64 {
 	if t.IsZero() {
-		return 0
+		return noTime
 	}
 	return t.UnixNano()
 }
 
 func fromNS(n int64) time.Time {
-	if n == 0 {
+	if n == noTime {
 		return time.Time{}
 	}
 	return time.Unix(0, n).UTC()
+}
+
+// boundNS is the time_ns of a query bound: a time outside the range a
+// timeline holds saturates to its ends (a --since in year 3000 selects
+// nothing, one in year 1 everything) instead of wrapping.
+func boundNS(t time.Time) int64 {
+	switch {
+	case t.Before(timeline.MinTime):
+		return math.MinInt64 + 1
+	case t.After(timeline.MaxTime):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
 }
 
 // BeginRun inserts the run and sets run.ID.
@@ -35,9 +58,10 @@ func (s *Store) BeginRun(ctx context.Context, run *timeline.IngestRun) error {
 	if run.Started.IsZero() {
 		run.Started = time.Now().UTC()
 	}
-	res, err := s.db.ExecContext(ctx,
-		`INSERT INTO ingest_run (source, path, size, sha256, started_ns, status) VALUES (?, ?, ?, ?, ?, ?)`,
-		string(run.Source), run.Path, run.Size, run.SHA256, ns(run.Started), string(run.Status))
+	res, err := s.exec(ctx,
+		`INSERT INTO ingest_run (source, path, size, sha256, started_ns, finished_ns, first_ns, last_ns, status)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		string(run.Source), run.Path, run.Size, run.SHA256, ns(run.Started), noTime, noTime, noTime, string(run.Status))
 	if err != nil {
 		return fmt.Errorf("begin ingest run: %w", err)
 	}
@@ -50,7 +74,7 @@ func (s *Store) FinishRun(ctx context.Context, run *timeline.IngestRun) error {
 	if run.Finished.IsZero() {
 		run.Finished = time.Now().UTC()
 	}
-	if err := updateRun(ctx, s.db, run); err != nil {
+	if err := s.retry(ctx, func() error { return updateRun(ctx, s.db, run) }); err != nil {
 		return fmt.Errorf("finish ingest run %d: %w", run.ID, err)
 	}
 	return nil
@@ -62,9 +86,11 @@ type execer interface {
 
 func updateRun(ctx context.Context, db execer, run *timeline.IngestRun) error {
 	_, err := db.ExecContext(ctx, `UPDATE ingest_run SET size = ?, sha256 = ?, finished_ns = ?, first_ns = ?, last_ns = ?,
-		lines = ?, records = ?, merged = ?, duplicates = ?, versions = ?, bad_lines = ?, status = ?, error = ? WHERE id = ?`,
+		lines = ?, records = ?, merged = ?, duplicates = ?, conflicts = ?, versions = ?, bad_lines = ?, status = ?, error = ?
+		WHERE id = ?`,
 		run.Size, run.SHA256, ns(run.Finished), ns(run.First), ns(run.Last),
-		run.Lines, run.Records, run.Merged, run.Duplicates, run.Versions, run.BadLines, string(run.Status), run.Error, run.ID)
+		run.Lines, run.Records, run.Merged, run.Duplicates, run.Conflicts, run.Versions, run.BadLines, string(run.Status),
+		run.Error, run.ID)
 	return err
 }
 
@@ -72,7 +98,7 @@ func updateRun(ctx context.Context, db execer, run *timeline.IngestRun) error {
 // Commit or Rollback: database/sql would roll it back by itself when ctx is
 // cancelled, and an interrupted ingest must still commit what it has.
 func (s *Store) Batch(ctx context.Context, run int64) (timeline.Batch, error) {
-	tx, err := s.db.BeginTx(context.WithoutCancel(ctx), nil)
+	tx, err := s.beginWrite(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin batch: %w", err)
 	}
@@ -184,10 +210,35 @@ func (b *batch) internAll(ctx context.Context, ss ...string) ([]int64, error) {
 	return ids, nil
 }
 
+// conflict is addKeyed's outcome for a key held by a record of other
+// content: AddRecord tries the next key.
+const conflict timeline.AddResult = -1
+
+// AddRecord stores r under its natural key, joins it to the record held
+// there as a further stage, or skips it as a duplicate; or, when the record
+// held there is another request, keeps it as its own record.
+//
+// The ingester sets the key (what should be one record); the store decides,
+// by comparing content, whether a record that shares it really is the same.
+// Only the store sees the held record, and a key that a forged or garbled
+// line can share must not let that line vanish as a "duplicate" or lend its
+// user, verb or code to another request's record. A record held under the
+// key is the same request if it has the same verb, user and object (group,
+// resource, subresource, namespace, name, where an empty name agrees with
+// any, as a create's does before the apiserver names it); a record of the
+// same stage (or
+// with no stages) must also have the same code. Else the record is a
+// conflict, kept under its key extended by its identity, and, should that
+// be held with another code, extended by its code and stage as well: a
+// re-ingest finds each at the same key, so it stays idempotent, and the
+// later stages of a conflicting request join its own record.
 func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.AddResult, error) {
 	ctx = context.WithoutCancel(ctx) // callers check cancellation between records
 	if r.Key == "" {
 		return 0, errors.New("add record: empty natural key")
+	}
+	if err := checkTime("record time", r.Time); err != nil {
+		return 0, fmt.Errorf("add record: %w", err)
 	}
 	redact.Record(r)
 	o := &r.Object
@@ -196,6 +247,27 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 	if err != nil {
 		return 0, fmt.Errorf("add record: %w", err)
 	}
+	identity := strings.Join([]string{r.Verb, r.User, o.Group, o.Resource, o.Subresource, o.Namespace, o.Name}, "\x00")
+	keys := []string{r.Key, r.Key + "\x00conflict\x00" + identity}
+	keys = append(keys, keys[1]+"\x00"+strconv.Itoa(r.Code)+"\x00"+strconv.Itoa(int(r.Stages)))
+	for i, k := range keys {
+		res, err := b.addKeyed(ctx, r, ids, keyHash(k))
+		switch {
+		case err != nil:
+			return 0, err
+		case res == conflict:
+			continue
+		case i > 0 && res == timeline.Added:
+			return timeline.Conflict, nil
+		}
+		return res, nil
+	}
+	return timeline.Duplicate, nil // not reached: the last key holds all that is compared
+}
+
+// addKeyed adds r under key (see AddRecord); ids are its interned fields.
+func (b *batch) addKeyed(ctx context.Context, r *timeline.Record, ids []int64, key int64) (timeline.AddResult, error) {
+	o := &r.Object
 	st, err := b.stmt(ctx, &b.rec, insertRecord)
 	if err != nil {
 		return 0, fmt.Errorf("add record: %w", err)
@@ -208,7 +280,6 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 	if run == 0 {
 		run = b.run
 	}
-	key := keyHash(r.Key)
 	res, err := st.ExecContext(ctx, key, ns(r.Time), ids[0], ids[1], ids[2], ids[3], ids[4], ids[5],
 		ids[6], ids[7], o.UID, ids[8], ids[9], ids[10], ids[11], ids[12], r.Code, ids[13], ids[14],
 		int64(r.Latency), int64(r.Stages), r.AuditID, r.URI, r.Message, run, r.Evidence.Line, extra)
@@ -227,12 +298,9 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 		}
 		return timeline.Added, nil
 	}
-	// Held already: a stage of the same request joins it, anything else is
-	// a duplicate. The held record is read first: the rollup needs its
-	// stages before the join, and a duplicate costs no more than before.
-	if r.Stages == 0 {
-		return timeline.Duplicate, nil
-	}
+	// Held already: the same request's record, or another's (a conflict).
+	// The held record is read first: the rollup needs its stages before a
+	// join.
 	hs, err := b.stmt(ctx, &b.held, heldRecord)
 	if err != nil {
 		return 0, fmt.Errorf("add record: %w", err)
@@ -246,8 +314,21 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 		&hid[5], &hid[6], &hid[7], &hid[8], &uri); err != nil {
 		return 0, fmt.Errorf("join stage: %w", err)
 	}
+	// verb, group, resource, subresource, namespace, name, user: held, incoming
+	// (A create's name may first appear at ResponseComplete: an empty name
+	// on either side agrees with any.)
+	same := hid[1] == ids[8] && hid[2] == ids[1] && hid[3] == ids[3] && hid[4] == ids[4] &&
+		hid[5] == ids[6] && (hid[6] == ids[7] || hid[6] == 0 || ids[7] == 0) && hid[7] == ids[10]
 	old := timeline.Stage(stages)
-	if old&r.Stages != 0 {
+	switch {
+	case !same:
+		return conflict, nil
+	case r.Stages == 0 || old&r.Stages != 0: // the same stage again
+		// The held code is its latest stage's: an earlier stage seen
+		// again has nothing to compare it with.
+		if code != int64(r.Code) && (r.Stages == 0 || r.Stages == latest(old)) {
+			return conflict, nil
+		}
 		return timeline.Duplicate, nil
 	}
 	var oldExtra sql.NullString
@@ -269,6 +350,14 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 		return 0, fmt.Errorf("join stage: %w", err)
 	}
 	return timeline.Merged, nil
+}
+
+// latest returns the highest stage of s.
+func latest(s timeline.Stage) timeline.Stage {
+	for s&(s-1) != 0 {
+		s &= s - 1
+	}
+	return s
 }
 
 // rollJoin counts a stage joined to a held record in the request rollup.
@@ -318,6 +407,9 @@ func (b *batch) rollJoin(ctx context.Context, r *timeline.Record, ids []int64, h
 // the version. It fills v.Content and v.Hash with what was stored.
 func (b *batch) AddVersion(ctx context.Context, v *timeline.ObjectVersion) (bool, error) {
 	ctx = context.WithoutCancel(ctx) // callers check cancellation between records
+	if err := checkTime("version time", v.Time); err != nil {
+		return false, fmt.Errorf("add version of %s/%s: %w", v.Object.Resource, v.Object.Name, err)
+	}
 	body, err := b.s.red.Object(v.Content, v.Object)
 	if err != nil {
 		return false, fmt.Errorf("add version of %s/%s: %w", v.Object.Resource, v.Object.Name, err)
@@ -426,4 +518,14 @@ func (b *batch) forget() {
 	c.mu.Unlock()
 	b.newClasses = nil
 	b.roll = rollup{}
+}
+
+// checkTime is timeline.CheckTime naming the field.
+func checkTime(field string, t time.Time) error {
+	err := timeline.CheckTime(t)
+	var te *timeline.TimeRangeError
+	if errors.As(err, &te) {
+		te.Field = field
+	}
+	return err
 }

@@ -308,14 +308,22 @@ func parseInstant(flag, s string, end time.Time) (time.Time, error) {
 	}
 	t, err := parseWhen(flag, s, end)
 	if s == "" || err != nil {
-		what := "instant"
-		if flag != "" {
-			what = "--" + flag
-		}
+		what := instantName(flag)
 		return time.Time{}, usagef("faultline bisect bad 2026-05-01T10:03:00Z",
 			"invalid %s %q: want RFC 3339 (2026-05-01T10:03:00Z), a duration back from the end of the data (15m), or end", what, s)
 	}
+	if err := timeline.CheckTime(t); err != nil {
+		return time.Time{}, usagef("faultline bisect bad 2026-05-01T10:03:00Z", "invalid %s %q: %v", instantName(flag), s, err)
+	}
 	return t.UTC(), nil
+}
+
+// instantName names where an instant came from, for an error.
+func instantName(flag string) string {
+	if flag != "" {
+		return "--" + flag
+	}
+	return "instant"
 }
 
 // cleanNote makes a note fit on one log line.

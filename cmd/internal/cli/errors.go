@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/faultline/faultline/timeline/sqlite"
 )
 
 // Exit codes, in one place.
@@ -58,6 +60,7 @@ func exitCode(err error, w io.Writer) int {
 	var ue *usageError
 	var se *silentError
 	var ef *evalFailedError
+	var pe *sqlite.PathError
 	switch {
 	case err == nil:
 		return exitOK
@@ -69,6 +72,10 @@ func exitCode(err error, w io.Writer) int {
 	case errors.As(err, &ef):
 		fmt.Fprintf(w, "error: %s\n", ef)
 		return exitFailure
+	case errors.As(err, &pe):
+		// The store refuses the path; only the CLI knows it came from --db.
+		fmt.Fprintf(w, "error: invalid --db (or FAULTLINE_DB) %q: %s\nTry: --db ./faultline.db\n", pe.Path, pe.Reason)
+		return exitUsage
 	case errors.As(err, &ue):
 		fmt.Fprintf(w, "error: %s\n", ue.msg)
 		if ue.hint != "" {

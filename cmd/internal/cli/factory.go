@@ -92,6 +92,9 @@ func (f *Factory) Key() []byte {
 
 // OpenStoreReadOnly opens an existing timeline for reading.
 func (f *Factory) OpenStoreReadOnly(ctx context.Context) (*sqlite.Store, error) {
+	if err := sqlite.CheckPath(f.dbPath); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(f.dbPath); err != nil {
 		return nil, usagef("faultline ingest audit --db "+f.dbPath+" audit.log",
 			"no timeline at %s: ingest some evidence first, or point --db (or FAULTLINE_DB) at one", f.dbPath)

@@ -67,15 +67,9 @@ func historyRun(ctx context.Context, o *historyOptions, refArg string) error {
 	if err := checkOutput(o.output, "table", "json"); err != nil {
 		return err
 	}
-	parts := strings.Split(refArg, "/")
-	var kind, ns, name string
-	switch {
-	case len(parts) == 3:
-		kind, ns, name = parts[0], parts[1], parts[2]
-	case len(parts) == 2:
-		kind, ns, name = parts[0], o.namespace, parts[1]
-	default:
-		return usagef("faultline history configmap/NAMESPACE/NAME", "invalid reference %q: want KIND/NAMESPACE/NAME", refArg)
+	kind, ns, name, err := parseHistoryRef(refArg, o.namespace)
+	if err != nil {
+		return err
 	}
 	resource := resourceOf(kind)
 	store, err := o.f.OpenStoreReadOnly(ctx)
@@ -123,6 +117,32 @@ func historyRun(ctx context.Context, o *historyOptions, refArg string) error {
 		}
 	}
 	return nil
+}
+
+// parseHistoryRef reads history's REF: KIND/NAMESPACE/NAME, or KIND/NAME in
+// the namespace of -n (all namespaces without it, as for a node). Every
+// part written must be non-empty: the store reads an empty namespace or
+// name as "any", so "pod//" would diff every pod's versions as one object.
+func parseHistoryRef(ref, namespace string) (kind, ns, name string, err error) {
+	parts := strings.Split(ref, "/")
+	switch len(parts) {
+	case 3:
+		kind, ns, name = parts[0], parts[1], parts[2]
+	case 2:
+		kind, ns, name = parts[0], namespace, parts[1]
+	default:
+		return "", "", "", usagef("faultline history configmap/NAMESPACE/NAME", "invalid REF %q: want KIND/NAMESPACE/NAME", ref)
+	}
+	names := []string{"KIND", "NAMESPACE", "NAME"}
+	if len(parts) == 2 {
+		names = []string{"KIND", "NAME"}
+	}
+	for i, p := range parts {
+		if p == "" {
+			return "", "", "", usagef("faultline history configmap/NAMESPACE/NAME", "invalid REF %q: empty %s", ref, names[i])
+		}
+	}
+	return kind, ns, name, nil
 }
 
 // resourceOf maps what users type (configmap, cm, node, deploy...) to a

@@ -218,8 +218,11 @@ func printRunSummary(w io.Writer, r *timeline.IngestRun, hidden int64) {
 	if r.Merged > 0 {
 		fmt.Fprintf(w, " (+%s stages joined)", humanInt(r.Merged))
 	}
-	fmt.Fprintf(w, ", %s duplicates skipped, %s bad lines, %s object versions",
-		humanInt(r.Duplicates), humanInt(r.BadLines), humanInt(r.Versions))
+	fmt.Fprintf(w, ", %s duplicates skipped", humanInt(r.Duplicates))
+	if r.Conflicts > 0 {
+		fmt.Fprintf(w, ", %s conflicting records kept", humanInt(r.Conflicts))
+	}
+	fmt.Fprintf(w, ", %s bad lines, %s object versions", humanInt(r.BadLines), humanInt(r.Versions))
 	if !r.First.IsZero() {
 		fmt.Fprintf(w, "; %s .. %s", r.First.Format(time.RFC3339), r.Last.Format(time.RFC3339))
 	}

@@ -28,7 +28,8 @@ func newSourcesCmd(f *Factory, runF func(context.Context, *sourcesOptions) error
 		Short: "Show what evidence the timeline holds, and where it has gaps",
 		Long: `Show the evidence the timeline holds: per source kind, the time it covers and
 how many records it holds; per ingest run, the file it read (size, sha256),
-its time range, records, duplicates skipped and bad lines; and the gaps in
+its time range, records, duplicates skipped and bad lines, and the records
+kept in conflict with another (CONFLICTS); and the gaps in
 time where a source delivered no records. A conclusion is only as good as its
 evidence: a gap during the incident window is a blind spot.`,
 		Example: `  faultline sources
@@ -159,6 +160,12 @@ func printSources(w io.Writer, s *sourcesJSON, gap time.Duration) error {
 			humanInt(r.Duplicates), humanInt(r.BadLines))
 	}
 	tw.Flush()
+	for _, r := range s.Runs {
+		if r.Conflicts > 0 {
+			fmt.Fprintf(w, "CONFLICTS: run %d kept %s record(s) that share a natural key (audit ID and time) with a record of another request (user, verb, object or code differ); both are kept\n",
+				r.ID, humanInt(r.Conflicts))
+		}
+	}
 	fmt.Fprintln(w)
 	if len(s.Gaps) == 0 {
 		fmt.Fprintf(w, "No gaps of %s or more.\n", gap)

@@ -32,7 +32,9 @@ func newTimelineCmd(f *Factory, runF func(context.Context, *timelineOptions) err
 		Short: "List the records of the timeline, filtered with CEL",
 		Long: `List records in time order. --since and --until take an RFC 3339 time or a
 duration counted back from the end of the data (the last record held), so
-"--since 30m" is the last half hour of the incident, whenever it was.
+"--since 30m" is the last half hour of the incident, whenever it was ("-30m"
+means the same). A time past the end of what a timeline holds (2262) selects
+nothing.
 
 --where takes a CEL expression (the language of ValidatingAdmissionPolicy)
 over these record fields:
@@ -151,6 +153,11 @@ func timelineRun(ctx context.Context, opts *timelineOptions) error {
 		}
 		if err := p.print(r); err != nil {
 			return err
+		}
+	}
+	if q.Where != nil {
+		if err := q.Where.RuntimeError(); err != nil {
+			fmt.Fprintf(opts.f.IO.ErrOut, "warning: --where %v\n", err)
 		}
 	}
 	if p.n == 0 && (opts.output == "table" || opts.output == "wide") {

@@ -1,0 +1,87 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+// errDiskFull is what SQLite says when the disk fills.
+var errDiskFull = errors.New("database or disk is full")
+
+// fullStore is a store whose disk fills after some batches: the failing
+// batch's Commit rolls it back and fails.
+type fullStore struct {
+	timeline.Store
+	commits int // batches that commit; the next fails
+}
+
+func (s *fullStore) Batch(ctx context.Context, run int64) (timeline.Batch, error) {
+	b, err := s.Store.Batch(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	fail := s.commits == 0
+	s.commits--
+	return &fullBatch{Batch: b, fail: fail}, nil
+}
+
+type fullBatch struct {
+	timeline.Batch
+	fail bool
+}
+
+func (b *fullBatch) Commit(ctx context.Context, progress *timeline.IngestRun) error {
+	if b.fail {
+		b.Batch.Rollback()
+		return errDiskFull
+	}
+	return b.Batch.Commit(ctx, progress)
+}
+
+// TestFullDiskReportsWhatWasCommitted: when a batch fails to commit, the
+// run (returned and stored) counts what the timeline holds, not what was
+// read, and is marked failed. It used to report 31,005 records when 15,536
+// were committed, and the run was left "running".
+func TestFullDiskReportsWhatWasCommitted(t *testing.T) {
+	var lines []string
+	const n = 20000 // 4 chunks of chunkBytes: a commit after each
+	for i := range n {
+		lines = append(lines, fmt.Sprintf(`{"kind":"Event","level":"Metadata","auditID":"a%05d","stage":"ResponseComplete","verb":"get","user":{"username":"u"},"requestReceivedTimestamp":"2026-05-01T10:00:%02dZ"}`, i, i%60))
+	}
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t)
+	runs, err := Ingest(context.Background(), &fullStore{Store: s, commits: 2}, []string{path}, Options{BatchSize: 1000, Workers: 1})
+	if !errors.Is(err, errDiskFull) {
+		t.Fatalf("err = %v, want the disk-full error", err)
+	}
+	held := int64(len(records(t, s)))
+	if held == 0 || held >= n {
+		t.Fatalf("the timeline holds %d of %d records, want the first batches'", held, n)
+	}
+	stored, err := s.Runs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type counts struct {
+		Status         timeline.RunStatus
+		Lines, Records int64
+	}
+	want := counts{timeline.RunFailed, held, held}
+	for name, r := range map[string]timeline.IngestRun{"returned": runs[0], "stored": stored[0]} {
+		if diff := cmp.Diff(want, counts{r.Status, r.Lines, r.Records}); diff != "" {
+			t.Errorf("%s run (-want +got)\n%s", name, diff)
+		}
+	}
+}

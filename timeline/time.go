@@ -1,0 +1,44 @@
+package timeline
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// MinTime and MaxTime bound the instants a timeline holds: the store keeps
+// times as int64 nanoseconds since the Unix epoch, and keeps the lowest of
+// them (math.MinInt64) for "no time", so that the epoch itself is a time
+// like any other. Outside this range UnixNano wraps silently (year 9999
+// reads back as 1816), so times outside it are refused, never stored.
+var (
+	MinTime = time.Unix(0, math.MinInt64+1).UTC() // 1677-09-21T00:12:43.145224193Z
+	MaxTime = time.Unix(0, math.MaxInt64).UTC()   // 2262-04-11T23:47:16.854775807Z
+)
+
+// TimeRangeError is a time outside [MinTime, MaxTime]. Field names where it
+// was found (a parser's field, a flag, "record time"); it may be empty.
+type TimeRangeError struct {
+	Field string
+	Time  time.Time
+}
+
+func (e *TimeRangeError) Error() string {
+	what := "time"
+	if e.Field != "" {
+		what = e.Field
+	}
+	return fmt.Sprintf("%s %s is outside the range a timeline holds (%s .. %s)", what,
+		e.Time.UTC().Format(time.RFC3339Nano), MinTime.Format(time.RFC3339), MaxTime.Format(time.RFC3339))
+}
+
+// CheckTime returns a *TimeRangeError for a time a timeline cannot hold,
+// and nil for the others and for the zero time ("no time"). The store calls
+// it on every time it writes; a parser calls it at its own boundary, to
+// name the line and field, and sets Field.
+func CheckTime(t time.Time) error {
+	if t.IsZero() || (!t.Before(MinTime) && !t.After(MaxTime)) {
+		return nil
+	}
+	return &TimeRangeError{Time: t}
+}

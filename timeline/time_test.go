@@ -1,0 +1,35 @@
+package timeline
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestCheckTime(t *testing.T) {
+	for _, tc := range []struct {
+		t  time.Time
+		ok bool
+	}{
+		{time.Time{}, true}, // no time
+		{time.Unix(0, 0), true},
+		{MinTime, true},
+		{MaxTime, true},
+		{MinTime.Add(-1), false},
+		{MaxTime.Add(1), false},
+		{time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), false},
+		{time.Date(1677, 1, 1, 0, 0, 0, 0, time.UTC), false},
+		{time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC), false},
+	} {
+		t.Run(tc.t.Format(time.RFC3339Nano), func(t *testing.T) {
+			err := CheckTime(tc.t)
+			var te *TimeRangeError
+			switch {
+			case tc.ok && err != nil:
+				t.Errorf("CheckTime = %v, want nil", err)
+			case !tc.ok && (!errors.As(err, &te) || !te.Time.Equal(tc.t)):
+				t.Errorf("CheckTime = %v, want a *TimeRangeError naming the time", err)
+			}
+		})
+	}
+}
