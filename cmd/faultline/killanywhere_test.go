@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/faultline/faultline/timeline/sqlite"
+)
+
+// TestKillAnywhereThenRerunEqualsClean kills a real faultline process with
+// SIGKILL at random instants of an ingest of audit logs, object dumps and
+// versions (seven each, 21 in all), reruns the whole ingest, and compares
+// the timeline with a clean ingest of the same evidence: the records, the
+// object versions and the request rollup must be the same.
+func TestKillAnywhereThenRerunEqualsClean(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow: 21 killed ingests")
+	}
+	dir := t.TempDir()
+	audit := filepath.Join(dir, "audit.log")
+	writeAuditLog(t, audit, 40_000)
+	objects := filepath.Join(dir, "pods.json")
+	writePodList(t, objects, 3_000)
+	versions := filepath.Join(dir, "versions.jsonl")
+	writeVersions(t, versions, 5_000)
+	steps := [][]string{{"ingest", "audit", "--batch-size", "500", audit}, {"ingest", "objects", objects}, {"ingest", "versions", versions}}
+	ctx := context.Background()
+	ingestAll := func(db string) {
+		t.Helper()
+		for _, s := range steps {
+			if out, err := faultline(ctx, append([]string{"--db", db}, s...)...).CombinedOutput(); err != nil {
+				t.Fatalf("%v: %v\n%s", s, err, out)
+			}
+		}
+	}
+	clean := filepath.Join(dir, "clean.db")
+	took := make([]time.Duration, len(steps))
+	for i, s := range steps {
+		start := time.Now()
+		if out, err := faultline(ctx, append([]string{"--db", clean}, s...)...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", s, err, out)
+		}
+		took[i] = time.Since(start)
+	}
+	want := fingerprint(t, clean)
+	if want.Records < 40_000 || want.Versions < 3_000 || want.Requests < 40_000 {
+		t.Fatalf("the clean ingest holds too little to compare: %+v", want)
+	}
+	rng := rand.New(rand.NewPCG(15, 21))
+	for step := range steps {
+		for k := range 7 {
+			at := time.Duration(rng.Int64N(int64(took[step])))
+			t.Run(fmt.Sprintf("%s/%d at %s", steps[step][1], k, at.Round(time.Millisecond)), func(t *testing.T) {
+				db := filepath.Join(t.TempDir(), "t.db")
+				for _, s := range steps[:step] {
+					if out, err := faultline(ctx, append([]string{"--db", db}, s...)...).CombinedOutput(); err != nil {
+						t.Fatalf("%v: %v\n%s", s, err, out)
+					}
+				}
+				cmd := faultline(ctx, append([]string{"--db", db}, steps[step]...)...)
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(at)
+				cmd.Process.Kill()
+				cmd.Wait()
+				ingestAll(db)
+				if got := fingerprint(t, db); got != want {
+					t.Errorf("after a kill at %s and a rerun:\n got %+v\nwant %+v", at, got, want)
+				}
+			})
+		}
+	}
+}
+
+// print is what a timeline holds, independent of row ids and run ids.
+type print struct {
+	Records, Versions             int64
+	RecordsHash, VersionsHash     string
+	Classes, Seconds, Requests    int64
+	Stats, StatRequests, Latency  int64
+	Clients, ClientRequests, Etcd int64
+}
+
+func fingerprint(t *testing.T, db string) print {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), db, sqlite.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, err := s.IntegrityCheck(context.Background()); err != nil || v != "ok" {
+		t.Fatalf("integrity_check = %q, %v", v, err)
+	}
+	hash := func(q string) (int64, string) {
+		rows, err := s.DB().Query(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		h := sha256.New()
+		var n int64
+		for rows.Next() {
+			var a, b int64
+			var c string
+			if err := rows.Scan(&a, &b, &c); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(h, "%d %d %s\n", a, b, c)
+			n++
+		}
+		return n, hex.EncodeToString(h.Sum(nil))[:16]
+	}
+	var p print
+	p.Records, p.RecordsHash = hash("SELECT key, time_ns, '' FROM record ORDER BY key, time_ns")
+	p.Versions, p.VersionsHash = hash("SELECT key, time_ns, resource_version FROM object_version ORDER BY key, time_ns, resource_version")
+	for _, q := range []struct {
+		sql  string
+		into []*int64
+	}{
+		{"SELECT count(*) FROM req_class", []*int64{&p.Classes}},
+		{"SELECT count(*), coalesce(sum(n), 0) FROM req_second", []*int64{&p.Seconds, &p.Requests}},
+		{"SELECT count(*), coalesce(sum(n), 0), coalesce(sum(lat_sum), 0), coalesce(sum(etcd_lists), 0) FROM req_stat", []*int64{&p.Stats, &p.StatRequests, &p.Latency, &p.Etcd}},
+		{"SELECT count(*), coalesce(sum(n), 0) FROM req_client", []*int64{&p.Clients, &p.ClientRequests}},
+	} {
+		args := make([]any, len(q.into))
+		for i, x := range q.into {
+			args[i] = x
+		}
+		if err := s.DB().QueryRow(q.sql).Scan(args...); err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+	}
+	return p
+}
+
+func writePodList(t *testing.T, path string, n int) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fmt.Fprint(f, `{"apiVersion":"v1","kind":"List","items":[`)
+	for i := range n {
+		if i > 0 {
+			fmt.Fprint(f, ",")
+		}
+		fmt.Fprintf(f, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p-%d","namespace":"ns-%d","uid":"u-%d","resourceVersion":"%d","creationTimestamp":"2026-05-01T10:00:00Z"},"spec":{"nodeName":"node-%d","containers":[{"name":"main","image":"registry.example/app:%d"}]},"status":{"phase":"Running"}}`,
+			i, i%50, i, 1000+i, i%100, i%7)
+	}
+	fmt.Fprint(f, "]}\n")
+}
+
+func writeVersions(t *testing.T, path string, n int) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	for i := range n {
+		fmt.Fprintf(f, `{"type":"artifact","time":"%s","kind":"dataset","name":"d-%d","version":"v%d","digest":"sha256:%064x"}`+"\n",
+			t0.Add(time.Duration(i)*time.Second).Format(time.RFC3339), i%40, i, i)
+	}
+}
