@@ -134,6 +134,7 @@ func accessSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []m
 	}
 	byRef := map[string]*Suspect{}
 	denied := map[*Suspect][]string{}
+	verbs := map[*Suspect]string{}
 	var out []*Suspect
 	for _, d := range ds {
 		from := since
@@ -163,7 +164,7 @@ func accessSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []m
 				}
 				sp = &Suspect{Ref: ref, Dimension: dim, To: to, At: r.Time, Kind: "change", Objects: 1,
 					Run: r.Evidence.Run, Line: r.Evidence.Line, By: r.User, UserAgent: r.UserAgent, reached: map[*outcome.Unit]bool{}}
-				byRef[key] = sp
+				byRef[key], verbs[sp] = sp, r.Verb
 				out = append(out, sp)
 			}
 			denied[sp] = append(denied[sp], strings.TrimPrefix(d.user, "system:serviceaccount:"))
@@ -176,18 +177,18 @@ func accessSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []m
 	}
 	for _, sp := range out {
 		users := denied[sp]
-		sp.Why = fmt.Sprintf("%s by %s, then %s denied (the rules are not in the evidence)", pastTense(sp.To), sp.By, strings.Join(users, ", "))
+		sp.Why = fmt.Sprintf("%s by %s, then %s denied (the rules are not in the evidence)", pastTense(verbs[sp]), sp.By, strings.Join(users, ", "))
 	}
 	return out, nil
 }
 
-func pastTense(to string) string {
-	verb, _, _ := strings.Cut(to, " ")
+// pastTense is an audit verb as done: "updated", "patched", "deleted".
+func pastTense(verb string) string {
 	switch verb {
-	case "deleted":
-		return "deleted"
 	case "patch":
 		return "patched"
+	case "delete":
+		return "deleted"
 	}
-	return verb + "d"
+	return strings.TrimSuffix(verb, "e") + "ed"
 }

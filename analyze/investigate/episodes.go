@@ -2,6 +2,8 @@ package investigate
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -179,12 +181,7 @@ func allDims(ids []map[string]identity.Dimension) []string {
 			set[n] = true
 		}
 	}
-	out := make([]string, 0, len(set))
-	for n := range set {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(set))
 }
 
 // separate finds the report's further episodes (episodes) and the nodes'

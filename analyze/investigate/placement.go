@@ -3,6 +3,7 @@ package investigate
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -117,8 +118,8 @@ func (w want) turnedAway(a, b node) [][3]string {
 		return nil
 	}
 	var out [][3]string
-	for k, v := range w.selector {
-		if a.labels[k] == v && b.labels[k] != v {
+	for _, k := range slices.Sorted(maps.Keys(w.selector)) {
+		if v := w.selector[k]; a.labels[k] == v && b.labels[k] != v {
 			out = append(out, [3]string{"node.label/" + k, v, b.labels[k]})
 		}
 	}

@@ -32,13 +32,14 @@ func suspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[str
 	if rep.Slice == nil {
 		return []Suspect{}, nil
 	}
-	cands, owners, err := gather(ctx, s, units, ids, rep, typ, firstBad, since)
+	until := lastBad(units, ids, rep.Slice.Where, firstBad)
+	cands, owners, err := gather(ctx, s, units, ids, rep, typ, firstBad, since, until)
 	if err != nil {
 		return nil, err
 	}
 	pop := populationOf(units, rep.ns)
 	out := scoreSuspects(cands, owners, units, ids, pop, firstBad)
-	if err := scope(ctx, s, out, since, lastBad(units, ids, rep.Slice.Where, firstBad)); err != nil {
+	if err := scope(ctx, s, out, since, until); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -61,7 +62,7 @@ func lastBad(units []*outcome.Unit, ids []map[string]identity.Dimension, where m
 // the bad units of the slice ran on, and their differences from the
 // counterexample. It also returns the owners of those units.
 func gather(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension,
-	rep *Report, typ map[string]string, firstBad, since time.Time) ([]*Suspect, map[string]bool, error) {
+	rep *Report, typ map[string]string, firstBad, since, until time.Time) ([]*Suspect, map[string]bool, error) {
 	where := rep.Slice.Where
 	// Objects the bad units of the slice ran on, and their owners.
 	refSet := map[identity.Ref]bool{}
@@ -89,9 +90,8 @@ func gather(ctx context.Context, s Store, units []*outcome.Unit, ids []map[strin
 		refs = append(refs, r)
 	}
 	// Node changes are read until the last unit of the slice went bad
-	// (lastBad); other objects' changes after the first bad are
+	// (until, lastBad); other objects' changes after the first bad are
 	// consequences.
-	until := lastBad(units, ids, where, firstBad)
 	all, err := identity.Changes(ctx, s, refs, since, until)
 	if err != nil {
 		return nil, nil, err
