@@ -126,7 +126,25 @@ type ObjectVersion struct {
 	Hash            string          `json:"hash"` // sha256 of Content
 	Content         json.RawMessage `json:"content"`
 	Evidence        Evidence        `json:"evidence"`
+	// Seen says how Time was learned. One version seen twice keeps the
+	// best sighting, then the earliest, whatever order they came in.
+	Seen Sighting `json:"-"`
 }
+
+// Sighting is how a version's time was learned, best first.
+type Sighting int8
+
+const (
+	// SeenWritten: the write that made the version (an audited create,
+	// update or patch): its time is exact.
+	SeenWritten Sighting = iota
+	// SeenRead: a read returned it: it existed by then.
+	SeenRead
+	// SeenInferred: from its own metadata (a dump): the latest of its
+	// creation, deletion and managed-field times, which a write that
+	// touches no new field does not move.
+	SeenInferred
+)
 
 // VersionKey is the natural key of an object version: the uid and
 // resourceVersion where both are known, else the object's name and content.

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -170,5 +174,93 @@ func writeVersions(t *testing.T, path string, n int) {
 	for i := range n {
 		fmt.Fprintf(f, `{"type":"artifact","time":"%s","kind":"dataset","name":"d-%d","version":"v%d","digest":"sha256:%064x"}`+"\n",
 			t0.Add(time.Duration(i)*time.Second).Format(time.RFC3339), i%40, i, i)
+	}
+}
+
+// TestIngestOrderDoesNotMatter ingests the second half of a recorded audit
+// log before the first and compares the timeline with the whole log
+// ingested at once, with the object dump before or after: an object version
+// seen twice keeps its best sighting (a write, then a read, then a dump's
+// metadata; the earliest of a kind), whatever came first (issue 15, item 16).
+func TestIngestOrderDoesNotMatter(t *testing.T) {
+	f, err := os.Open(filepath.Join("..", "..", "fixtures", "bad-config-rollout", "audit.log.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(bytes.TrimSuffix(all, []byte("\n")), []byte("\n"))
+	// The second half also reads again, ten minutes on, every object the
+	// first half wrote: the same versions, seen later.
+	half := len(lines) / 2
+	var rereads [][]byte
+	for _, l := range lines[:half] {
+		var ev map[string]any
+		if json.Unmarshal(l, &ev) != nil {
+			continue
+		}
+		obj, _ := ev["responseObject"].(map[string]any)
+		md, _ := obj["metadata"].(map[string]any)
+		if md["uid"] == nil || md["resourceVersion"] == nil || (ev["verb"] != "create" && ev["verb"] != "update") {
+			continue
+		}
+		later := func(k string) {
+			if at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(ev[k])); err == nil {
+				ev[k] = at.Add(10 * time.Minute).Format(time.RFC3339Nano)
+			}
+		}
+		later("requestReceivedTimestamp")
+		later("stageTimestamp")
+		ev["verb"], ev["auditID"], ev["level"] = "get", fmt.Sprint("reread-", ev["auditID"]), "RequestResponse"
+		delete(ev, "requestObject")
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rereads = append(rereads, append(b, '\n'))
+	}
+	if len(rereads) < 50 {
+		t.Fatalf("only %d objects written in the first half", len(rereads))
+	}
+	lines = append(lines, rereads...)
+	dir := t.TempDir()
+	whole, first, second := filepath.Join(dir, "whole.log"), filepath.Join(dir, "first.log"), filepath.Join(dir, "second.log")
+	for path, part := range map[string][][]byte{whole: lines, first: lines[:half], second: lines[half:]} {
+		if err := os.WriteFile(path, bytes.Join(part, nil), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	objects := filepath.Join("..", "..", "fixtures", "bad-config-rollout", "objects")
+	ingest := func(db string, files ...string) {
+		t.Helper()
+		for _, f := range files {
+			kind := "audit"
+			if f == objects {
+				kind = "objects"
+			}
+			if out, err := faultline(ctx, "--db", db, "ingest", kind, f).CombinedOutput(); err != nil {
+				t.Fatalf("ingest %s: %v\n%s", f, err, out)
+			}
+		}
+	}
+	// The dump holds versions the log wrote: what the log saw of them
+	// (exact times) wins over what the dump's metadata says, before or after.
+	inOrder, reversed := filepath.Join(dir, "in-order.db"), filepath.Join(dir, "reversed.db")
+	ingest(inOrder, whole, objects)
+	ingest(reversed, objects, second, first)
+	want, got := fingerprint(t, inOrder), fingerprint(t, reversed)
+	if want.Versions < 100 {
+		t.Fatalf("the log holds too few versions to compare: %+v", want)
+	}
+	if got != want {
+		t.Errorf("second half first:\n got %+v\nwant %+v", got, want)
 	}
 }

@@ -12,40 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/timelinetest"
 )
-
-// errDiskFull is what SQLite says when the disk fills.
-var errDiskFull = errors.New("database or disk is full")
-
-// fullStore is a store whose disk fills after some batches: the failing
-// batch's Commit rolls it back and fails.
-type fullStore struct {
-	timeline.Store
-	commits int // batches that commit; the next fails
-}
-
-func (s *fullStore) Batch(ctx context.Context, run int64) (timeline.Batch, error) {
-	b, err := s.Store.Batch(ctx, run)
-	if err != nil {
-		return nil, err
-	}
-	fail := s.commits == 0
-	s.commits--
-	return &fullBatch{Batch: b, fail: fail}, nil
-}
-
-type fullBatch struct {
-	timeline.Batch
-	fail bool
-}
-
-func (b *fullBatch) Commit(ctx context.Context, progress *timeline.IngestRun) error {
-	if b.fail {
-		b.Batch.Rollback()
-		return errDiskFull
-	}
-	return b.Batch.Commit(ctx, progress)
-}
 
 // TestFullDiskReportsWhatWasCommitted: when a batch fails to commit, the
 // run (returned and stored) counts what the timeline holds, not what was
@@ -62,8 +30,8 @@ func TestFullDiskReportsWhatWasCommitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := openStore(t)
-	runs, err := Ingest(context.Background(), &fullStore{Store: s, commits: 2}, []string{path}, Options{BatchSize: 1000, Workers: 1})
-	if !errors.Is(err, errDiskFull) {
+	runs, err := Ingest(context.Background(), &timelinetest.FullDisk{Store: s, Commits: 2}, []string{path}, Options{BatchSize: 1000, Workers: 1})
+	if !errors.Is(err, timelinetest.ErrDiskFull) {
 		t.Fatalf("err = %v, want the disk-full error", err)
 	}
 	held := int64(len(records(t, s)))

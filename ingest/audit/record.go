@@ -200,15 +200,23 @@ func objectVersions(ev *event, staged, received time.Time) []*timeline.ObjectVer
 		at = received
 	}
 	ok := ev.ResponseStatus == nil || ev.ResponseStatus.Code < 300
+	// A write's reply is the version it made, at its time; any other reply
+	// (get, list, watch, delete) shows a version that existed by then.
+	seen := timeline.SeenRead
+	if ev.Verb == "create" || ev.Verb == "update" || ev.Verb == "patch" {
+		seen = timeline.SeenWritten
+	}
+	var vs []*timeline.ObjectVersion
 	if len(ev.ResponseObject) > 0 && ok {
-		if vs := versionsOf(ev.ResponseObject, ref, at); vs != nil {
-			return vs
-		}
+		vs = versionsOf(ev.ResponseObject, ref, at)
 	}
-	if len(ev.RequestObject) > 0 && ok && (ev.Verb == "create" || ev.Verb == "update") {
-		return versionsOf(ev.RequestObject, ref, at)
+	if vs == nil && len(ev.RequestObject) > 0 && ok && (ev.Verb == "create" || ev.Verb == "update") {
+		vs = versionsOf(ev.RequestObject, ref, at)
 	}
-	return nil
+	for _, v := range vs {
+		v.Seen = seen
+	}
+	return vs
 }
 
 func versionsOf(raw json.RawMessage, ref *objectRef, at time.Time) []*timeline.ObjectVersion {

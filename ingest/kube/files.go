@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/faultline/faultline/ingest/commit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,29 +78,46 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt File
 	if err := store.BeginRun(ctx, run); err != nil {
 		return nil, err
 	}
-	batch, err := store.Batch(ctx, run.ID)
+	// Committed by count and by time: a kill loses at most the last
+	// second's objects, and a dump never sits in one transaction.
+	batch, err := commit.Open(ctx, store, run)
 	if err != nil {
 		return run, err
 	}
 	var item, bad int64
+	var storeErr error
 	d := &dumpReader{
 		r: bufio.NewReaderSize(src.Reader(), 1<<16),
 		obj: func(doc int, m map[string]any) {
 			item++
+			run.Lines = item + bad
 			// The object is in memory: store it even if ctx is done.
-			if err := addObject(context.WithoutCancel(ctx), batch, run, &unstructured.Unstructured{Object: m}, item, opt.Now()); err != nil {
+			err := addObject(context.WithoutCancel(ctx), batch.Batch(), run, &unstructured.Unstructured{Object: m}, item, opt.Now())
+			var bo *badObject
+			switch {
+			case errors.As(err, &bo):
 				run.BadLines++
 				opt.OnBad(src.Name(), doc, err)
+			case err != nil:
+				storeErr = err
+				return
 			}
+			storeErr = batch.Added(ctx)
 		},
 		bad: func(doc int, err error) {
 			bad++
+			run.Lines = item + bad
 			run.BadLines++
 			opt.OnBad(src.Name(), doc, err)
 		},
-		stop: func() bool { return ctx.Err() != nil },
+		stop: func() bool { return ctx.Err() != nil || storeErr != nil },
 	}
 	readErr := d.read()
+	if storeErr != nil {
+		run.Status, run.Error = timeline.RunFailed, storeErr.Error()
+		store.FinishRun(context.WithoutCancel(ctx), run)
+		return run, storeErr
+	}
 	run.Lines = item + bad
 	src.Drain()
 	run.SHA256, run.Status = src.SHA256(), timeline.RunDone
@@ -113,7 +131,9 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt File
 		run.Status, run.Error = timeline.RunFailed, err.Error()
 	}
 	// What was read is committed even when ctx is done (Ctrl-C).
-	if err := batch.Commit(context.WithoutCancel(ctx), run); err != nil {
+	if err := batch.Commit(ctx); err != nil {
+		run.Status, run.Error = timeline.RunFailed, err.Error()
+		store.FinishRun(context.WithoutCancel(ctx), run)
 		return run, err
 	}
 	return run, store.FinishRun(context.WithoutCancel(ctx), run)
@@ -124,11 +144,11 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt File
 func addObject(ctx context.Context, b timeline.Batch, run *timeline.IngestRun, u *unstructured.Unstructured, item int64, now time.Time) error {
 	kind := u.GetKind()
 	if kind == "" || u.GetName() == "" {
-		return fmt.Errorf("item %d: not a Kubernetes object (kind %q, name %q)", item, kind, u.GetName())
+		return &badObject{fmt.Errorf("item %d: not a Kubernetes object (kind %q, name %q)", item, kind, u.GetName())}
 	}
 	gv, err := schema.ParseGroupVersion(u.GetAPIVersion())
 	if err != nil {
-		return fmt.Errorf("item %d: apiVersion: %w", item, err)
+		return &badObject{fmt.Errorf("item %d: apiVersion: %w", item, err)}
 	}
 	t := target{gvr: gv.WithResource(resourceFor(kind)), kind: kind}
 	if kind == "Event" && gv.Group != "" && gv.Group != "events.k8s.io" {
@@ -136,7 +156,7 @@ func addObject(ctx context.Context, b timeline.Batch, run *timeline.IngestRun, u
 	}
 	err = storeObject(ctx, b, run, t, u, timeline.Evidence{Run: run.ID, Line: item}, now, nil)
 	if bad := (*badObject)(nil); errors.As(err, &bad) {
-		return fmt.Errorf("%s %s/%s: %w", kind, u.GetNamespace(), u.GetName(), bad.err)
+		return &badObject{fmt.Errorf("%s %s/%s: %w", kind, u.GetNamespace(), u.GetName(), bad.err)}
 	}
 	return err
 }

@@ -401,6 +401,7 @@ func version(u *unstructured.Unstructured, t target, now time.Time) (*timeline.O
 			Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID())},
 		ResourceVersion: u.GetResourceVersion(),
 		Time:            objectTime(u, now),
+		Seen:            timeline.SeenInferred,
 		Content:         body,
 	}, nil
 }

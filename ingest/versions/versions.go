@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/faultline/faultline/ingest/commit"
 	"io"
 	"path/filepath"
 	"slices"
@@ -209,7 +210,9 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 	if err := store.BeginRun(ctx, run); err != nil {
 		return nil, err
 	}
-	b, err := store.Batch(ctx, run.ID)
+	// Committed by count and by time: a kill loses at most the last
+	// second's entries, and a file never sits in one transaction.
+	b, err := commit.Open(ctx, store, run)
 	if err != nil {
 		return run, err
 	}
@@ -224,28 +227,18 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 			run.Size = src.BytesRead()
 		}
 		// What was read is committed even when ctx is done (Ctrl-C).
-		if cerr := b.Commit(context.WithoutCancel(ctx), run); cerr != nil && err == nil {
+		if cerr := b.Commit(ctx); cerr != nil && err == nil {
 			err = cerr
+			run.Status, run.Error = timeline.RunFailed, err.Error()
 		}
 		if ferr := store.FinishRun(context.WithoutCancel(ctx), run); ferr != nil && err == nil {
 			err = ferr
 		}
 		return run, err
 	}
-	// A read that ends early (Ctrl-C on a pipe) still stores the entries
-	// read before it.
-	entries, readErr := read(src, path)
-	if readErr != nil && ctx.Err() == nil {
-		readErr = fmt.Errorf("ingest versions %s: %w", src.Name(), readErr)
-	}
-	addCtx := ctx
-	if readErr != nil { // the entries are in memory: store them all
-		addCtx = context.WithoutCancel(ctx)
-	}
-	for _, en := range entries {
-		if err := addCtx.Err(); err != nil {
-			return finish(err)
-		}
+	// Entries are stored as they are read. One read before a fault (or
+	// Ctrl-C on a pipe) is stored even so: it is in memory.
+	readErr := read(ctx, src, path, func(en entryAt) error {
 		run.Lines++
 		if en.err == nil {
 			en.err = en.e.validate()
@@ -261,14 +254,14 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 				opt.OnBadLine(bad)
 			}
 			if opt.Strict {
-				return finish(fmt.Errorf("%w: %w", ErrStrict, bad))
+				return fmt.Errorf("%w: %w", ErrStrict, bad)
 			}
-			continue
+			return nil
 		}
 		rec.Evidence = timeline.Evidence{Run: run.ID, Line: en.line}
-		res, err := b.AddRecord(addCtx, rec)
+		res, err := b.Batch().AddRecord(context.WithoutCancel(ctx), rec)
 		if err != nil {
-			return finish(err)
+			return &storeError{err}
 		}
 		run.Tally(res)
 		if run.First.IsZero() || rec.Time.Before(run.First) {
@@ -277,9 +270,28 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 		if rec.Time.After(run.Last) {
 			run.Last = rec.Time
 		}
+		if err := b.Added(ctx); err != nil {
+			return &storeError{err}
+		}
+		return nil
+	})
+	var se *storeError
+	switch {
+	case errors.As(readErr, &se):
+		return finish(se.err)
+	case errors.Is(readErr, ErrStrict):
+		return finish(readErr)
+	case readErr != nil && ctx.Err() == nil:
+		return finish(fmt.Errorf("ingest versions %s: %w", src.Name(), readErr))
 	}
-	return finish(readErr)
+	return finish(ctx.Err())
 }
+
+// storeError is a failure to store, not a bad entry: the ingest stops.
+type storeError struct{ err error }
+
+func (e *storeError) Error() string { return e.err.Error() }
+func (e *storeError) Unwrap() error { return e.err }
 
 type entryAt struct {
 	e    Entry
@@ -287,75 +299,107 @@ type entryAt struct {
 	err  error
 }
 
-// read parses a file's entries: JSON Lines, or YAML (a list or documents)
-// when the name says .yaml or .yml. YAML entries are numbered by position.
-func read(src *input.Source, path string) (out []entryAt, err error) {
+// read parses a file's entries, handing each to each as it is read: JSON
+// Lines, streamed, or YAML (a list or documents, read whole) when the name
+// says .yaml or .yml. YAML entries are numbered by position. It stops at
+// the first error each returns, or when ctx is done.
+func read(ctx context.Context, src *input.Source, path string, each func(entryAt) error) (err error) {
 	ext := strings.ToLower(filepath.Ext(strings.TrimSuffix(path, ".gz")))
 	if ext == ".yaml" || ext == ".yml" {
-		data, err := io.ReadAll(src.Reader())
-		var dmg *input.DamagedError
-		switch {
-		case errors.As(err, &dmg):
-			// Keep the whole lines decoded before the fault: documents
-			// there are whole; the cut one is reported with the damage.
-			data = data[:bytes.LastIndexByte(data, '\n')+1]
-			defer func() { out = append(out, entryAt{line: int64(len(out)) + 1, err: &FieldError{"file", dmg.Error()}}) }()
-		case err != nil:
-			return nil, err
-		}
-		n := int64(0)
-		for _, doc := range bytes.Split(data, []byte("\n---")) {
-			if len(bytes.TrimSpace(doc)) == 0 {
-				continue
-			}
-			js, err := yamlsafe.ToJSON(doc) // aliases bounded: no alias bomb
-			if err != nil {
-				n++
-				out = append(out, entryAt{line: n, err: &FieldError{"yaml", err.Error()}})
-				continue
-			}
-			var items []json.RawMessage
-			if bytes.HasPrefix(bytes.TrimSpace(js), []byte("[")) {
-				if err := json.Unmarshal(js, &items); err != nil {
-					n++
-					out = append(out, entryAt{line: n, err: &FieldError{"yaml", err.Error()}})
-					continue
-				}
-			} else {
-				items = []json.RawMessage{js}
-			}
-			for _, it := range items {
-				n++
-				e, err := decode(it)
-				out = append(out, entryAt{e: e, line: n, err: err})
-			}
-		}
-		return out, nil
+		return readYAML(ctx, src, each)
 	}
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		line, no, err := src.Line()
 		if errors.Is(err, io.EOF) {
-			return out, nil
+			return nil
 		}
 		var tl *input.ErrLineTooLong
 		if errors.As(err, &tl) {
-			out = append(out, entryAt{line: no, err: &FieldError{"line", tl.Error()}})
+			if err := each(entryAt{line: no, err: &FieldError{"line", tl.Error()}}); err != nil {
+				return err
+			}
 			continue
 		}
 		var dmg *input.DamagedError
 		if errors.As(err, &dmg) {
-			out = append(out, entryAt{line: dmg.Lines + 1, err: &FieldError{"file", dmg.Error()}})
+			if err := each(entryAt{line: dmg.Lines + 1, err: &FieldError{"file", dmg.Error()}}); err != nil {
+				return err
+			}
 			continue // io.EOF next
 		}
 		if err != nil {
-			return out, err
+			return err
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		e, derr := decode(line)
-		out = append(out, entryAt{e: e, line: no, err: derr})
+		if err := each(entryAt{e: e, line: no, err: derr}); err != nil {
+			return err
+		}
 	}
+}
+
+// readYAML reads a YAML file whole (a list or documents) and hands each
+// entry to each. Aliases are bounded (yamlsafe), so no document grows past
+// its own size by much.
+func readYAML(ctx context.Context, src *input.Source, each func(entryAt) error) error {
+	data, err := io.ReadAll(src.Reader())
+	var dmg *input.DamagedError
+	var damage *entryAt
+	switch {
+	case errors.As(err, &dmg):
+		// Keep the whole lines decoded before the fault: documents there
+		// are whole; the cut one is reported with the damage, last.
+		data = data[:bytes.LastIndexByte(data, '\n')+1]
+		damage = &entryAt{err: &FieldError{"file", dmg.Error()}}
+	case err != nil:
+		return err
+	}
+	n := int64(0)
+	for _, doc := range bytes.Split(data, []byte("\n---")) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		js, err := yamlsafe.ToJSON(doc) // aliases bounded: no alias bomb
+		if err != nil {
+			n++
+			if err := each(entryAt{line: n, err: &FieldError{"yaml", err.Error()}}); err != nil {
+				return err
+			}
+			continue
+		}
+		var items []json.RawMessage
+		if bytes.HasPrefix(bytes.TrimSpace(js), []byte("[")) {
+			if err := json.Unmarshal(js, &items); err != nil {
+				n++
+				if err := each(entryAt{line: n, err: &FieldError{"yaml", err.Error()}}); err != nil {
+					return err
+				}
+				continue
+			}
+		} else {
+			items = []json.RawMessage{js}
+		}
+		for _, it := range items {
+			n++
+			e, err := decode(it)
+			if err := each(entryAt{e: e, line: n, err: err}); err != nil {
+				return err
+			}
+		}
+	}
+	if damage != nil {
+		damage.line = n + 1
+		return each(*damage)
+	}
+	return nil
 }
 
 // decode reads one entry, refusing unknown fields so typos are caught.

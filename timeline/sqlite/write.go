@@ -125,7 +125,7 @@ WHERE id = ?6`
 // key: its stages and values before the join, and the fields the request
 // rollup classes it by.
 const heldRecord = `SELECT id, stages, code, latency_ns, source, verb, api_group, resource, subresource,
-	namespace, name, user, user_agent, uri FROM record WHERE key = ?`
+	namespace, name, user, user_agent, uri, coalesce(extra, '') FROM record WHERE key = ?`
 
 type batch struct {
 	s       *Store
@@ -140,6 +140,8 @@ type batch struct {
 	getCont *sql.Stmt
 	putCont *sql.Stmt
 	putVer  *sql.Stmt
+	getVer  *sql.Stmt
+	updVer  *sql.Stmt
 
 	// The request rollup (rollup.go).
 	roll       rollup
@@ -226,10 +228,11 @@ const conflict timeline.AddResult = -1
 // key is the same request if it has the same verb, user and object (group,
 // resource, subresource, namespace, name, where an empty name agrees with
 // any, as a create's does before the apiserver names it); a record of the
-// same stage (or
-// with no stages) must also have the same code. Else the record is a
-// conflict, kept under its key extended by its identity, and, should that
-// be held with another code, extended by its code and stage as well: a
+// same stage (or with no stages) must also have the same code, and a record
+// with no stages (an Event, an artifact version: a whole thing, never
+// joined) the same content. Else the record is a conflict, kept under its
+// key extended by its identity, and, should that be held with another code
+// (or content), extended by its code and stage (and content) as well: a
 // re-ingest finds each at the same key, so it stays idempotent, and the
 // later stages of a conflicting request join its own record.
 func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.AddResult, error) {
@@ -250,6 +253,11 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 	identity := strings.Join([]string{r.Verb, r.User, o.Group, o.Resource, o.Subresource, o.Namespace, o.Name}, "\x00")
 	keys := []string{r.Key, r.Key + "\x00conflict\x00" + identity}
 	keys = append(keys, keys[1]+"\x00"+strconv.Itoa(r.Code)+"\x00"+strconv.Itoa(int(r.Stages)))
+	if r.Stages == 0 {
+		// A whole record conflicts by its content too (see addKeyed).
+		sum := sha256.Sum256(r.Extra)
+		keys = append(keys, keys[2]+"\x00"+hex.EncodeToString(sum[:8]))
+	}
 	for i, k := range keys {
 		res, err := b.addKeyed(ctx, r, ids, keyHash(k))
 		switch {
@@ -308,10 +316,10 @@ func (b *batch) addKeyed(ctx context.Context, r *timeline.Record, ids []int64, k
 	var (
 		id, stages, code, lat int64
 		hid                   [9]int64 // source, verb .. user_agent
-		uri                   string
+		uri, heldExtra        string
 	)
 	if err := hs.QueryRowContext(ctx, key).Scan(&id, &stages, &code, &lat, &hid[0], &hid[1], &hid[2], &hid[3], &hid[4],
-		&hid[5], &hid[6], &hid[7], &hid[8], &uri); err != nil {
+		&hid[5], &hid[6], &hid[7], &hid[8], &uri, &heldExtra); err != nil {
 		return 0, fmt.Errorf("join stage: %w", err)
 	}
 	// verb, group, resource, subresource, namespace, name, user: held, incoming
@@ -322,6 +330,11 @@ func (b *batch) addKeyed(ctx context.Context, r *timeline.Record, ids []int64, k
 	old := timeline.Stage(stages)
 	switch {
 	case !same:
+		return conflict, nil
+	case r.Stages == 0 && old == 0 && heldExtra != string(r.Extra):
+		// A record without stages (an Event, an artifact version) is
+		// whole: the same key with other content (another digest) is
+		// another claim, not the same one seen again.
 		return conflict, nil
 	case r.Stages == 0 || old&r.Stages != 0: // the same stage again
 		// The held code is its latest stage's: an earlier stage seen
@@ -418,25 +431,46 @@ func (b *batch) AddVersion(ctx context.Context, v *timeline.ObjectVersion) (bool
 	v.Content, v.Hash = body, "sha256:"+hex.EncodeToString(sum[:])
 	v.Key = timeline.VersionKey(v)
 
-	getC, err := b.stmt(ctx, &b.getCont, `SELECT id FROM content WHERE hash = ?`)
+	// One version seen twice (the update that made it and a later read
+	// that returned it, or a dump) keeps its best sighting, so its time
+	// does not depend on the order the sources were ingested in (see
+	// sighting.better).
+	getV, err := b.stmt(ctx, &b.getVer, `SELECT ov.seen, ov.time_ns, c.hash FROM object_version ov
+		JOIN content c ON c.id = ov.content_id WHERE ov.key = ?`)
 	if err != nil {
 		return false, err
 	}
-	var cid int64
-	err = getC.QueryRowContext(ctx, v.Hash).Scan(&cid)
-	if errors.Is(err, sql.ErrNoRows) {
-		putC, perr := b.stmt(ctx, &b.putCont, `INSERT INTO content (hash, body) VALUES (?, ?)`)
-		if perr != nil {
-			return false, perr
+	key := keyHash(v.Key)
+	var held sighting
+	switch err := getV.QueryRowContext(ctx, key).Scan(&held.seen, &held.t, &held.hash); {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return false, fmt.Errorf("add version: %w", err)
+	default:
+		if !(sighting{v.Seen, ns(v.Time), v.Hash}).better(held) {
+			return false, nil
 		}
-		res, perr := putC.ExecContext(ctx, v.Hash, body)
-		if perr != nil {
-			return false, fmt.Errorf("add content: %w", perr)
+		cid, err := b.content(ctx, v.Hash, body)
+		if err != nil {
+			return false, err
 		}
-		cid, err = res.LastInsertId()
+		run := v.Evidence.Run
+		if run == 0 {
+			run = b.run
+		}
+		upd, err := b.stmt(ctx, &b.updVer, `UPDATE object_version SET seen = ?, time_ns = ?, content_id = ?,
+			run_id = ?, line = ? WHERE key = ?`)
+		if err != nil {
+			return false, err
+		}
+		if _, err := upd.ExecContext(ctx, v.Seen, ns(v.Time), cid, run, v.Evidence.Line, key); err != nil {
+			return false, fmt.Errorf("add version: %w", err)
+		}
+		return false, nil
 	}
+	cid, err := b.content(ctx, v.Hash, body)
 	if err != nil {
-		return false, fmt.Errorf("add content: %w", err)
+		return false, err
 	}
 	o := &v.Object
 	ids, err := b.internAll(ctx, o.Group, o.Version, o.Resource, o.Kind, o.Namespace, o.Name)
@@ -444,8 +478,8 @@ func (b *batch) AddVersion(ctx context.Context, v *timeline.ObjectVersion) (bool
 		return false, err
 	}
 	put, err := b.stmt(ctx, &b.putVer, `INSERT INTO object_version (key, api_group, api_version, resource, kind,
-		namespace, name, uid, resource_version, time_ns, content_id, run_id, line)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`)
+		namespace, name, uid, resource_version, time_ns, content_id, run_id, line, seen)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return false, err
 	}
@@ -453,13 +487,62 @@ func (b *batch) AddVersion(ctx context.Context, v *timeline.ObjectVersion) (bool
 	if run == 0 {
 		run = b.run
 	}
-	res, err := put.ExecContext(ctx, keyHash(v.Key), ids[0], ids[1], ids[2], ids[3], ids[4], ids[5], o.UID,
-		v.ResourceVersion, ns(v.Time), cid, run, v.Evidence.Line)
-	if err != nil {
+	if _, err := put.ExecContext(ctx, key, ids[0], ids[1], ids[2], ids[3], ids[4], ids[5], o.UID,
+		v.ResourceVersion, ns(v.Time), cid, run, v.Evidence.Line, v.Seen); err != nil {
 		return false, fmt.Errorf("add version: %w", err)
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	return true, nil
+}
+
+// content stores a redacted body once by its hash and returns its id.
+func (b *batch) content(ctx context.Context, hash string, body []byte) (int64, error) {
+	getC, err := b.stmt(ctx, &b.getCont, `SELECT id FROM content WHERE hash = ?`)
+	if err != nil {
+		return 0, err
+	}
+	var cid int64
+	err = getC.QueryRowContext(ctx, hash).Scan(&cid)
+	if errors.Is(err, sql.ErrNoRows) {
+		putC, perr := b.stmt(ctx, &b.putCont, `INSERT INTO content (hash, body) VALUES (?, ?)`)
+		if perr != nil {
+			return 0, perr
+		}
+		res, perr := putC.ExecContext(ctx, hash, body)
+		if perr != nil {
+			return 0, fmt.Errorf("add content: %w", perr)
+		}
+		cid, err = res.LastInsertId()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("add content: %w", err)
+	}
+	return cid, nil
+}
+
+// sighting is how and when a version was seen, and its content's hash.
+type sighting struct {
+	seen timeline.Sighting
+	t    int64
+	hash string
+}
+
+// better reports whether s should replace held as a version's sighting: a
+// better kind of sighting wins (a write before a read before metadata);
+// then a known time beats none, an earlier time a later one, and on a tie
+// the smaller hash, so the outcome is the same whatever order the
+// sightings came in.
+func (s sighting) better(held sighting) bool {
+	switch {
+	case s.seen != held.seen:
+		return s.seen < held.seen
+	case s.t == noTime:
+		return held.t == noTime && s.hash < held.hash
+	case held.t == noTime:
+		return true
+	case s.t != held.t:
+		return s.t < held.t
+	}
+	return s.hash < held.hash
 }
 
 func (b *batch) SetCursor(ctx context.Context, name, resourceVersion string) error {
