@@ -183,6 +183,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 }
 
 // parseBurst parses START_OFFSET:DURATION:MULTIPLIER; "" means no burst.
+// maxBurst bounds a burst's multiplier: a million times the base rate is
+// already past any apiserver; more only overflows the arithmetic.
+const maxBurst = 1e6
+
 func parseBurst(s string) (burst, error) {
 	if s == "" {
 		return burst{}, nil
@@ -203,8 +207,8 @@ func parseBurst(s string) (burst, error) {
 		return bad("DURATION is not a positive duration")
 	}
 	mult, err := strconv.ParseFloat(parts[2], 64)
-	if err != nil || !(mult >= 1) || math.IsInf(mult, 0) {
-		return bad("MULTIPLIER is not a number of 1 or more")
+	if err != nil || !(mult >= 1) || mult > maxBurst {
+		return bad(fmt.Sprintf("MULTIPLIER is not a number from 1 to %g", float64(maxBurst)))
 	}
 	return burst{offset: off, length: length, mult: mult}, nil
 }
