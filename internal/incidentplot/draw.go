@@ -32,7 +32,7 @@ const (
 	legendWidth = 250 * vg.Inch / 72
 	dpi         = 96
 	maxMarkers  = 5
-	maxLabel    = 110 // runes of a key line
+	maxLabel    = 150 // runes of a key line
 )
 
 var (
@@ -126,6 +126,37 @@ func drawAll(c draw.Canvas, d *Data) error {
 		c.FillText(sty, vg.Point{X: c.Min.X + 12, Y: y}, l)
 	}
 	return nil
+}
+
+// sqrtScale places y at its square root.
+type sqrtScale struct{}
+
+func (sqrtScale) Normalize(min, max, x float64) float64 {
+	lo, hi := math.Sqrt(math.Max(min, 0)), math.Sqrt(math.Max(max, 0))
+	if hi <= lo {
+		return 0
+	}
+	return (math.Sqrt(math.Max(x, 0)) - lo) / (hi - lo)
+}
+
+// sqrtTicks are 0 and the 1-2-5 values up to max that lie apart on a
+// square-root scale.
+type sqrtTicks struct{}
+
+func (sqrtTicks) Ticks(min, max float64) []plot.Tick {
+	ts := []plot.Tick{{Value: 0, Label: "0"}}
+	last, gap := 0.0, 0.1*math.Sqrt(max)
+	for mag := 1.0; mag <= max; mag *= 10 {
+		for _, m := range []float64{1, 2, 5} {
+			v := m * mag
+			if v > max || math.Sqrt(v)-last < gap {
+				continue
+			}
+			ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+			last = math.Sqrt(v)
+		}
+	}
+	return ts
 }
 
 // plainTicks are the default ticks labelled without trailing zeros.
@@ -226,12 +257,16 @@ func incidentPlot(d *Data) (*plot.Plot, error) {
 		title += ": " + clip(investigate.WhereString(r.Slice.Where))
 	}
 	p := newPlot(title, r)
-	p.Y.Label.Text = "records per bucket"
+	// A square-root scale: a few bad among thousands of records still
+	// shows, and the ticks keep their true values.
+	p.Y.Label.Text = "observations (sqrt scale)"
 	ymax := 1.0
 	for _, b := range d.Buckets {
 		ymax = math.Max(ymax, float64(b.All))
 	}
-	p.Y.Min, p.Y.Max = 0, ymax*1.15
+	p.Y.Min, p.Y.Max = 0, ymax*1.3
+	p.Y.Scale = sqrtScale{}
+	p.Y.Tick.Marker = sqrtTicks{}
 	if b := r.Boundary; b != nil {
 		if err := span(p, b.FirstBad, b.IncidentEnd, p.Y.Max, colIncident); err != nil {
 			return nil, err
@@ -243,7 +278,7 @@ func incidentPlot(d *Data) (*plot.Plot, error) {
 			if err := span(p, e.Boundary.FirstBad, e.Boundary.IncidentEnd, p.Y.Max, colEpisode); err != nil {
 				return nil, err
 			}
-			if err := label(p, e.Boundary.FirstBad, ymax*1.02, fmt.Sprintf("episode %d", i+2)); err != nil {
+			if err := label(p, e.Boundary.FirstBad, ymax*1.05, fmt.Sprintf("episode %d", i+2)); err != nil {
 				return nil, err
 			}
 		}
@@ -281,7 +316,7 @@ func incidentPlot(d *Data) (*plot.Plot, error) {
 		xy := make(plotter.XYs, len(ms))
 		names := make([]string, len(ms))
 		for i, s := range ms {
-			xy[i] = plotter.XY{X: secs(s.At), Y: ymax * 1.1}
+			xy[i] = plotter.XY{X: secs(s.At), Y: ymax * 1.18}
 			names[i] = fmt.Sprintf("#%d", i+1)
 		}
 		sc, err := plotter.NewScatter(xy)
