@@ -267,22 +267,6 @@ func incidentPlot(d *Data) (*plot.Plot, error) {
 	p.Y.Min, p.Y.Max = 0, ymax*1.3
 	p.Y.Scale = sqrtScale{}
 	p.Y.Tick.Marker = sqrtTicks{}
-	if b := r.Boundary; b != nil {
-		if err := span(p, b.FirstBad, b.IncidentEnd, p.Y.Max, colIncident); err != nil {
-			return nil, err
-		}
-		for i, e := range r.Episodes {
-			if e.Boundary == nil {
-				continue
-			}
-			if err := span(p, e.Boundary.FirstBad, e.Boundary.IncidentEnd, p.Y.Max, colEpisode); err != nil {
-				return nil, err
-			}
-			if err := label(p, e.Boundary.FirstBad, ymax*1.05, fmt.Sprintf("episode %d", i+2)); err != nil {
-				return nil, err
-			}
-		}
-	}
 	if len(d.Buckets) > 0 {
 		all, bad := steps(d, false), steps(d, true)
 		for _, s := range []struct {
@@ -299,6 +283,23 @@ func incidentPlot(d *Data) (*plot.Plot, error) {
 			l.LineStyle.Width = 0
 			p.Add(l)
 			p.Legend.Add(s.name, l)
+		}
+	}
+	// The spans after the bars: translucent, they tint the bars they cover.
+	if b := r.Boundary; b != nil {
+		if err := span(p, b.FirstBad, b.IncidentEnd, p.Y.Max, colIncident); err != nil {
+			return nil, err
+		}
+		for i, e := range r.Episodes {
+			if e.Boundary == nil {
+				continue
+			}
+			if err := span(p, e.Boundary.FirstBad, e.Boundary.IncidentEnd, p.Y.Max, colEpisode); err != nil {
+				return nil, err
+			}
+			if err := label(p, e.Boundary.FirstBad, ymax*1.05, fmt.Sprintf("episode %d", i+2)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if b := r.Boundary; b != nil {
