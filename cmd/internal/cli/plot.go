@@ -10,13 +10,13 @@ import (
 	"github.com/faultline/faultline/internal/incidentplot"
 )
 
-const plotHelp = `write a timeline plot of the incident to FILE (.svg or .png): bad against all
-records per time bucket, the last-good and first-bad lines, the incident and
-its episodes shaded, each ranked change as a numbered marker (keyed below
-the plot with its actor), and, when the cause is a burst of API requests,
-that request class's rate per second beside the peak its simulated fix would
-leave. With -o markdown the postmortem links it (by its path from the current
-directory: write the Markdown there)`
+const plotHelp = "write a timeline plot of the incident to `FILE` (.svg or .png): bad against all\n" +
+	"observations per time bucket, the last-good and first-bad lines, the incident and\n" +
+	"its episodes shaded, each ranked change as a numbered marker (keyed below\n" +
+	"the plot with its actor), and, when the cause is a burst of API requests,\n" +
+	"that request class's rate per second beside the peak its simulated fix would\n" +
+	"leave. With -o markdown the postmortem links it (by its path from the current\n" +
+	"directory: write the Markdown there)"
 
 // checkPlotPath refuses a --plot file whose format is not known.
 func checkPlotPath(path string) error {
