@@ -12,6 +12,7 @@ import (
 
 	"github.com/faultline/faultline/analyze/controlplane"
 	"github.com/faultline/faultline/analyze/investigate"
+	"github.com/faultline/faultline/internal/incidentplot"
 	"github.com/faultline/faultline/timeline"
 )
 
@@ -205,23 +206,27 @@ func (m *Model) markCmd(kind timeline.BisectKind, at time.Time) func(ctx context
 	}
 }
 
-// exportCmd writes the investigation as a Markdown postmortem draft.
+// exportCmd writes the investigation as a Markdown postmortem draft, with
+// its timeline plot (a PNG of the same name) beside it and linked.
 func (m *Model) exportCmd(ctx context.Context, id int) tea.Cmd {
 	rep, dir := m.rep, m.opt.ExportDir
 	return func() tea.Msg {
 		if rep == nil {
 			return exportMsg{id: id, err: errors.New("no investigation to export yet")}
 		}
-		name := "postmortem.md"
+		name := "postmortem"
 		if rep.Boundary != nil {
-			name = "postmortem-" + rep.Boundary.FirstBad.UTC().Format("20060102T150405Z") + ".md"
+			name = "postmortem-" + rep.Boundary.FirstBad.UTC().Format("20060102T150405Z")
 		}
-		path := filepath.Join(dir, name)
+		if err := incidentplot.WriteFile(ctx, m.store, rep, incidentplot.Options{}, filepath.Join(dir, name+".png")); err != nil {
+			return exportMsg{id: id, err: err}
+		}
+		path := filepath.Join(dir, name+".md")
 		f, err := os.Create(path)
 		if err != nil {
 			return exportMsg{id: id, err: err}
 		}
-		err = investigate.WriteMarkdown(f, rep)
+		err = investigate.WriteMarkdownPlot(f, rep, name+".png")
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

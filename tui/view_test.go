@@ -2,6 +2,7 @@ package tui_test
 
 import (
 	"context"
+	"image/png"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -119,6 +120,19 @@ func TestExport(t *testing.T) {
 	}
 	if !strings.HasPrefix(string(b), "# Postmortem draft") || !strings.Contains(string(b), "configmap/trainer-env/LR") {
 		t.Errorf("%s is not the postmortem naming the LR change:\n%s", filepath.Base(path), b)
+	}
+	// The timeline plot is beside it, and linked by its name.
+	pngPath := strings.TrimSuffix(path, ".md") + ".png"
+	f, err := os.Open(pngPath)
+	if err != nil {
+		t.Fatalf("no plot beside the postmortem: %v", err)
+	}
+	defer f.Close()
+	if _, err := png.Decode(f); err != nil {
+		t.Errorf("%s: %v", pngPath, err)
+	}
+	if link := "](" + filepath.Base(pngPath) + ")"; !strings.Contains(string(b), link) {
+		t.Errorf("the postmortem does not link its plot (%s)", link)
 	}
 }
 

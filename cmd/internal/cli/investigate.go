@@ -93,6 +93,7 @@ func (fl *investigateFlags) run(ctx context.Context, f *Factory) (*investigate.R
 
 func newInvestigateCmd(f *Factory) *cobra.Command {
 	fl := &investigateFlags{}
+	var plotPath string
 	cmd := &cobra.Command{
 		Use:   "investigate",
 		Short: "Run the whole investigation and print a report (or a postmortem draft)",
@@ -116,6 +117,7 @@ contract documented in docs/investigate.md.
 		Example: `  faultline replay bad-config-rollout --db incident.db
   faultline --db incident.db investigate
   faultline --db incident.db investigate -o markdown > postmortem.md
+  faultline --db incident.db investigate -o markdown --plot incident.png > postmortem.md
   faultline --db incident.db investigate --bad 'reason == "OOMKilled"' --since 2h -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -124,20 +126,30 @@ contract documented in docs/investigate.md.
 			default:
 				return usagef("faultline investigate -o markdown", "unknown output %q: want text, json or markdown", fl.output)
 			}
+			if err := checkPlotPath(plotPath); err != nil {
+				return err
+			}
 			rep, err := fl.run(cmd.Context(), f)
 			if err != nil {
 				return err
+			}
+			link := ""
+			if plotPath != "" {
+				if link, err = writePlot(cmd.Context(), f, rep, fl.good, plotPath); err != nil {
+					return err
+				}
 			}
 			switch fl.output {
 			case "json":
 				return writeJSON(f.IO.Out, rep)
 			case "markdown", "md":
-				return investigate.WriteMarkdown(f.IO.Out, rep)
+				return investigate.WriteMarkdownPlot(f.IO.Out, rep, link)
 			}
 			return writeReport(f.IO.Out, rep)
 		},
 	}
 	fl.add(cmd, "text, json or markdown")
+	cmd.Flags().StringVar(&plotPath, "plot", "", plotHelp)
 	return cmd
 }
 
