@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/faultline/faultline/analyze/controlplane"
 	"github.com/faultline/faultline/internal/termsafe"
 )
@@ -90,12 +92,36 @@ func (m *Model) controlPlaneView(height int) string {
 		bu := r.Bursts[i]
 		head := fmt.Sprintf("%d. %s .. %s  %s  %.0f/s peak vs %.2f/s before, %d requests from %d client(s)",
 			i+1, clock(bu.Start), clock(bu.End), termsafe.Field(bu.Class.Key()), bu.PeakRps, bu.BaselineRps, bu.Requests, bu.Clients)
-		if i == m.burstSel && m.cpBursts {
-			head = s.Selected.Render(fit(head, m.width))
+		prefixes := make([]string, len(bu.Fixes))
+		for j, f := range bu.Fixes {
+			prefixes[j] = fmt.Sprintf("   fix %-12s -> peak %6.1f/s  ", termsafe.Field(f.Kind), f.SimulatedPeakRps)
 		}
-		b.WriteString(head + "\n")
-		for _, f := range bu.Fixes {
-			b.WriteString(fmt.Sprintf("   fix %-12s -> peak %6.1f/s  %s\n", termsafe.Field(f.Kind), f.SimulatedPeakRps, termsafe.Field(f.Detail)))
+		if i != m.burstSel {
+			b.WriteString(head + "\n")
+			for j, f := range bu.Fixes {
+				b.WriteString(prefixes[j] + termsafe.Field(f.Detail) + "\n")
+			}
+			continue
+		}
+		// The selected burst is shown whole: its lines wrap.
+		for j, l := range strings.Split(ansi.Wrap(head, max(m.width-3, 10), ""), "\n") {
+			if j > 0 {
+				l = "   " + l
+			}
+			if m.cpBursts {
+				l = s.Selected.Render(fit(l, m.width))
+			}
+			b.WriteString(l + "\n")
+		}
+		for j, f := range bu.Fixes {
+			indent := len(prefixes[j])
+			for k, l := range strings.Split(ansi.Wrap(termsafe.Field(f.Detail), max(m.width-indent, 10), ""), "\n") {
+				if k == 0 {
+					b.WriteString(prefixes[j] + l + "\n")
+				} else {
+					b.WriteString(strings.Repeat(" ", indent) + l + "\n")
+				}
+			}
 		}
 	}
 	return b.String()

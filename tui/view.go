@@ -124,7 +124,7 @@ func (m *Model) helpView(height int) string {
 		}
 		for _, k := range group {
 			h := k.Help()
-			keys := strings.Join(k.Keys(), "/")
+			keys := strings.ReplaceAll(strings.Join(k.Keys(), "/"), " ", "space")
 			lines = append(lines, fmt.Sprintf("  %-16s %s", keys, h.Desc))
 		}
 	}
