@@ -65,7 +65,7 @@ func (m *Model) sliceView(height int) string {
 			width = max(m.width-half-3, 20)
 		}
 		t := newTable(width, []column{{title: "DIMENSION", want: 26, min: 12}, {title: "BAD SLICE", want: 20, min: 12},
-			{title: "COUNTEREXAMPLE", min: 12, flex: true}}, 0, 1)
+			{title: "COUNTEREXAMPLE", min: 19, flex: true}}, 1, 0)
 		right.WriteString(s.Header.Render(t.header()) + "\n")
 		for _, d := range c.Differs {
 			line := t.row(d.Dimension, investigate.ShortID(d.Bad), investigate.ShortID(d.Good))
