@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/faultline/faultline/analyze/controlplane"
 	"github.com/faultline/faultline/internal/termsafe"
 )
@@ -13,7 +15,8 @@ const topClasses = 5
 
 // controlPlaneView shows the request classes, a rate sparkline for each of
 // the busiest with its bursts marked (^), and the bursts' fixes with their
-// simulated peaks.
+// simulated peaks. Both lists scroll: the arrow keys move in the bursts,
+// or in the classes after left (right goes back to the bursts).
 func (m *Model) controlPlaneView(height int) string {
 	s := m.styles
 	if m.cp == nil {
@@ -27,46 +30,104 @@ func (m *Model) controlPlaneView(height int) string {
 		b.WriteString(s.Dim.Render("  no audited API requests in the evidence") + "\n")
 		return b.String()
 	}
-	// The classes table: a third of the room.
-	cols := []int{7, 22, 9, 8, 8, 8}
-	rest := max(m.width-sum(cols)-len(cols), 10)
-	b.WriteString(s.Header.Render(row(cols, rest, "VERB", "RESOURCE", "SCOPE", "COUNT", "PEAK/S", "P99 MS", "CLIENT [USER]")) + "\n")
-	shown := max(height/3-2, 3)
-	from := max(min(m.cpSel-shown+1, len(r.Classes)-shown), 0)
-	for i := from; i < len(r.Classes) && i < from+shown; i++ {
+	// The room: the classes get a third (a quarter when small), the rates
+	// up to topClasses sparklines, the bursts the rest.
+	spark := topClasses
+	if height < 30 {
+		spark = 2
+	}
+	classRows := max(height/3-2, 3)
+	if height < 30 {
+		classRows = max(height/4-1, 3)
+	}
+	focus := func(title string, on bool) string {
+		if on {
+			return s.Selected.Render(title)
+		}
+		return s.Strong.Render(title)
+	}
+	t := newTable(m.width, []column{{title: "VERB", want: 7, min: 6}, {title: "RESOURCE", want: 22, min: 14}, {title: "SCOPE", want: 9},
+		{title: "COUNT", want: 8, min: 6}, {title: "PEAK/S", want: 8, min: 6}, {title: "P99 MS", want: 8, min: 0},
+		{title: "CLIENT [USER]", min: 16, flex: true}}, 1, 3, 4, 2, 5)
+	b.WriteString(focus("CLASSES", !m.cpBursts) + fmt.Sprintf(" %d/%d (← here, → bursts; ↑/↓ scroll)\n", m.cpSel+1, len(r.Classes)))
+	b.WriteString(s.Header.Render(t.header()) + "\n")
+	from := scrollFrom(m.cpSel, classRows, len(r.Classes))
+	for i := from; i < len(r.Classes) && i < from+classRows; i++ {
 		c := &r.Classes[i]
-		line := row(cols, rest, strings.ToUpper(c.Verb), resourceOf(c), c.Scope, count(c.Count), fmt.Sprintf("%.0f", c.PeakRps),
+		line := t.row(strings.ToUpper(c.Verb), resourceOf(c), c.Scope, count(c.Count), fmt.Sprintf("%.0f", c.PeakRps),
 			fmt.Sprintf("%.0f", c.P99Ms), dashIfEmpty(c.Client)+" ["+c.User+"]")
-		if i == m.cpSel {
+		if i == m.cpSel && !m.cpBursts {
 			line = s.Selected.Render(line)
 		}
 		b.WriteString(line + "\n")
 	}
 	// Sparklines of the busiest classes, on one time axis.
-	b.WriteString("\n" + s.Strong.Render("RATE") + fmt.Sprintf(" per class, %s .. %s; ^ marks a burst\n", clock(r.Window.Start), clock(r.Window.End)))
-	sparkW := max(m.width-32, 10)
-	for i := 0; i < len(r.Classes) && i < topClasses; i++ {
+	label := min(30, max(m.width/3, 12))
+	b.WriteString(s.Strong.Render("RATE") + fmt.Sprintf(" per class, %s .. %s; ^ marks a burst\n", clock(r.Window.Start), clock(r.Window.End)))
+	sparkW := max(m.width-label-2, 10)
+	for i := 0; i < len(r.Classes) && i < spark; i++ {
 		c := &r.Classes[i]
 		line, under := m.sparkline(c, sparkW)
-		b.WriteString(fit(termsafe.Field(strings.ToUpper(c.Verb)+" "+resourceOf(c)), 30) + "  " + s.All.Render(line) + "\n")
+		b.WriteString(fit(termsafe.Field(strings.ToUpper(c.Verb)+" "+resourceOf(c)), label) + "  " + s.All.Render(line) + "\n")
 		if strings.TrimSpace(under) != "" {
-			b.WriteString(strings.Repeat(" ", 32) + s.Bad.Render(under) + "\n")
+			b.WriteString(strings.Repeat(" ", label+2) + s.Bad.Render(under) + "\n")
 		}
 	}
-	// Bursts and the fixes simulated on them.
-	b.WriteString("\n" + s.Strong.Render("BURSTS") + " by load on apiserver and etcd, and simulated fixes\n")
+	// Bursts and the fixes simulated on them, from the selected one on.
+	used := strings.Count(b.String(), "\n") + 1
 	if len(r.Bursts) == 0 {
-		b.WriteString(s.Dim.Render("  none: no class jumped by an order of magnitude") + "\n")
+		b.WriteString(s.Strong.Render("BURSTS") + "\n" + s.Dim.Render("  none: no class jumped by an order of magnitude") + "\n")
+		return b.String()
 	}
-	for i, bu := range r.Bursts {
-		b.WriteString(fmt.Sprintf("%d. %s .. %s  %s  %.0f/s peak vs %.2f/s before, %d requests from %d client(s)\n",
-			i+1, clock(bu.Start), clock(bu.End), termsafe.Field(bu.Class.Key()), bu.PeakRps, bu.BaselineRps, bu.Requests, bu.Clients))
-		for _, f := range bu.Fixes {
-			b.WriteString(fmt.Sprintf("   fix %-12s -> peak %6.1f/s  %s\n", termsafe.Field(f.Kind), f.SimulatedPeakRps, termsafe.Field(f.Detail)))
+	b.WriteString(focus("BURSTS", m.cpBursts) + fmt.Sprintf(" %d/%d by load on apiserver and etcd, and simulated fixes (↑/↓ scroll)\n",
+		m.burstSel+1, len(r.Bursts)))
+	room := max(height-used, 1)
+	// Each burst takes 1+len(fixes) lines: show the selected one, and as
+	// many before it as the room keeps it in view, then those after.
+	first := m.burstSel
+	for n := burstLines(r.Bursts[first]); first > 0 && n+burstLines(r.Bursts[first-1]) <= room/2; first-- {
+		n += burstLines(r.Bursts[first-1])
+	}
+	for i := first; i < len(r.Bursts); i++ {
+		bu := r.Bursts[i]
+		head := fmt.Sprintf("%d. %s .. %s  %s  %.0f/s peak vs %.2f/s before, %d requests from %d client(s)",
+			i+1, clock(bu.Start), clock(bu.End), termsafe.Field(bu.Class.Key()), bu.PeakRps, bu.BaselineRps, bu.Requests, bu.Clients)
+		prefixes := make([]string, len(bu.Fixes))
+		for j, f := range bu.Fixes {
+			prefixes[j] = fmt.Sprintf("   fix %-12s -> peak %6.1f/s  ", termsafe.Field(f.Kind), f.SimulatedPeakRps)
+		}
+		if i != m.burstSel {
+			b.WriteString(head + "\n")
+			for j, f := range bu.Fixes {
+				b.WriteString(prefixes[j] + termsafe.Field(f.Detail) + "\n")
+			}
+			continue
+		}
+		// The selected burst is shown whole: its lines wrap.
+		for j, l := range strings.Split(ansi.Wrap(head, max(m.width-3, 10), ""), "\n") {
+			if j > 0 {
+				l = "   " + l
+			}
+			if m.cpBursts {
+				l = s.Selected.Render(fit(l, m.width))
+			}
+			b.WriteString(l + "\n")
+		}
+		for j, f := range bu.Fixes {
+			indent := len(prefixes[j])
+			for k, l := range strings.Split(ansi.Wrap(termsafe.Field(f.Detail), max(m.width-indent, 10), ""), "\n") {
+				if k == 0 {
+					b.WriteString(prefixes[j] + l + "\n")
+				} else {
+					b.WriteString(strings.Repeat(" ", indent) + l + "\n")
+				}
+			}
 		}
 	}
 	return b.String()
 }
+
+func burstLines(b controlplane.Burst) int { return 1 + len(b.Fixes) }
 
 func resourceOf(c *controlplane.Class) string {
 	if c.Subresource != "" {

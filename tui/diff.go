@@ -3,13 +3,18 @@ package tui
 import (
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/internal/termsafe"
 )
 
 // diffView lists the changes across the boundary, ranked; enter expands
-// one to its from/to in full, why it ranks, and its evidence.
+// one to its from/to in full, why it ranks, and its evidence. The list
+// scrolls with the selection. When narrow, FROM, DIMENSION and OBJECT give
+// way; TO and AT never do.
 func (m *Model) diffView(height int) string {
 	s := m.styles
 	if m.rep == nil {
@@ -21,27 +26,41 @@ func (m *Model) diffView(height int) string {
 		b.WriteString(s.Dim.Render("  no change of identity across the boundary") + "\n")
 		return b.String()
 	}
-	cols := []int{3, 32, 34, 21, 21}
-	rest := max(m.width-sum(cols)-len(cols), 8)
-	b.WriteString(s.Header.Render(row(cols, rest, "#", "OBJECT", "DIMENSION", "FROM", "TO", "AT")) + "\n")
-	lines := 2
+	t := newTable(m.width, []column{{title: "#", want: 3, min: 2}, {title: "OBJECT", want: 32, min: 16},
+		{title: "DIMENSION", want: 34, min: 16}, {title: "FROM", want: 21, min: 8}, {title: "TO", want: 21, min: 21},
+		{title: "AT", want: 12, min: 12}}, 3, 1, 2, 0)
+	b.WriteString(s.Header.Render(t.header()) + "\n")
+	// Each change's lines, so that the selected one (expanded or not)
+	// stays in view.
+	var lines []string
+	selFirst, selLast := 0, 0
 	for i, c := range m.rep.Changes {
-		if lines >= height {
-			break
+		if i == m.diffSel {
+			selFirst = len(lines)
 		}
-		line := row(cols, rest, fmt.Sprint(c.Rank), c.Ref, c.Dimension, investigate.ShortID(c.From), investigate.ShortID(c.To), clock(c.At))
+		line := t.row(fmt.Sprint(c.Rank), c.Ref, c.Dimension, investigate.ShortID(c.From), investigate.ShortID(c.To), clock(c.At))
 		if i == m.diffSel {
 			line = s.Selected.Render(line)
 		}
-		b.WriteString(line + "\n")
-		lines++
-		if !m.expanded[i] {
-			continue
+		lines = append(lines, line)
+		if m.expanded[i] {
+			for _, l := range append([]string{termsafe.Field(c.Ref + "  " + c.Dimension)}, changeDetail(c)...) {
+				for _, wl := range strings.Split(ansi.Hardwrap(l, max(m.width-5, 10), true), "\n") {
+					lines = append(lines, "     "+s.Dim.Render(wl))
+				}
+			}
 		}
-		for _, l := range changeDetail(c) {
-			b.WriteString("     " + s.Dim.Render(l) + "\n")
-			lines++
+		if i == m.diffSel {
+			selLast = len(lines) - 1
 		}
+	}
+	room := max(height-2, 1)
+	from := 0
+	if selLast >= room {
+		from = min(selFirst, selLast-room+1)
+	}
+	for _, l := range lines[from:min(len(lines), from+room)] {
+		b.WriteString(l + "\n")
 	}
 	return b.String()
 }
@@ -77,8 +96,12 @@ func (m *Model) boundaryLine() string {
 		return s.Dim.Render("nothing bad in the evidence (bad = " + termsafe.Field(r.Bad) + ")")
 	}
 	b := r.Boundary
-	return fmt.Sprintf("%s last good %s  %s first bad %s   window %s .. %s",
-		s.Good.Render("●"), clock(b.LastGood), s.Bad.Render("●"), clock(b.FirstBad), clock(r.Window.Start), clock(r.Window.End))
+	from, to := clock(r.Window.Start), clock(r.Window.End)
+	if m.width < 100 {
+		from, to = r.Window.Start.UTC().Format(time.TimeOnly), r.Window.End.UTC().Format(time.TimeOnly)
+	}
+	return fmt.Sprintf("%s last good %s  %s first bad %s  window %s .. %s",
+		s.Good.Render("●"), clock(b.LastGood), s.Bad.Render("●"), clock(b.FirstBad), from, to)
 }
 
 // waiting stands in for a screen whose analysis has not arrived.

@@ -18,7 +18,7 @@ import (
 	"github.com/faultline/faultline/timeline"
 )
 
-// screen is one of the four views.
+// screen is one of the five views.
 type screen int
 
 const (
@@ -26,10 +26,11 @@ const (
 	screenDiff
 	screenSlice
 	screenControlPlane
+	screenBisect
 	screenCount
 )
 
-var screenNames = [screenCount]string{"1 Timeline", "2 Diff", "3 Slice", "4 Control plane"}
+var screenNames = [screenCount]string{"1 Timeline", "2 Diff", "3 Slice", "4 Control plane", "5 Bisect"}
 
 // Model is the TUI's state. Update routes messages; View draws it; all
 // I/O happens in the tea.Cmds of commands.go.
@@ -49,6 +50,7 @@ type Model struct {
 	width, height int
 	screen        screen
 	showHelp      bool
+	helpOff       int // first line of the help shown
 	filtering     bool
 	filterErr     string
 
@@ -76,6 +78,21 @@ type Model struct {
 	diffSel  int
 	expanded map[int]bool
 	cpSel    int
+	sliceOff int // first line of the slice screen shown
+	// cpBursts: the control plane's arrow keys move in the bursts (else
+	// in the classes).
+	cpBursts bool
+	burstSel int
+
+	// detail is the record opened with enter, over every screen; nil when
+	// none is open.
+	detail *detail
+
+	// bisectVersions are the object versions changed inside the bisect
+	// window (the bisect screen's list); bisectSel its selected row.
+	bisectVersions []timeline.ObjectVersion
+	bisectMore     bool // the list was cut at bisectMaxVersions
+	bisectSel      int
 
 	ops    map[opKind]*op // under way, by kind
 	nextOp int
@@ -101,6 +118,8 @@ const (
 	opControlPlane
 	opMark
 	opExport
+	opDetail
+	opBisect
 )
 
 // New returns the model over a store. The first frame draws at once; the
@@ -115,7 +134,7 @@ func New(ctx context.Context, store Store, opt Options) *Model {
 	r := lipgloss.DefaultRenderer()
 	m := &Model{ctx: ctx, store: store, opt: opt, keys: DefaultKeys(), styles: NewStyles(r, opt.NoColor),
 		help: help.New(), spin: spinner.New(spinner.WithSpinner(spinner.Line)), input: textinput.New(),
-		width: 80, height: 24, expanded: map[int]bool{}, ops: map[opKind]*op{}, heavy: &sync.Mutex{}}
+		width: 80, height: 24, expanded: map[int]bool{}, cpBursts: true, ops: map[opKind]*op{}, heavy: &sync.Mutex{}}
 	m.input.Prompt = "/"
 	m.input.Cursor.SetMode(cursor.CursorStatic) // no blink: a frame only when something changes
 	m.input.Placeholder = `CEL over records, e.g. code >= 500 && verb == "list" (enter: apply, esc: back)`
@@ -166,7 +185,7 @@ func (m *Model) finish(kind opKind, id int) bool {
 
 // busy says what runs, for the status line.
 func (m *Model) busy() string {
-	for k := opBounds; k <= opExport; k++ {
+	for k := opBounds; k <= opBisect; k++ {
 		if o := m.ops[k]; o != nil {
 			return o.what
 		}

@@ -1,12 +1,17 @@
 package tui
 
 import (
+	"io"
+
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 )
 
 // Styles is every style the TUI draws with. Colours are the terminal's
-// own ANSI colours, so they follow its theme; with NoColor none is used.
+// own ANSI colours, so they follow its theme. With NoColor (NO_COLOR) no
+// colour is used, but bold, faint, underline and reverse stay: the active
+// tab, the selected row and the cursor are drawn in reverse video, and bad
+// records in bold, so nothing that colour marked disappears.
 type Styles struct {
 	Title, Tab, ActiveTab     lipgloss.Style
 	Bad, All, Cursor, Marker  lipgloss.Style
@@ -15,17 +20,24 @@ type Styles struct {
 	Differ                    lipgloss.Style
 }
 
-// NewStyles returns the styles for a renderer.
+// NewStyles returns the styles for a renderer. With noColor the renderer is
+// replaced by one that draws attributes and no colour: NO_COLOR also makes
+// lipgloss's own renderer drop every attribute (termenv's Ascii profile),
+// reverse video included.
 func NewStyles(r *lipgloss.Renderer, noColor bool) Styles {
-	if noColor {
-		r.SetColorProfile(termenv.Ascii)
-	}
 	c := func(s string) lipgloss.TerminalColor { return lipgloss.ANSIColor(ansiIndex(s)) }
+	bad := r.NewStyle()
+	if noColor {
+		r = lipgloss.NewRenderer(io.Discard)
+		r.SetColorProfile(termenv.ANSI)
+		c = func(string) lipgloss.TerminalColor { return lipgloss.NoColor{} }
+		bad = r.NewStyle().Bold(true)
+	}
 	return Styles{
 		Title:     r.NewStyle().Bold(true),
 		Tab:       r.NewStyle().Padding(0, 1),
 		ActiveTab: r.NewStyle().Padding(0, 1).Bold(true).Reverse(true),
-		Bad:       r.NewStyle().Foreground(c("red")),
+		Bad:       bad.Foreground(c("red")),
 		All:       r.NewStyle().Foreground(c("blue")),
 		Cursor:    r.NewStyle().Reverse(true),
 		Marker:    r.NewStyle().Bold(true).Foreground(c("yellow")),

@@ -7,7 +7,6 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 
-	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
 )
 
@@ -159,20 +158,19 @@ func (m *Model) bucketLine(b *strings.Builder) {
 	if m.where != nil {
 		line += "  where " + m.where.String()
 	}
-	if m.session != nil {
-		g, bad := timeline.BisectWindow(m.session.Marks)
-		line += fmt.Sprintf("  bisect %s .. %s", clock(g), clock(bad))
-	}
 	b.WriteString(line + "\n")
+	b.WriteString(s.Marker.Render("»") + " " + m.nextLine() + "\n")
 }
 
 // recordsView draws the rows read for the selected bucket: only those that
-// fit are ever read.
+// fit are ever read. When narrow, USER, OBJECT and VERB shrink, then
+// SOURCE goes; the time, the code and the reason stay.
 func (m *Model) recordsView(b *strings.Builder) {
 	s := m.styles
-	cols := []int{12, 6, 9, 4, 44, 24}
-	rest := max(m.width-sum(cols)-len(cols), 8)
-	b.WriteString(s.Header.Render(row(cols, rest, "TIME", "SOURCE", "VERB", "CODE", "OBJECT", "USER", "REASON / MESSAGE")) + "\n")
+	t := newTable(m.width, []column{{title: "TIME", want: 12, min: 12}, {title: "SOURCE", want: 6}, {title: "VERB", want: 9, min: 6},
+		{title: "CODE", want: 4, min: 4}, {title: "OBJECT", want: 44, min: 24}, {title: "USER", want: 24, min: 10},
+		{title: "REASON / MESSAGE", min: 16, flex: true}}, 5, 4, 2, 1)
+	b.WriteString(s.Header.Render(t.header()) + "\n")
 	if len(m.rows) == 0 {
 		if m.ops[opRows] == nil {
 			b.WriteString(s.Dim.Render("  no records in this bucket") + "\n")
@@ -182,7 +180,7 @@ func (m *Model) recordsView(b *strings.Builder) {
 		return
 	}
 	for i, r := range m.rows {
-		line := row(cols, rest, clock(r.Time), string(r.Source), r.Verb, code(r.Code), objectOf(r), r.User, reasonOf(r))
+		line := t.row(clock(r.Time), string(r.Source), r.Verb, code(r.Code), objectOf(r), r.User, reasonOf(r))
 		bad := false
 		if m.bad != nil {
 			bad, _ = m.bad.Match(r)
@@ -195,33 +193,6 @@ func (m *Model) recordsView(b *strings.Builder) {
 		}
 		b.WriteString(line + "\n")
 	}
-}
-
-func sum(v []int) int {
-	n := 0
-	for _, x := range v {
-		n += x
-	}
-	return n
-}
-
-// row lays out cells in columns of the given widths, the last one rest wide.
-// The cells are data (names, user agents, messages from the audit log), so
-// each is escaped as a field first: a newline or an escape in one cannot
-// break the row.
-func row(widths []int, rest int, cells ...string) string {
-	var b strings.Builder
-	for i, c := range cells {
-		w := rest
-		if i < len(widths) {
-			w = widths[i]
-		}
-		b.WriteString(fit(termsafe.Field(c), w))
-		if i < len(cells)-1 {
-			b.WriteByte(' ')
-		}
-	}
-	return b.String()
 }
 
 func code(c int) string {

@@ -42,6 +42,19 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.finish(opInvestigate, msg.id) && !m.fail(msg.err) {
 			m.rep, m.diffSel, m.expanded = msg.rep, 0, map[int]bool{}
 			m.status = "investigation ready"
+			if next, ok := m.nextInstant(); ok {
+				m.status += "; bisect: judge " + clock(next) + " next (n jumps there)"
+			}
+		}
+	case detailMsg:
+		if m.finish(opDetail, msg.id) && m.detail != nil && m.detail.rec == msg.d.rec {
+			msg.d.off = m.detail.off
+			*m.detail = msg.d
+		}
+	case bisectMsg:
+		if m.finish(opBisect, msg.id) && !m.fail(msg.err) {
+			m.bisectVersions, m.bisectMore = msg.versions, msg.more
+			m.bisectSel = min(m.bisectSel, max(len(msg.versions)-1, 0))
 		}
 	case cpMsg:
 		if m.finish(opControlPlane, msg.id) && !m.fail(msg.err) {
@@ -89,7 +102,7 @@ func (m *Model) onBounds(msg boundsMsg) tea.Cmd {
 		return nil
 	}
 	m.first, m.last = msg.first, msg.last.Add(time.Nanosecond) // the last record is inside
-	return m.rebucket(m.first, m.last)
+	return tea.Batch(m.rebucket(m.first, m.last), m.start(opBisect, "reading the bisect window's changes", m.bisectCmd))
 }
 
 // rebucket shows [since, until) in as many buckets as the screen has
@@ -167,9 +180,17 @@ func (m *Model) onSession(msg sessionMsg) tea.Cmd {
 		m.session = msg.session
 		if msg.err == nil && msg.note != "" {
 			m.status, m.errMsg = msg.note+": re-investigating the narrowed window", ""
+			if next, ok := m.nextInstant(); ok {
+				m.status = msg.note + "; judge " + clock(next) + " next (n jumps there, 5 shows the window)"
+			}
 		}
-		if changed && msg.note != "" {
-			return m.start(opInvestigate, "investigating the narrowed window", m.investigateCmd)
+		if changed && !m.first.IsZero() {
+			m.bisectSel = 0
+			cmd := m.start(opBisect, "reading the bisect window's changes", m.bisectCmd)
+			if msg.note != "" {
+				cmd = tea.Batch(cmd, m.start(opInvestigate, "investigating the narrowed window", m.investigateCmd))
+			}
+			return cmd
 		}
 	}
 	m.fail(msg.err)
@@ -184,7 +205,7 @@ func sameMarks(a, b *timeline.BisectSession) bool {
 }
 
 // rowsShown is how many record rows the timeline screen has room for.
-func (m *Model) rowsShown() int { return max(m.height-m.histHeight()-9, 1) }
+func (m *Model) rowsShown() int { return max(m.height-m.histHeight()-10, 1) }
 
 func (m *Model) fetchRows() tea.Cmd {
 	return m.start(opRows, "reading records", m.rowsCmd(m.rowsShown()))
@@ -198,12 +219,19 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		m.cancelAll()
 		return tea.Quit
 	case key.Matches(msg, k.Help):
-		m.showHelp = !m.showHelp
-		m.help.ShowAll = m.showHelp
+		m.showHelp, m.helpOff = !m.showHelp, 0
 		return nil
 	case key.Matches(msg, k.Cancel):
 		if m.showHelp {
-			m.showHelp, m.help.ShowAll = false, false
+			m.showHelp = false
+			return nil
+		}
+		if m.detail != nil {
+			if o := m.ops[opDetail]; o != nil {
+				o.cancel()
+				delete(m.ops, opDetail)
+			}
+			m.detail = nil
 			return nil
 		}
 		if len(m.ops) > 0 {
@@ -211,6 +239,10 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 			m.status, m.errMsg = "cancelled", ""
 		}
 		return nil
+	case m.showHelp:
+		m.helpOff = scrollBy(msg, k, m.helpOff, m.bodyHeight())
+	case m.detail != nil:
+		m.detail.off = scrollBy(msg, k, m.detail.off, m.bodyHeight())
 	case key.Matches(msg, k.NextScreen):
 		m.screen = (m.screen + 1) % screenCount
 	case key.Matches(msg, k.PrevScreen):
@@ -223,6 +255,8 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 		m.screen = screenSlice
 	case key.Matches(msg, k.Screen4):
 		m.screen = screenControlPlane
+	case key.Matches(msg, k.Screen5):
+		m.screen = screenBisect
 	case key.Matches(msg, k.Filter):
 		m.filtering, m.filterErr = true, ""
 		m.input.SetValue("") // the filter applied, not an abandoned edit
@@ -241,6 +275,10 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 			m.diffKey(msg)
 		case screenControlPlane:
 			m.cpKey(msg)
+		case screenSlice:
+			m.sliceOff = max(scrollBy(msg, k, m.sliceOff, m.bodyHeight()), 0)
+		case screenBisect:
+			m.bisectKey(msg)
 		}
 	}
 	return nil
@@ -303,8 +341,60 @@ func (m *Model) timelineKey(msg tea.KeyMsg) tea.Cmd {
 		return m.mark(timeline.BisectBad)
 	case key.Matches(msg, k.Skip):
 		return m.mark(timeline.BisectSkip)
+	case key.Matches(msg, k.NextJudge):
+		next, ok := m.nextInstant()
+		if !ok {
+			m.errMsg = "no instant to judge: " + m.nextLine()
+			return nil
+		}
+		i := bucketOf(m.buckets, next)
+		if i < 0 {
+			m.errMsg = "the instant to judge (" + clock(next) + ") is outside the span shown: zoom out (-)"
+			return nil
+		}
+		m.status = "judge " + clock(next) + ": g if the incident had not begun, b if it was under way"
+		return move(i)
+	case key.Matches(msg, k.Expand):
+		if len(m.rows) == 0 {
+			return nil
+		}
+		r := m.rows[m.rowSel]
+		m.detail = &detail{rec: r}
+		return m.start(opDetail, "reading the record's evidence", m.detailCmd(r))
 	}
 	return nil
+}
+
+// scrollBy moves a scrolled view's first line by the arrow and page keys
+// (the view clamps it to its length).
+func scrollBy(msg tea.KeyMsg, k KeyMap, off, page int) int {
+	switch {
+	case key.Matches(msg, k.Down):
+		off++
+	case key.Matches(msg, k.Up):
+		off--
+	case key.Matches(msg, k.PageDown):
+		off += page
+	case key.Matches(msg, k.PageUp):
+		off -= page
+	case key.Matches(msg, k.Home):
+		off = 0
+	}
+	return max(off, 0)
+}
+
+func (m *Model) bisectKey(msg tea.KeyMsg) {
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Down):
+		m.bisectSel = min(m.bisectSel+1, max(len(m.bisectVersions)-1, 0))
+	case key.Matches(msg, k.Up):
+		m.bisectSel = max(m.bisectSel-1, 0)
+	case key.Matches(msg, k.PageDown):
+		m.bisectSel = min(m.bisectSel+m.bodyHeight()/2, max(len(m.bisectVersions)-1, 0))
+	case key.Matches(msg, k.PageUp):
+		m.bisectSel = max(m.bisectSel-m.bodyHeight()/2, 0)
+	}
 }
 
 // scroll moves the records shown by n rows: forward from a row already
@@ -370,21 +460,43 @@ func (m *Model) diffKey(msg tea.KeyMsg) {
 		m.diffSel = min(m.diffSel+1, max(len(m.rep.Changes)-1, 0))
 	case key.Matches(msg, k.Up):
 		m.diffSel = max(m.diffSel-1, 0)
+	case key.Matches(msg, k.PageDown):
+		m.diffSel = min(m.diffSel+m.bodyHeight()/2, max(len(m.rep.Changes)-1, 0))
+	case key.Matches(msg, k.PageUp):
+		m.diffSel = max(m.diffSel-m.bodyHeight()/2, 0)
 	case key.Matches(msg, k.Expand):
 		m.expanded[m.diffSel] = !m.expanded[m.diffSel]
 	}
 }
 
+// cpKey moves in the control plane's lists: left picks the classes, right
+// the bursts; the arrows and pages move in the one picked.
 func (m *Model) cpKey(msg tea.KeyMsg) {
 	k := m.keys
 	if m.cp == nil {
 		return
 	}
+	sel, n := &m.cpSel, len(m.cp.Classes)
+	if m.cpBursts {
+		sel, n = &m.burstSel, len(m.cp.Bursts)
+	}
 	switch {
+	case key.Matches(msg, k.Left):
+		m.cpBursts = false
+	case key.Matches(msg, k.Right):
+		m.cpBursts = true
 	case key.Matches(msg, k.Down):
-		m.cpSel = min(m.cpSel+1, max(len(m.cp.Classes)-1, 0))
+		*sel = min(*sel+1, max(n-1, 0))
 	case key.Matches(msg, k.Up):
-		m.cpSel = max(m.cpSel-1, 0)
+		*sel = max(*sel-1, 0)
+	case key.Matches(msg, k.PageDown):
+		*sel = min(*sel+5, max(n-1, 0))
+	case key.Matches(msg, k.PageUp):
+		*sel = max(*sel-5, 0)
+	case key.Matches(msg, k.Home):
+		*sel = 0
+	case key.Matches(msg, k.End):
+		*sel = max(n-1, 0)
 	}
 }
 

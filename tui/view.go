@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
@@ -25,7 +26,9 @@ func (m *Model) frame() string {
 	var screen string
 	switch {
 	case m.showHelp:
-		screen = m.help.View(m.keys)
+		screen = m.helpView(body)
+	case m.detail != nil:
+		screen = m.detailView(body)
 	case m.screen == screenTimeline:
 		screen = m.timelineView()
 	case m.screen == screenDiff:
@@ -34,6 +37,8 @@ func (m *Model) frame() string {
 		screen = m.sliceView(body)
 	case m.screen == screenControlPlane:
 		screen = m.controlPlaneView(body)
+	case m.screen == screenBisect:
+		screen = m.bisectView(body)
 	}
 	lines := strings.Split(screen, "\n")
 	if len(lines) > body {
@@ -64,8 +69,21 @@ func (m *Model) titleView() string {
 	left := strings.Join(tabs, " ")
 	right := s.Dim.Render(termsafe.Field(m.opt.Source))
 	gap := m.width - lipgloss.Width(left) - lipgloss.Width(right)
+	if gap < 1 && lipgloss.Width(left) <= m.width {
+		return fit(left, m.width) // the source goes first
+	}
 	if gap < 1 {
-		return fit(left, m.width)
+		// Narrow: the tabs keep their numbers and the active one its
+		// name; the source goes.
+		tabs = []string{s.Title.Render("faultline")}
+		for i, name := range screenNames {
+			if screen(i) == m.screen {
+				tabs = append(tabs, s.ActiveTab.Render(name))
+			} else {
+				tabs = append(tabs, s.Tab.Render(name[:1]))
+			}
+		}
+		return fit(strings.Join(tabs, " "), m.width)
 	}
 	return left + strings.Repeat(" ", gap) + right
 }
@@ -92,4 +110,24 @@ func (m *Model) statusView() []string {
 	}
 	keys := m.help.ShortHelpView(m.keys.ShortHelp())
 	return []string{fit(status, m.width), fit(keys, m.width)}
+}
+
+// helpView is every key with its help, in one column (groups apart), so
+// that nothing is cut on a narrow terminal; it scrolls (↑/↓) when taller
+// than the room. Quit and help come first.
+func (m *Model) helpView(height int) string {
+	s := m.styles
+	lines := []string{s.Strong.Render("KEYS") + s.Dim.Render("  (? or esc closes; ↑/↓ scroll)")}
+	for i, group := range m.keys.FullHelp() {
+		if i > 0 {
+			lines = append(lines, "")
+		}
+		for _, k := range group {
+			h := k.Help()
+			keys := strings.ReplaceAll(strings.Join(k.Keys(), "/"), " ", "space")
+			lines = append(lines, fmt.Sprintf("  %-16s %s", keys, h.Desc))
+		}
+	}
+	m.helpOff = min(m.helpOff, max(len(lines)-height, 0))
+	return strings.Join(lines[m.helpOff:], "\n")
 }

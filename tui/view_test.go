@@ -2,6 +2,7 @@ package tui_test
 
 import (
 	"context"
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -21,8 +22,19 @@ import (
 // replay to the next (each timeline has its own salt), a key's does not.
 var salted = regexp.MustCompile(`sha256:[0-9a-f]{6,}`)
 
+// replayDir matches the folder a fixture is replayed from (an evidence
+// file's path), which changes from one test binary to the next.
+var replayDir = regexp.MustCompile(`faultline-tui-test-[0-9]+`)
+
+// evidenceFile matches a record's evidence file in its detail, wrapped
+// where the replay folder's name makes it long.
+var evidenceFile = regexp.MustCompile(`(?m)^  file .*\n(^ {14}\S.*\n)*`)
+
 // unsalted makes a view comparable across replays.
-func unsalted(view string) string { return salted.ReplaceAllString(view, "sha256:<digest>") }
+func unsalted(view string) string {
+	view = evidenceFile.ReplaceAllString(view, "  file        <the replayed evidence file>\n")
+	return replayDir.ReplaceAllString(salted.ReplaceAllString(view, "sha256:<digest>"), "faultline-tui-test-N")
+}
 
 var testNow = func() time.Time { return time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC) }
 
@@ -35,18 +47,38 @@ func open(t testing.TB, store tui.Store, width, height int) tea.Model {
 	return drive(t, m2, m.Init())
 }
 
-// TestViews compares each screen, ANSI-stripped at 120x40, with its golden
-// file (go test ./tui -update rewrites them).
+// TestViews compares each screen, ANSI-stripped at 80x24 and at 120x40,
+// with its golden file (go test ./tui -update rewrites them): the screens
+// in turn, an opened record, an expanded change, the control plane's
+// bursts scrolled, the bisect screen after a mark, and the keys.
 func TestViews(t *testing.T) {
+	steps := []struct {
+		name string
+		keys []string
+	}{
+		{"timeline", []string{"1"}},
+		{"record", []string{"f", "down", "enter"}},
+		{"diff", []string{"esc", "2"}},
+		{"diff-expanded", []string{"enter"}},
+		{"slice", []string{"enter", "3"}},
+		{"controlplane", []string{"4"}},
+		{"controlplane-scrolled", []string{"down", "down", "down"}},
+		{"controlplane-classes", []string{"left", "down"}},
+		{"bisect-marked", []string{"1", "f", "b"}},
+		{"bisect", []string{"5"}},
+		{"help", []string{"?"}},
+	}
 	for _, fixture := range []string{"bad-config-rollout", "digest-drift"} {
 		t.Run(fixture, func(t *testing.T) {
-			m := open(t, replayDB(t, fixture), 120, 40)
-			for _, sc := range []struct{ name, key string }{
-				{"timeline", "1"}, {"diff", "2"}, {"slice", "3"}, {"controlplane", "4"},
-			} {
-				t.Run(sc.name, func(t *testing.T) {
-					m = press(t, m, sc.key)
-					golden.RequireEqual(t, []byte(unsalted(plain(m))))
+			for _, size := range []struct{ w, h int }{{80, 24}, {120, 40}} {
+				t.Run(fmt.Sprintf("%dx%d", size.w, size.h), func(t *testing.T) {
+					m := open(t, replayDB(t, fixture), size.w, size.h)
+					for _, st := range steps {
+						t.Run(st.name, func(t *testing.T) {
+							m = press(t, m, st.keys...)
+							golden.RequireEqual(t, []byte(unsalted(plain(m))))
+						})
+					}
 				})
 			}
 		})
@@ -140,7 +172,7 @@ func TestExport(t *testing.T) {
 // the status and key lines stay.
 func TestSmallTerminal(t *testing.T) {
 	m := open(t, replayDB(t, "bad-config-rollout"), 80, 24)
-	for _, k := range []string{"1", "2", "enter", "3", "4", "?"} {
+	for _, k := range []string{"1", "enter", "esc", "f", "b", "2", "enter", "3", "4", "down", "5", "?"} {
 		m = press(t, m, k)
 		lines := strings.Split(plain(m), "\n")
 		if len(lines) != 24 {
@@ -151,5 +183,94 @@ func TestSmallTerminal(t *testing.T) {
 				t.Errorf("after %s: line %d is %d wide: %q", k, i, n, l)
 			}
 		}
+	}
+}
+
+// TestRecordDetail opens the record of the injected ConfigMap change
+// (found with a filter, then the buckets walked to it): its detail holds
+// its fields, its evidence (file and line) and the object's diff at that
+// version, the changed LR key among it; esc closes it.
+func TestRecordDetail(t *testing.T) {
+	for _, size := range []struct{ w, h int }{{80, 24}, {120, 40}} {
+		t.Run(fmt.Sprintf("%dx%d", size.w, size.h), func(t *testing.T) {
+			m := open(t, replayDB(t, "bad-config-rollout"), size.w, size.h)
+			m = press(t, m, "/")
+			m = typeText(t, m, `resource == "configmaps" && name == "trainer-env" && verb in ["update", "patch"]`)
+			m = press(t, m, "enter", "home")
+			for i := 0; !strings.Contains(plain(m), "configmaps/ml/trainer"); i++ {
+				if i > 200 {
+					t.Fatalf("no bucket shows the ConfigMap's update:\n%s", plain(m))
+				}
+				m = press(t, m, "right")
+			}
+			m = press(t, m, "enter")
+			v := plain(m)
+			golden.RequireEqual(t, []byte(unsalted(v)))
+			for _, want := range []string{"configmaps/ml/trainer-env", "EVIDENCE", "audit.log", "line ", "data.LR"} {
+				if !strings.Contains(v, want) {
+					t.Errorf("the record's detail lacks %q:\n%s", want, v)
+				}
+			}
+			if v := plain(press(t, m, "esc")); strings.Contains(v, "EVIDENCE") || !strings.Contains(v, "REASON / MESSAGE") {
+				t.Errorf("esc does not close the detail:\n%s", v)
+			}
+		})
+	}
+}
+
+// TestNoColorKeepsReverse draws with NoColor (NO_COLOR): no colour SGR
+// reaches the screen, but the active tab and the selected row are still
+// drawn in reverse video.
+func TestNoColorKeepsReverse(t *testing.T) {
+	m := open(t, replayDB(t, "bad-config-rollout"), 80, 24)
+	for _, k := range []string{"1", "2", "4", "5"} {
+		m = press(t, m, k)
+		v := m.View()
+		if colour := regexp.MustCompile(`\x1b\[[0-9;]*(;|\[)(3[0-7]|4[0-7]|9[0-7]|38|48)[;m]`); colour.MatchString(v) {
+			t.Errorf("screen %s: a colour reaches the screen under NO_COLOR: %q", k, colour.FindString(v))
+		}
+		reverse := regexp.MustCompile(`\x1b\[([0-9]+;)*7(;[0-9]+)*m`)
+		lines := strings.Split(v, "\n")
+		if !reverse.MatchString(lines[0]) {
+			t.Errorf("screen %s: the active tab is not in reverse video: %q", k, lines[0])
+		}
+		if n := len(reverse.FindAllString(strings.Join(lines[1:], "\n"), -1)); n == 0 {
+			t.Errorf("screen %s: no selected row in reverse video:\n%s", k, v)
+		}
+	}
+}
+
+// TestNextInstantIsTheCLIs checks that after a mark the TUI suggests the
+// instant faultline bisect suggests (timeline.BisectSearch.Next over the
+// stored marks and the data's bounds), on the timeline and the bisect
+// screen.
+func TestNextInstantIsTheCLIs(t *testing.T) {
+	s := replayDB(t, "bad-config-rollout")
+	m := open(t, s, 80, 24)
+	m = press(t, m, "f", "b")
+	ctx := context.Background()
+	sess, err := s.Bisect(ctx)
+	if err != nil || sess == nil {
+		t.Fatalf("no session after a mark: %v", err)
+	}
+	first, last, err := s.Bounds(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, ok := timeline.NewBisectSearch(sess.Marks, first, last).Next()
+	if !ok {
+		t.Fatal("the CLI's search suggests nothing")
+	}
+	want := next.UTC().Format("15:04:05.000")
+	if v := plain(m); !strings.Contains(v, "next "+want) {
+		t.Errorf("the timeline does not suggest %s:\n%s", want, v)
+	}
+	if v := plain(press(t, m, "5")); !strings.Contains(v, "judge "+want) {
+		t.Errorf("the bisect screen does not suggest %s:\n%s", want, v)
+	}
+	// n moves the cursor to the bucket holding it.
+	m = press(t, m, "1", "n")
+	if v := plain(m); !strings.Contains(v, "judge "+want+": g if") {
+		t.Errorf("n does not jump to %s:\n%s", want, v)
 	}
 }

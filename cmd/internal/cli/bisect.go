@@ -25,7 +25,7 @@ var autoBisect func(cmd *cobra.Command, f *Factory) error
 // bisect tuning: how precise a search ends, how much of the window the
 // report lists.
 const (
-	bisectResolution  = time.Second
+	bisectResolution  = timeline.BisectResolution
 	bisectMaxVersions = 10_000 // versions read from a window
 	bisectMaxObjects  = 25     // objects listed as changed
 	bisectMaxHints    = 5      // bad-looking records listed
@@ -670,99 +670,22 @@ func bisectResetRun(ctx context.Context, opts *bisectOptions) error {
 	return nil
 }
 
-// window is the span still to search: after lo (exclusive) up to hi
-// (inclusive), with the skipped instants inside it. Where good or bad is not
-// marked, the bound is the start or end of the data.
+// window is the span still to search (timeline.BisectSearch, which the
+// TUI shares), under the names this file uses.
 type window struct {
+	timeline.BisectSearch
 	lastGood, firstBad time.Time // as marked; zero if not
 	lo, hi             time.Time
-	skips              []time.Time
 }
 
 func newBisectWindow(marks []timeline.BisectMark, first, last time.Time) window {
-	w := window{lo: first.Add(-1), hi: last}
-	w.lastGood, w.firstBad = timeline.BisectWindow(marks)
-	if !w.lastGood.IsZero() {
-		w.lo = w.lastGood
-	}
-	if !w.firstBad.IsZero() {
-		w.hi = w.firstBad
-	}
-	for _, m := range marks {
-		if m.Kind == timeline.BisectSkip && m.Time.After(w.lo) && m.Time.Before(w.hi) {
-			w.skips = append(w.skips, m.Time)
-		}
-	}
-	slices.SortFunc(w.skips, func(a, b time.Time) int { return a.Compare(b) })
-	w.skips = slices.Compact(w.skips)
-	return w
+	s := timeline.NewBisectSearch(marks, first, last)
+	return window{BisectSearch: s, lastGood: s.LastGood, firstBad: s.FirstBad, lo: s.Lo, hi: s.Hi}
 }
 
-// done reports whether the search has reached its resolution.
-func (w window) done() bool {
-	return !w.lastGood.IsZero() && !w.firstBad.IsZero() && w.hi.Sub(w.lo) <= bisectResolution
-}
-
-// steps is roughly how many more halvings take the window to the
-// resolution.
-func (w window) steps() int {
-	n := 0
-	for d := w.hi.Sub(w.lo); d > bisectResolution; d = (d + 1) / 2 {
-		n++
-	}
-	return n
-}
-
-// next suggests the instant to judge next: the window's midpoint, or if a
-// skipped instant lies near it, the instant nearest the midpoint (earlier
-// first) that keeps clear of every skip by a sixteenth of the window; if
-// skips leave no such instant, the middle of the widest span between marks
-// and skips. It is rounded to a whole second (or millisecond, microsecond)
-// where the window is wide enough for that to change little.
-func (w window) next() (time.Time, bool) {
-	width := w.hi.Sub(w.lo)
-	if w.done() || width < 2 {
-		return time.Time{}, false
-	}
-	mid := w.lo.Add(width / 2)
-	step, clearance := width/32, width/16
-	clear := func(p time.Time) bool {
-		for _, s := range w.skips {
-			if p.Sub(s).Abs() < clearance {
-				return false
-			}
-		}
-		return p.After(w.lo) && p.Before(w.hi)
-	}
-	span := width
-	found := false
-	for k := 0; k <= 16 && !found && step > 0; k++ {
-		for _, p := range []time.Time{mid.Add(-time.Duration(k) * step), mid.Add(time.Duration(k) * step)} {
-			if clear(p) {
-				mid, found = p, true
-				break
-			}
-		}
-	}
-	if !found && len(w.skips) > 0 {
-		pts := append(append([]time.Time{w.lo}, w.skips...), w.hi)
-		span = 0
-		for i := 0; i+1 < len(pts); i++ {
-			if d := pts[i+1].Sub(pts[i]); d > span {
-				span, mid = d, pts[i].Add(d/2)
-			}
-		}
-		if span < 2 {
-			return time.Time{}, false
-		}
-	}
-	for _, unit := range []time.Duration{time.Second, time.Millisecond, time.Microsecond} {
-		if span >= 32*unit {
-			return mid.Round(unit).UTC(), true
-		}
-	}
-	return mid.UTC(), true
-}
+func (w window) done() bool              { return w.Done() }
+func (w window) steps() int              { return w.Steps() }
+func (w window) next() (time.Time, bool) { return w.Next() }
 
 // printBisectReport prints the window, what changed and happened inside
 // it, and the instant to judge next.
