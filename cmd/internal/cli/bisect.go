@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/faultline/faultline/analyze/actor"
 	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
 )
@@ -455,6 +456,9 @@ type bisectStatusJSON struct {
 	Next     *time.Time `json:"next"` // null when done or waiting for a bad mark
 	Steps    int        `json:"steps"`
 	Marks    []markJSON `json:"marks"`
+	// Changes are the objects changed inside the window (the latest
+	// bisectMaxObjects), newest last, each with who made its last version.
+	Changes []windowChangeJSON `json:"changes"`
 }
 
 func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
@@ -491,6 +495,19 @@ func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 		}
 		for _, m := range sess.Marks {
 			out.Marks = append(out.Marks, markJSON{Kind: m.Kind, Time: m.Time.UTC(), Note: m.Note, At: m.At.UTC()})
+		}
+		versions, err := store.VersionsBetween(ctx, w.lo.Add(1), w.hi.Add(1), bisectMaxVersions)
+		if err != nil {
+			return err
+		}
+		groups, _, err := windowChanges(ctx, store, versions)
+		if err != nil {
+			return err
+		}
+		out.Changes = []windowChangeJSON{}
+		for _, g := range groups {
+			out.Changes = append(out.Changes, windowChangeJSON{Kind: g.kind, Name: g.name, Versions: g.n,
+				First: g.first.UTC(), Last: g.last.UTC(), By: g.actor.By, UserAgent: g.actor.UserAgent})
 		}
 		return writeJSON(f.IO.Out, out)
 	}
@@ -800,7 +817,10 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 	}
 	fmt.Fprintf(bw, "Window: %s\n  last good  %s\n  first bad  %s\n", w.hi.Sub(w.lo), good, bad)
 
-	groups := groupVersions(versions)
+	groups, earlier, err := windowChanges(ctx, store, versions)
+	if err != nil {
+		return err
+	}
 	more := ""
 	if len(versions) == bisectMaxVersions {
 		more = "+"
@@ -809,12 +829,12 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 	case len(versions) == 0:
 		fmt.Fprintln(bw, "Changed in the window: no object versions")
 	default:
+		nobj := len(groups) + earlier
 		fmt.Fprintf(bw, "Changed in the window: %d%s %s of %d%s %s\n", len(versions), more, plural(len(versions), "version"),
-			len(groups), more, plural(len(groups), "object"))
+			nobj, more, plural(nobj, "object"))
 		tw := tabwriter.NewWriter(bw, 0, 8, 2, ' ', 0)
-		if len(groups) > bisectMaxObjects {
-			fmt.Fprintf(tw, "  ... %d earlier objects\n", len(groups)-bisectMaxObjects)
-			groups = groups[len(groups)-bisectMaxObjects:]
+		if earlier > 0 {
+			fmt.Fprintf(tw, "  ... %d earlier objects\n", earlier)
 		}
 		for _, g := range groups {
 			unit := plural(g.n, "version")
@@ -822,7 +842,7 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 			if g.n > 1 {
 				when = fmtInstant(g.first) + " .. " + when
 			}
-			termsafe.Fprintf(tw, "  %s\t%s\t%d %s\t%s\n", g.kind, g.name, g.n, unit, when)
+			termsafe.Fprintf(tw, "  %s\t%s\t%d %s\t%s\t%s\n", g.kind, g.name, g.n, unit, when, g.actor)
 		}
 		tw.Flush()
 	}
@@ -887,6 +907,35 @@ type versionGroup struct {
 	kind, name  string
 	n           int
 	first, last time.Time
+	latest      timeline.ObjectVersion // the last version, whose actor is named
+	actor       actor.Actor
+}
+
+// windowChangeJSON is one object changed inside a bisect window.
+type windowChangeJSON struct {
+	Kind      string    `json:"kind"`
+	Name      string    `json:"name"` // namespace/name
+	Versions  int       `json:"versions"`
+	First     time.Time `json:"first"`
+	Last      time.Time `json:"last"`
+	By        string    `json:"by,omitempty"` // who made the last version; empty: no audit record
+	UserAgent string    `json:"userAgent,omitempty"`
+}
+
+// windowChanges groups the versions of a window by object, newest last,
+// at most bisectMaxObjects of them, each with who made its last version.
+func windowChanges(ctx context.Context, store timeline.Store, versions []timeline.ObjectVersion) (groups []versionGroup, earlier int, err error) {
+	groups = groupVersions(versions)
+	if len(groups) > bisectMaxObjects {
+		earlier = len(groups) - bisectMaxObjects
+		groups = groups[earlier:]
+	}
+	for i := range groups {
+		if groups[i].actor, err = actor.OfVersion(ctx, store, &groups[i].latest); err != nil {
+			return nil, 0, err
+		}
+	}
+	return groups, earlier, nil
 }
 
 // groupVersions groups versions (oldest first) by object, ordered by their
@@ -912,7 +961,7 @@ func groupVersions(vs []timeline.ObjectVersion) []versionGroup {
 			out = append(out, versionGroup{kind: kind, name: name, first: v.Time})
 		}
 		out[i].n++
-		out[i].last = v.Time
+		out[i].last, out[i].latest = v.Time, v
 	}
 	slices.SortStableFunc(out, func(a, b versionGroup) int {
 		if c := a.last.Compare(b.last); c != 0 {
