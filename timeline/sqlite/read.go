@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -96,6 +97,20 @@ func recordQuery(q timeline.Query) (query string, args []any, residual bool) {
 			args = append(args, wargs...)
 		}
 		residual = !complete
+		if q.Bad != nil && badConjunct(q.Where.Expr()) {
+			// The classifier's bad set, as a key set: only its records
+			// are read (bad itself is checked again row by row).
+			ids := make([]int64, 0, len(q.Bad))
+			for id, bad := range q.Bad {
+				if bad {
+					ids = append(ids, id)
+				}
+			}
+			slices.Sort(ids)
+			b, _ := json.Marshal(ids) // []int64: cannot fail
+			where = append(where, "r.id IN (SELECT value FROM json_each(?))")
+			args = append(args, string(b))
+		}
 	}
 	var b strings.Builder
 	b.WriteString("SELECT " + recordColumns + " FROM record r")
@@ -132,6 +147,7 @@ func (s *Store) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeli
 				yield(nil, fmt.Errorf("read record: %w", err))
 				return
 			}
+			r.Bad = q.Bad[r.ID]
 			if residual {
 				if ok, _ := q.Where.Match(r); !ok {
 					continue

@@ -29,8 +29,7 @@ const (
 	bisectResolution  = time.Second
 	bisectMaxVersions = 10_000 // versions read from a window
 	bisectMaxObjects  = 25     // objects listed as changed
-	bisectMaxHints    = 5      // bad-looking records listed
-	badLooking        = `code >= 500 || code == 429 || type == "Warning"`
+	bisectMaxHints    = 5      // bad observations listed
 )
 
 type bisectOptions struct {
@@ -459,6 +458,9 @@ type bisectStatusJSON struct {
 	// Changes are the objects changed inside the window (the latest
 	// bisectMaxObjects), newest last, each with who made its last version.
 	Changes []windowChangeJSON `json:"changes"`
+	// Bad counts the bad observations inside the window, by the outcome
+	// classifier (as investigate and timeline --where 'bad' count them).
+	Bad int `json:"bad"`
 }
 
 func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
@@ -504,6 +506,11 @@ func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 		if err != nil {
 			return err
 		}
+		classified, err := classify(ctx, store, w.lo.Add(1), w.hi.Add(1))
+		if err != nil {
+			return err
+		}
+		out.Bad = len(classified.Bad)
 		out.Changes = []windowChangeJSON{}
 		for _, g := range groups {
 			out.Changes = append(out.Changes, windowChangeJSON{Kind: g.kind, Name: g.name, Versions: g.n,
@@ -794,28 +801,22 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 	if err != nil {
 		return err
 	}
-	flt, err := timeline.CompileFilter(badLooking)
+	classified, err := classify(ctx, store, since, until)
 	if err != nil {
 		return err
 	}
-	var hints []*timeline.Record
-	for r, err := range store.Records(ctx, timeline.Query{Since: since, Until: until, Where: flt, Limit: bisectMaxHints}) {
-		if err != nil {
-			return err
-		}
-		hints = append(hints, r)
-	}
+	bad := classified.Bad
 
 	bw := bufio.NewWriter(out)
 	good := fmtInstant(w.lastGood)
 	if w.lastGood.IsZero() {
 		good = "not marked: the data starts at " + fmtInstant(first)
 	}
-	bad := fmtInstant(w.firstBad)
+	firstBad := fmtInstant(w.firstBad)
 	if w.firstBad.IsZero() {
-		bad = "not marked: the data ends at " + fmtInstant(last)
+		firstBad = "not marked: the data ends at " + fmtInstant(last)
 	}
-	fmt.Fprintf(bw, "Window: %s\n  last good  %s\n  first bad  %s\n", w.hi.Sub(w.lo), good, bad)
+	fmt.Fprintf(bw, "Window: %s\n  last good  %s\n  first bad  %s\n", w.hi.Sub(w.lo), good, firstBad)
 
 	groups, earlier, err := windowChanges(ctx, store, versions)
 	if err != nil {
@@ -859,11 +860,22 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 	} else {
 		termsafe.Fprintf(bw, "Records in the window: %s (%s)\n", humanInt(total), strings.Join(srcs, ", "))
 	}
-	if len(hints) > 0 {
-		fmt.Fprintln(bw, "First bad-looking records (code >= 500, 429 or Warning):")
+	if len(bad) == 0 {
+		fmt.Fprintln(bw, "Bad in the window: none (as investigate and timeline --where 'bad' count it)")
+	} else {
+		fmt.Fprintf(bw, "Bad in the window: %s %s (as investigate and timeline --where 'bad' count it); the first:\n",
+			humanInt(int64(len(bad))), plural(len(bad), "observation"))
 		var tbl strings.Builder
 		p := newRecordPrinter(&tbl, "table")
-		for _, r := range hints {
+		isBad, err := timeline.CompileFilter("bad")
+		if err != nil {
+			return err // a constant: a bug
+		}
+		q := timeline.Query{Since: since, Until: until, Where: isBad, Bad: classified.BadRecordIDs(), Limit: bisectMaxHints}
+		for r, err := range withStates(ctx, store, q, classified.States) {
+			if err != nil {
+				return err
+			}
 			if err := p.print(r); err != nil {
 				return err
 			}
@@ -874,7 +886,7 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 		for line := range strings.Lines(tbl.String()) {
 			bw.WriteString("  " + line)
 		}
-		fmt.Fprintf(bw, "  all of them: faultline timeline --since %s --until %s --where '%s'\n", fmtInstant(since), fmtInstant(until), badLooking)
+		fmt.Fprintf(bw, "  all of them: faultline timeline --since %s --until %s --where 'bad'\n", fmtInstant(since), fmtInstant(until))
 	}
 
 	switch next, ok := w.next(); {

@@ -12,6 +12,12 @@ import (
 // into a timeline of its own and returns a runner of faultline commands on
 // it, with its config (the HMAC key) in a temporary folder.
 func fixtureCLI(t *testing.T, fixture string) func(args ...string) (stdout string) {
+	run, _ := fixtureDB(t, fixture)
+	return run
+}
+
+// fixtureDB is fixtureCLI that also returns the timeline's path.
+func fixtureDB(t *testing.T, fixture string) (func(args ...string) (stdout string), string) {
 	t.Helper()
 	config, db := t.TempDir(), filepath.Join(t.TempDir(), "t.db")
 	run := func(args ...string) (string, string, int) {
@@ -39,5 +45,5 @@ func fixtureCLI(t *testing.T, fixture string) func(args ...string) (stdout strin
 			t.Fatalf("faultline %v: exit %d\n%s", args, code, stderr)
 		}
 		return stdout
-	}
+	}, db
 }
