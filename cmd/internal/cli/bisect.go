@@ -861,9 +861,9 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 		termsafe.Fprintf(bw, "Records in the window: %s (%s)\n", humanInt(total), strings.Join(srcs, ", "))
 	}
 	if len(bad) == 0 {
-		fmt.Fprintln(bw, "Bad in the window: none (as investigate and timeline --where 'bad' count it)")
+		fmt.Fprintln(bw, "Bad in the window: none (as investigate and timeline --where 'bad' count them)")
 	} else {
-		fmt.Fprintf(bw, "Bad in the window: %s %s (as investigate and timeline --where 'bad' count it); the first:\n",
+		fmt.Fprintf(bw, "Bad in the window: %s %s (as investigate and timeline --where 'bad' count them); the first:\n",
 			humanInt(int64(len(bad))), plural(len(bad), "observation"))
 		var tbl strings.Builder
 		p := newRecordPrinter(&tbl, "table")
