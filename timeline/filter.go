@@ -54,6 +54,7 @@ var Fields = []Field{
 	{"annotations", cel.MapType(cel.StringType, cel.StringType), "audit annotations", "", false},
 	{"run", cel.IntType, "ingest run id", "run_id", false},
 	{"line", cel.IntType, "line in the ingested source", "line", false},
+	{"bad", cel.BoolType, "bad by the outcome classifier (docs/investigate.md#what-counts-as-bad)", "", false},
 }
 
 var filterEnv = func() *cel.Env {
@@ -208,6 +209,8 @@ func (a recordActivation) ResolveName(name string) (any, bool) {
 		return r.Evidence.Run, true
 	case "line":
 		return r.Evidence.Line, true
+	case "bad":
+		return r.Bad, true
 	}
 	return nil, false
 }

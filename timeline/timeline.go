@@ -111,6 +111,10 @@ type Record struct {
 	// (annotations, groups, status details). Never object contents.
 	Extra    json.RawMessage `json:"extra,omitempty"`
 	Evidence Evidence        `json:"evidence"`
+	// Bad is the outcome classifier's verdict (analyze/outcome), set only
+	// where the caller handed the store the bad set (Query.Bad): the store
+	// never decides it. The filter field bad reads it.
+	Bad bool `json:"bad,omitempty"`
 }
 
 // Stage returns the name of the latest stage joined into the record.
@@ -243,6 +247,10 @@ type Query struct {
 	Where        *Filter
 	Limit        int
 	Desc         bool // newest first
+	// Bad is the set of record IDs the outcome classifier found bad
+	// (outcome.Outcomes.BadRecordIDs): the records yielded carry Bad, and
+	// the filter field bad reads it. Nil: no record is bad.
+	Bad map[int64]bool
 }
 
 // VersionQuery selects object versions. Empty strings match anything.

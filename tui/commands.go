@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/faultline/faultline/analyze/controlplane"
 	"github.com/faultline/faultline/analyze/investigate"
+	"github.com/faultline/faultline/analyze/outcome"
 	"github.com/faultline/faultline/internal/incidentplot"
 	"github.com/faultline/faultline/timeline"
 )
@@ -78,7 +80,7 @@ func (m *Model) boundsCmd(ctx context.Context, id int) tea.Cmd {
 // at once; the bad, which may read the records, follow in a second pass.
 func (m *Model) histogramCmd(from int, bad bool) func(ctx context.Context, id int) tea.Cmd {
 	buckets := m.buckets
-	where := m.where
+	where, userWhere := m.where, m.where
 	if bad {
 		where = m.badWhere
 	}
@@ -94,9 +96,48 @@ func (m *Model) histogramCmd(from int, bad bool) func(ctx context.Context, id in
 			for i := range got {
 				counts[i] = got[i].All
 			}
+			if bad && err == nil {
+				// The bad object states, which are no stored records.
+				var states []outcome.Observation
+				if states, err = m.states.get(ctx, m.store, m.opt.Bad); err == nil {
+					for i := range states {
+						if userWhere != nil {
+							if ok, _ := userWhere.Match(states[i].Record()); !ok {
+								continue
+							}
+						}
+						if j := bucketOf(buckets[from:to], states[i].Time); j >= 0 && j < len(counts) {
+							counts[j]++
+						}
+					}
+				}
+			}
 			return histMsg{id: id, from: from, bad: bad, counts: counts, err: err}
 		}
 	}
+}
+
+// badStates holds the bad object states, read once by the classifier.
+type badStates struct {
+	mu     sync.Mutex
+	states []outcome.Observation
+	read   bool
+}
+
+// get returns the bad object states, reading them on first use (a failed
+// or cancelled read is tried again next time).
+func (b *badStates) get(ctx context.Context, s Store, bad string) ([]outcome.Observation, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.read {
+		return b.states, nil
+	}
+	out, err := outcome.Read(ctx, s, outcome.Options{Bad: bad})
+	if err != nil {
+		return nil, err
+	}
+	b.states, b.read = out.BadStates(), true
+	return b.states, nil
 }
 
 // rowsCmd fetches n records of the selected bucket from anchor on (from
@@ -235,4 +276,14 @@ func (m *Model) exportCmd(ctx context.Context, id int) tea.Cmd {
 		}
 		return exportMsg{id: id, path: path, err: err}
 	}
+}
+
+// BadCounted returns the bad observations the histogram counted over the
+// span shown, and whether every bucket's bad is counted yet: the same
+// number as investigate's badObservations over that span.
+func (m *Model) BadCounted() (n int64, done bool) {
+	for _, b := range m.buckets {
+		n += b.Bad
+	}
+	return n, len(m.buckets) > 0 && m.badLoaded >= len(m.buckets)
 }

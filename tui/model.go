@@ -98,6 +98,11 @@ type Model struct {
 	nextOp int
 	status string
 	errMsg string
+
+	// states are the bad object states the outcome classifier read (not
+	// stored records), read once: the histogram counts them beside the bad
+	// records, as investigate, bisect and timeline --where 'bad' do.
+	states *badStates
 }
 
 // op is a query under way: its id (later results of an older op of the same
@@ -135,6 +140,7 @@ func New(ctx context.Context, store Store, opt Options) *Model {
 	m := &Model{ctx: ctx, store: store, opt: opt, keys: DefaultKeys(), styles: NewStyles(r, opt.NoColor),
 		help: help.New(), spin: spinner.New(spinner.WithSpinner(spinner.Line)), input: textinput.New(),
 		width: 80, height: 24, expanded: map[int]bool{}, cpBursts: true, ops: map[opKind]*op{}, heavy: &sync.Mutex{}}
+	m.states = &badStates{}
 	m.input.Prompt = "/"
 	m.input.Cursor.SetMode(cursor.CursorStatic) // no blink: a frame only when something changes
 	m.input.Placeholder = `CEL over records, e.g. code >= 500 && verb == "list" (enter: apply, esc: back)`

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/analyze/actor"
 	"github.com/faultline/faultline/analyze/identity"
 	"github.com/faultline/faultline/timeline"
 )
@@ -123,15 +124,12 @@ func actorOf(ctx context.Context, s Store, sp *Suspect) error {
 	if sp.Kind != "change" || sp.Run == 0 || sp.At.IsZero() || sp.restart != nil {
 		return nil
 	}
-	q := timeline.Query{Since: sp.At.Add(-5 * time.Second), Until: sp.At.Add(5 * time.Second)}
-	for r, err := range s.Records(ctx, q) {
-		if err != nil {
-			return err
-		}
-		if r.Evidence.Run == sp.Run && r.Evidence.Line == sp.Line && r.User != "" {
-			sp.By, sp.UserAgent = r.User, r.UserAgent
-			return nil
-		}
+	a, err := actor.At(ctx, s, timeline.Evidence{Run: sp.Run, Line: sp.Line}, sp.At)
+	if err != nil {
+		return err
+	}
+	if a.Known() {
+		sp.By, sp.UserAgent = a.By, a.UserAgent
 	}
 	return nil
 }

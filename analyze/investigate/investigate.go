@@ -79,13 +79,22 @@ type Report struct {
 	Mitigation   []Action     `json:"mitigation"`
 	Confirmation []string     `json:"confirmation"`
 	Units        UnitCounts   `json:"units"`
+	// BadObservations counts the observations the outcome classifier found
+	// bad in the window (bad records and bad object states): the same set
+	// as timeline --where 'bad', bisect and the TUI's histogram.
+	BadObservations int `json:"badObservations"`
 
 	typical map[string]string // the bad slice's typical identity
 	ns      string            // the bad slice's namespace
 	units   []*outcome.Unit
 	ids     []map[string]identity.Dimension
-	cons    constraints // the units' constraints (access.go)
+	cons    constraints           // the units' constraints (access.go)
+	bad     []outcome.Observation // the classifier's bad observations
 }
+
+// Observations returns the observations the outcome classifier found
+// bad in the window, oldest first.
+func (r *Report) Observations() []outcome.Observation { return r.bad }
 
 // Matching returns the units in scope whose identity matches every
 // dimension=value of where, and how many of them went bad.
@@ -271,6 +280,7 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 		return nil, err
 	}
 	rep.Bad = out.BadExpr
+	rep.bad, rep.BadObservations = out.Bad, len(out.Bad)
 	if len(out.Bad) == 0 {
 		decide(rep)
 		return rep, nil

@@ -127,12 +127,41 @@ type Options struct {
 type Outcomes struct {
 	// Bad and Good are the observations that matched, oldest first.
 	Bad, Good []Observation
+	// States are every object state seen in the window (one per change of
+	// state), bad or not, oldest first: the records of source "status"
+	// that timeline lists beside the stored ones.
+	States []Observation
 	// Units are the pods, by ref.
 	Units []*Unit
 	// BadExpr and GoodExpr are the expressions used.
 	BadExpr, GoodExpr string
 
 	bad, good *timeline.Filter
+}
+
+// BadRecordIDs is the set of stored records found bad (observations made
+// from object states, which are not stored, are not in it): the key set
+// a timeline.Query takes as Bad.
+func (o *Outcomes) BadRecordIDs() map[int64]bool {
+	ids := make(map[int64]bool, len(o.Bad))
+	for i := range o.Bad {
+		if o.Bad[i].RecordID != 0 {
+			ids[o.Bad[i].RecordID] = true
+		}
+	}
+	return ids
+}
+
+// BadStates are the bad observations made from object states, oldest
+// first.
+func (o *Outcomes) BadStates() []Observation {
+	var out []Observation
+	for _, ob := range o.Bad {
+		if ob.RecordID == 0 {
+			out = append(out, ob)
+		}
+	}
+	return out
 }
 
 // IsBad and IsGood evaluate the expressions on a record.
@@ -172,16 +201,18 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 		if !inWindow(o.Time) {
 			continue
 		}
-		r := o.record()
+		r := o.Record()
 		isBad, err := bad.Match(r)
 		if err != nil {
 			return nil, fmt.Errorf("--bad on %s at %s: %w", o.Ref(), o.Time.Format(time.RFC3339), err)
 		}
 		if isBad {
 			o.Bad = true
+			out.States = append(out.States, *o)
 			out.Bad = append(out.Bad, *o)
 			continue
 		}
+		out.States = append(out.States, *o)
 		isGood, err := good.Match(r)
 		if err != nil {
 			return nil, fmt.Errorf("--good on %s at %s: %w", o.Ref(), o.Time.Format(time.RFC3339), err)
@@ -281,9 +312,12 @@ func sortObs(obs []Observation) {
 	})
 }
 
-func (o *Observation) record() *timeline.Record {
-	return &timeline.Record{Time: o.Time, Source: o.Source, Object: o.Object, Reason: o.Reason,
-		Message: o.Message, Code: o.Code, Evidence: o.Evidence}
+// Record is the observation as a record of its source ("status" for an
+// object state; such records are not stored and have no ID), marked Bad
+// as classified.
+func (o *Observation) Record() *timeline.Record {
+	return &timeline.Record{ID: o.RecordID, Time: o.Time, Source: o.Source, Object: o.Object, Reason: o.Reason,
+		Message: o.Message, Code: o.Code, Evidence: o.Evidence, Bad: o.Bad}
 }
 
 // readStates turns pod, node and job versions into state observations (one

@@ -135,7 +135,7 @@ func (s *Store) VersionsBetween(ctx context.Context, since, until time.Time, lim
 	str := func(col string) string { return "(SELECT s FROM strs WHERE id = v." + col + ")" }
 	rows, err := s.db.QueryContext(ctx, "SELECT "+str("api_group")+", "+str("api_version")+", "+str("resource")+", "+
 		str("kind")+", "+str("namespace")+", "+str("name")+`, v.uid, v.resource_version, v.time_ns,
-		(SELECT hash FROM content WHERE id = v.content_id), v.run_id, v.line
+		(SELECT hash FROM content WHERE id = v.content_id), v.run_id, v.line, v.seen
 		FROM object_version v WHERE v.time_ns >= ? AND v.time_ns < ? ORDER BY v.time_ns, v.id LIMIT ?`, lo, hi, limit)
 	if err != nil {
 		return nil, fmt.Errorf("query versions between: %w", err)
@@ -149,7 +149,7 @@ func (s *Store) VersionsBetween(ctx context.Context, since, until time.Time, lim
 			t int64
 		)
 		if err := rows.Scan(&o.Group, &o.Version, &o.Resource, &o.Kind, &o.Namespace, &o.Name, &o.UID,
-			&v.ResourceVersion, &t, &v.Hash, &v.Evidence.Run, &v.Evidence.Line); err != nil {
+			&v.ResourceVersion, &t, &v.Hash, &v.Evidence.Run, &v.Evidence.Line, &v.Seen); err != nil {
 			return nil, fmt.Errorf("read version: %w", err)
 		}
 		v.Time = fromNS(t)

@@ -1,11 +1,15 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,6 +97,20 @@ func recordQuery(q timeline.Query) (query string, args []any, residual bool) {
 			args = append(args, wargs...)
 		}
 		residual = !complete
+		if q.Bad != nil && badConjunct(q.Where.Expr()) {
+			// The classifier's bad set, as a key set: only its records
+			// are read (bad itself is checked again row by row).
+			ids := make([]int64, 0, len(q.Bad))
+			for id, bad := range q.Bad {
+				if bad {
+					ids = append(ids, id)
+				}
+			}
+			slices.Sort(ids)
+			b, _ := json.Marshal(ids) // []int64: cannot fail
+			where = append(where, "r.id IN (SELECT value FROM json_each(?))")
+			args = append(args, string(b))
+		}
 	}
 	var b strings.Builder
 	b.WriteString("SELECT " + recordColumns + " FROM record r")
@@ -129,6 +147,7 @@ func (s *Store) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeli
 				yield(nil, fmt.Errorf("read record: %w", err))
 				return
 			}
+			r.Bad = q.Bad[r.ID]
 			if residual {
 				if ok, _ := q.Where.Match(r); !ok {
 					continue
@@ -340,7 +359,7 @@ func (s *Store) Versions(ctx context.Context, q timeline.VersionQuery) ([]timeli
 	}
 	str := func(col string) string { return "(SELECT s FROM strs WHERE id = x." + col + ")" }
 	query := "SELECT " + strings.Join([]string{str("api_group"), str("api_version"), str("resource"), str("kind"), str("namespace"),
-		str("name"), "x.uid", "x.resource_version", "x.time_ns", "c.hash", "c.body", "x.run_id", "x.line"}, ", ") +
+		str("name"), "x.uid", "x.resource_version", "x.time_ns", "c.hash", "c.body", "x.run_id", "x.line", "x.seen"}, ", ") +
 		" FROM (" + inner + ") x JOIN content c ON c.id = x.content_id WHERE x.rn = 1" +
 		" ORDER BY " + str("namespace") + ", " + str("name") + ", x.uid, x.time_ns, x.id"
 	rows, err := s.db.QueryContext(ctx, query, args...)
@@ -357,11 +376,86 @@ func (s *Store) Versions(ctx context.Context, q timeline.VersionQuery) ([]timeli
 			bd []byte
 		)
 		if err := rows.Scan(&o.Group, &o.Version, &o.Resource, &o.Kind, &o.Namespace, &o.Name, &o.UID, &v.ResourceVersion,
-			&t, &v.Hash, &bd, &v.Evidence.Run, &v.Evidence.Line); err != nil {
+			&t, &v.Hash, &bd, &v.Evidence.Run, &v.Evidence.Line, &v.Seen); err != nil {
 			return nil, fmt.Errorf("read version: %w", err)
 		}
 		v.Time, v.Content = fromNS(t), bd
 		out = append(out, v)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	orderVersions(out)
+	return out, nil
+}
+
+// orderVersions puts each object's versions (consecutive in vs) in the
+// order they were made: by time, then by resourceVersion (numerically
+// where both parse). A version known only from its own metadata (a dump,
+// SeenInferred) has a time that is a lower bound: it was made no earlier
+// than any version of the same object with a smaller resourceVersion, so
+// it is ordered after them, never before the audited writes that preceded
+// it. Its Time is left as learned.
+func orderVersions(vs []timeline.ObjectVersion) {
+	for lo := 0; lo < len(vs); {
+		hi := lo + 1
+		for hi < len(vs) && sameObject(&vs[lo], &vs[hi]) {
+			hi++
+		}
+		orderObject(vs[lo:hi])
+		lo = hi
+	}
+}
+
+func sameObject(a, b *timeline.ObjectVersion) bool {
+	return a.Object.UID == b.Object.UID && a.Object.Namespace == b.Object.Namespace && a.Object.Name == b.Object.Name &&
+		a.Object.Resource == b.Object.Resource && a.Object.Group == b.Object.Group
+}
+
+func orderObject(vs []timeline.ObjectVersion) {
+	if len(vs) < 2 || !slices.ContainsFunc(vs, func(v timeline.ObjectVersion) bool { return v.Seen == timeline.SeenInferred }) {
+		return
+	}
+	at := make(map[*timeline.ObjectVersion]int64, len(vs)) // when each was made, at the earliest
+	for i := range vs {
+		v := &vs[i]
+		t := v.Time.UnixNano()
+		if v.Seen == timeline.SeenInferred {
+			for j := range vs {
+				w := &vs[j]
+				if w.Seen != timeline.SeenInferred && compareRV(w.ResourceVersion, v.ResourceVersion) < 0 && w.Time.UnixNano() > t {
+					t = w.Time.UnixNano()
+				}
+			}
+		}
+		at[v] = t
+	}
+	type entry struct {
+		at int64
+		v  timeline.ObjectVersion
+	}
+	es := make([]entry, len(vs))
+	for i := range vs {
+		es[i] = entry{at[&vs[i]], vs[i]}
+	}
+	slices.SortStableFunc(es, func(a, b entry) int {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
+			return c
+		}
+		return compareRV(a.v.ResourceVersion, b.v.ResourceVersion)
+	})
+	for i := range es {
+		vs[i] = es[i].v
+	}
+}
+
+// compareRV compares resourceVersions numerically where both parse (etcd
+// revisions), else not at all (0).
+func compareRV(a, b string) int {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	if errA != nil || errB != nil {
+		return 0
+	}
+	return cmp.Compare(x, y)
 }

@@ -309,6 +309,19 @@ func holds(op string, cmp int) bool {
 	panic("sqlite: unknown comparison " + op) // compareOps holds every op
 }
 
+// badConjunct reports whether the filter is "bad && ...": every match is
+// in the classifier's bad set.
+func badConjunct(e ast.Expr) bool {
+	var conj []ast.Expr
+	conjuncts(e, &conj)
+	for _, c := range conj {
+		if c.Kind() == ast.IdentKind && strings.TrimPrefix(c.AsIdent(), ".") == "bad" {
+			return true
+		}
+	}
+	return false
+}
+
 // field returns the record field e names, if it has a column.
 func field(e ast.Expr) (whereField, bool) {
 	if e.Kind() != ast.IdentKind {

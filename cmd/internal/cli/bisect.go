@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/faultline/faultline/analyze/actor"
 	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
 )
@@ -28,8 +29,7 @@ const (
 	bisectResolution  = timeline.BisectResolution
 	bisectMaxVersions = 10_000 // versions read from a window
 	bisectMaxObjects  = 25     // objects listed as changed
-	bisectMaxHints    = 5      // bad-looking records listed
-	badLooking        = `code >= 500 || code == 429 || type == "Warning"`
+	bisectMaxHints    = 5      // bad observations listed
 )
 
 type bisectOptions struct {
@@ -455,6 +455,12 @@ type bisectStatusJSON struct {
 	Next     *time.Time `json:"next"` // null when done or waiting for a bad mark
 	Steps    int        `json:"steps"`
 	Marks    []markJSON `json:"marks"`
+	// Changes are the objects changed inside the window (the latest
+	// bisectMaxObjects), newest last, each with who made its last version.
+	Changes []windowChangeJSON `json:"changes"`
+	// Bad counts the bad observations inside the window, by the outcome
+	// classifier (as investigate and timeline --where 'bad' count them).
+	Bad int `json:"bad"`
 }
 
 func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
@@ -491,6 +497,24 @@ func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 		}
 		for _, m := range sess.Marks {
 			out.Marks = append(out.Marks, markJSON{Kind: m.Kind, Time: m.Time.UTC(), Note: m.Note, At: m.At.UTC()})
+		}
+		versions, err := store.VersionsBetween(ctx, w.lo.Add(1), w.hi.Add(1), bisectMaxVersions)
+		if err != nil {
+			return err
+		}
+		groups, _, err := windowChanges(ctx, store, versions)
+		if err != nil {
+			return err
+		}
+		classified, err := classify(ctx, store, w.lo.Add(1), w.hi.Add(1))
+		if err != nil {
+			return err
+		}
+		out.Bad = len(classified.Bad)
+		out.Changes = []windowChangeJSON{}
+		for _, g := range groups {
+			out.Changes = append(out.Changes, windowChangeJSON{Kind: g.kind, Name: g.name, Versions: g.n,
+				First: g.first.UTC(), Last: g.last.UTC(), By: g.actor.By, UserAgent: g.actor.UserAgent})
 		}
 		return writeJSON(f.IO.Out, out)
 	}
@@ -700,30 +724,27 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 	if err != nil {
 		return err
 	}
-	flt, err := timeline.CompileFilter(badLooking)
+	classified, err := classify(ctx, store, since, until)
 	if err != nil {
 		return err
 	}
-	var hints []*timeline.Record
-	for r, err := range store.Records(ctx, timeline.Query{Since: since, Until: until, Where: flt, Limit: bisectMaxHints}) {
-		if err != nil {
-			return err
-		}
-		hints = append(hints, r)
-	}
+	bad := classified.Bad
 
 	bw := bufio.NewWriter(out)
 	good := fmtInstant(w.lastGood)
 	if w.lastGood.IsZero() {
 		good = "not marked: the data starts at " + fmtInstant(first)
 	}
-	bad := fmtInstant(w.firstBad)
+	firstBad := fmtInstant(w.firstBad)
 	if w.firstBad.IsZero() {
-		bad = "not marked: the data ends at " + fmtInstant(last)
+		firstBad = "not marked: the data ends at " + fmtInstant(last)
 	}
-	fmt.Fprintf(bw, "Window: %s\n  last good  %s\n  first bad  %s\n", w.hi.Sub(w.lo), good, bad)
+	fmt.Fprintf(bw, "Window: %s\n  last good  %s\n  first bad  %s\n", w.hi.Sub(w.lo), good, firstBad)
 
-	groups := groupVersions(versions)
+	groups, earlier, err := windowChanges(ctx, store, versions)
+	if err != nil {
+		return err
+	}
 	more := ""
 	if len(versions) == bisectMaxVersions {
 		more = "+"
@@ -732,12 +753,12 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 	case len(versions) == 0:
 		fmt.Fprintln(bw, "Changed in the window: no object versions")
 	default:
+		nobj := len(groups) + earlier
 		fmt.Fprintf(bw, "Changed in the window: %d%s %s of %d%s %s\n", len(versions), more, plural(len(versions), "version"),
-			len(groups), more, plural(len(groups), "object"))
+			nobj, more, plural(nobj, "object"))
 		tw := tabwriter.NewWriter(bw, 0, 8, 2, ' ', 0)
-		if len(groups) > bisectMaxObjects {
-			fmt.Fprintf(tw, "  ... %d earlier objects\n", len(groups)-bisectMaxObjects)
-			groups = groups[len(groups)-bisectMaxObjects:]
+		if earlier > 0 {
+			fmt.Fprintf(tw, "  ... %d earlier objects\n", earlier)
 		}
 		for _, g := range groups {
 			unit := plural(g.n, "version")
@@ -745,7 +766,7 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 			if g.n > 1 {
 				when = fmtInstant(g.first) + " .. " + when
 			}
-			termsafe.Fprintf(tw, "  %s\t%s\t%d %s\t%s\n", g.kind, g.name, g.n, unit, when)
+			termsafe.Fprintf(tw, "  %s\t%s\t%d %s\t%s\t%s\n", g.kind, g.name, g.n, unit, when, g.actor)
 		}
 		tw.Flush()
 	}
@@ -762,11 +783,22 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 	} else {
 		termsafe.Fprintf(bw, "Records in the window: %s (%s)\n", humanInt(total), strings.Join(srcs, ", "))
 	}
-	if len(hints) > 0 {
-		fmt.Fprintln(bw, "First bad-looking records (code >= 500, 429 or Warning):")
+	if len(bad) == 0 {
+		fmt.Fprintln(bw, "Bad in the window: none (as investigate and timeline --where 'bad' count them)")
+	} else {
+		fmt.Fprintf(bw, "Bad in the window: %s %s (as investigate and timeline --where 'bad' count them); the first:\n",
+			humanInt(int64(len(bad))), plural(len(bad), "observation"))
 		var tbl strings.Builder
 		p := newRecordPrinter(&tbl, "table")
-		for _, r := range hints {
+		isBad, err := timeline.CompileFilter("bad")
+		if err != nil {
+			return err // a constant: a bug
+		}
+		q := timeline.Query{Since: since, Until: until, Where: isBad, Bad: classified.BadRecordIDs(), Limit: bisectMaxHints}
+		for r, err := range withStates(ctx, store, q, classified.States) {
+			if err != nil {
+				return err
+			}
 			if err := p.print(r); err != nil {
 				return err
 			}
@@ -777,7 +809,7 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 		for line := range strings.Lines(tbl.String()) {
 			bw.WriteString("  " + line)
 		}
-		fmt.Fprintf(bw, "  all of them: faultline timeline --since %s --until %s --where '%s'\n", fmtInstant(since), fmtInstant(until), badLooking)
+		fmt.Fprintf(bw, "  all of them: faultline timeline --since %s --until %s --where 'bad'\n", fmtInstant(since), fmtInstant(until))
 	}
 
 	switch next, ok := w.next(); {
@@ -810,6 +842,35 @@ type versionGroup struct {
 	kind, name  string
 	n           int
 	first, last time.Time
+	latest      timeline.ObjectVersion // the last version, whose actor is named
+	actor       actor.Actor
+}
+
+// windowChangeJSON is one object changed inside a bisect window.
+type windowChangeJSON struct {
+	Kind      string    `json:"kind"`
+	Name      string    `json:"name"` // namespace/name
+	Versions  int       `json:"versions"`
+	First     time.Time `json:"first"`
+	Last      time.Time `json:"last"`
+	By        string    `json:"by,omitempty"` // who made the last version; empty: no audit record
+	UserAgent string    `json:"userAgent,omitempty"`
+}
+
+// windowChanges groups the versions of a window by object, newest last,
+// at most bisectMaxObjects of them, each with who made its last version.
+func windowChanges(ctx context.Context, store timeline.Store, versions []timeline.ObjectVersion) (groups []versionGroup, earlier int, err error) {
+	groups = groupVersions(versions)
+	if len(groups) > bisectMaxObjects {
+		earlier = len(groups) - bisectMaxObjects
+		groups = groups[earlier:]
+	}
+	for i := range groups {
+		if groups[i].actor, err = actor.OfVersion(ctx, store, &groups[i].latest); err != nil {
+			return nil, 0, err
+		}
+	}
+	return groups, earlier, nil
 }
 
 // groupVersions groups versions (oldest first) by object, ordered by their
@@ -835,7 +896,7 @@ func groupVersions(vs []timeline.ObjectVersion) []versionGroup {
 			out = append(out, versionGroup{kind: kind, name: name, first: v.Time})
 		}
 		out[i].n++
-		out[i].last = v.Time
+		out[i].last, out[i].latest = v.Time, v
 	}
 	slices.SortStableFunc(out, func(a, b versionGroup) int {
 		if c := a.last.Compare(b.last); c != 0 {

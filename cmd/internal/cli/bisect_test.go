@@ -177,9 +177,12 @@ func TestGroupVersions(t *testing.T) {
 		v("Deployment", "ml", "trainer", time.Minute),
 	})
 	want := []versionGroup{
-		{kind: "Deployment", name: "ml/trainer", n: 1, first: bt0.Add(time.Minute), last: bt0.Add(time.Minute)},
-		{kind: "Node", name: "gpu-1", n: 1, first: bt0.Add(time.Minute), last: bt0.Add(time.Minute)},
-		{kind: "ConfigMap", name: "ml/env", n: 2, first: bt0, last: bt0.Add(2 * time.Minute)},
+		{kind: "Deployment", name: "ml/trainer", n: 1, first: bt0.Add(time.Minute), last: bt0.Add(time.Minute),
+			latest: v("Deployment", "ml", "trainer", time.Minute)},
+		{kind: "Node", name: "gpu-1", n: 1, first: bt0.Add(time.Minute), last: bt0.Add(time.Minute),
+			latest: v("Node", "", "gpu-1", time.Minute)},
+		{kind: "ConfigMap", name: "ml/env", n: 2, first: bt0, last: bt0.Add(2 * time.Minute),
+			latest: v("ConfigMap", "ml", "env", 2*time.Minute)},
 	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(versionGroup{})); diff != "" {
 		t.Errorf("groupVersions (-want +got)\n%s", diff)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/faultline/faultline/analyze/actor"
 	"github.com/faultline/faultline/analyze/identity"
 	"github.com/faultline/faultline/analyze/objdiff"
 	"github.com/faultline/faultline/ingest/versions"
@@ -28,7 +29,26 @@ type historyStep struct {
 	Time            time.Time         `json:"time"`
 	Hash            string            `json:"hash"`
 	Evidence        timeline.Evidence `json:"evidence"`
-	Changes         []objdiff.Change  `json:"changes"`
+	// Seen is how the version's time was learned: "written" (the audited
+	// write that made it), "read" (a read returned it) or "dump" (its own
+	// metadata: a lower bound).
+	Seen string `json:"seen"`
+	// By and UserAgent name who made the version, from its audit record;
+	// empty for a version seen only in a dump.
+	By        string           `json:"by,omitempty"`
+	UserAgent string           `json:"userAgent,omitempty"`
+	Changes   []objdiff.Change `json:"changes"`
+}
+
+// seenName names a sighting in history's output.
+func seenName(s timeline.Sighting) string {
+	switch s {
+	case timeline.SeenWritten:
+		return "written"
+	case timeline.SeenRead:
+		return "read"
+	}
+	return "dump"
 }
 
 func newHistoryCmd(f *Factory) *cobra.Command {
@@ -37,7 +57,13 @@ func newHistoryCmd(f *Factory) *cobra.Command {
 		Use:   "history REF",
 		Short: "Show every version of an object and what changed at each step",
 		Long: `Show every version of an object the timeline holds, oldest first, and what
-changed from one to the next: paths with their old and new values (JSON),
+changed from one to the next. Versions from the audit log and from dumps are
+merged in the order they were made: by time, then by resourceVersion; a
+dump's snapshot, whose time is only a lower bound, comes after the audited
+versions older than it. Each version names who made it (the user or service
+account and user agent of the audit record that wrote it), or "actor unknown
+(no audit record)" when it was seen only in a dump. Each step lists what
+changed: paths with their old and new values (JSON),
 the noise removed (resourceVersion, managedFields, generation, heartbeat
 times, a node's image list; --noise keeps it). Secret and ConfigMap values
 appear as the hashes the timeline stores, so a step still says which key
@@ -87,7 +113,13 @@ func historyRun(ctx context.Context, o *historyOptions, refArg string) error {
 	steps := make([]historyStep, 0, len(vs))
 	var prev []byte
 	for _, v := range vs {
-		st := historyStep{ResourceVersion: v.ResourceVersion, Time: v.Time, Hash: v.Hash, Evidence: v.Evidence, Changes: []objdiff.Change{}}
+		st := historyStep{ResourceVersion: v.ResourceVersion, Time: v.Time, Hash: v.Hash, Evidence: v.Evidence,
+			Seen: seenName(v.Seen), Changes: []objdiff.Change{}}
+		a, err := actor.OfVersion(ctx, store, &v)
+		if err != nil {
+			return err
+		}
+		st.By, st.UserAgent = a.By, a.UserAgent
 		if prev != nil {
 			ch, err := objdiff.DiffJSON(prev, v.Content, objdiff.Options{KeepNoise: o.noise})
 			if err != nil {
@@ -105,7 +137,9 @@ func historyRun(ctx context.Context, o *historyOptions, refArg string) error {
 	}
 	w := o.f.IO.Out
 	for i, st := range steps {
-		termsafe.Fprintf(w, "%s  resourceVersion %s  (run %d line %d)\n", st.Time.UTC().Format(time.RFC3339), dash(st.ResourceVersion), st.Evidence.Run, st.Evidence.Line)
+		termsafe.Fprintf(w, "%s  resourceVersion %s  (run %d line %d, %s)\n", st.Time.UTC().Format(time.RFC3339), dash(st.ResourceVersion),
+			st.Evidence.Run, st.Evidence.Line, st.Seen)
+		termsafe.Fprintf(w, "  %s\n", actor.Actor{By: st.By, UserAgent: st.UserAgent})
 		switch {
 		case i == 0:
 			fmt.Fprintln(w, "  first version seen")

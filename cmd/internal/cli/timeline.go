@@ -40,7 +40,15 @@ nothing.
 over these record fields:
 ` + fieldHelp() + `
 Comparisons, in, &&, ||, !, startsWith, endsWith and contains run inside
-SQLite; anything else (matches, annotations, stage) is evaluated row by row.`,
+SQLite; anything else (matches, annotations, stage) is evaluated row by row.
+
+Beside the stored records, timeline lists the object states the outcome
+classifier reads from object versions (pods Failed, OOMKilled,
+CrashLoopBackOff; nodes NotReady; jobs Failed; and Running, Ready,
+Succeeded), as records of source "status", one per change of state. The
+field bad is the classifier's verdict, the same one investigate, bisect
+and the TUI use (docs/investigate.md, "What counts as bad"): --where 'bad'
+lists exactly the bad observations; -o wide shows it as the BAD column.`,
 		Example: `  # LIST calls that failed on the server side, from kubelets
   faultline timeline --where 'verb == "list" && code >= 500 && user.startsWith("system:node:")'
 
@@ -49,6 +57,10 @@ SQLite; anything else (matches, annotations, stage) is evaluated row by row.`,
 
   # Slow writes to one namespace, as JSON Lines for jq
   faultline timeline --where 'ns == "vision-train" && verb in ["create","update","patch"] && latency > duration("1s")' -o jsonl
+
+  # What the investigation counts as bad, failed object states included
+  faultline timeline --where 'bad' -o wide
+  faultline timeline --where 'source == "status" && reason == "OOMKilled"'
 
   # Between two instants
   faultline timeline --since 2026-05-01T10:00:00Z --until 2026-05-01T10:05:00Z`,
@@ -146,8 +158,13 @@ func timelineRun(ctx context.Context, opts *timelineOptions) error {
 			q.Until = last.Add(1)
 		}
 	}
+	out, err := classify(ctx, store, q.Since, q.Until)
+	if err != nil {
+		return err
+	}
+	q.Bad = out.BadRecordIDs()
 	p := newRecordPrinter(opts.f.IO.Out, opts.output)
-	for r, err := range store.Records(ctx, q) {
+	for r, err := range withStates(ctx, store, q, out.States) {
 		if err != nil {
 			return err
 		}
@@ -187,6 +204,7 @@ type recordJSON struct {
 	Message    string             `json:"message,omitempty"`
 	Extra      json.RawMessage    `json:"extra,omitempty"`
 	Evidence   timeline.Evidence  `json:"evidence"`
+	Bad        bool               `json:"bad"`
 }
 
 func toJSON(r *timeline.Record) recordJSON {
@@ -195,7 +213,7 @@ func toJSON(r *timeline.Record) recordJSON {
 		Reason: r.Reason, Code: r.Code, LatencyMs: float64(r.Latency.Microseconds()) / 1000, User: r.User,
 		UserAgent: r.UserAgent, SourceIP: r.SourceIP, Object: r.Object, Type: r.Type, Level: r.Level,
 		Stage: r.Stage(), AuditID: r.AuditID, RequestURI: r.URI, Message: r.Message, Extra: r.Extra,
-		Evidence: r.Evidence,
+		Evidence: r.Evidence, Bad: r.Bad,
 	}
 }
 
@@ -246,7 +264,7 @@ func (p *recordPrinter) print(r *timeline.Record) error {
 	if p.n == 0 {
 		hdr := "TIME\tSOURCE\tVERB/REASON\tCODE\tLATENCY\tUSER\tOBJECT"
 		if p.format == "wide" {
-			hdr += "\tUSER-AGENT\tSTAGE\tAUDIT-ID\tEVIDENCE"
+			hdr += "\tBAD\tUSER-AGENT\tSTAGE\tAUDIT-ID\tEVIDENCE"
 		}
 		fmt.Fprintln(p.tw, hdr)
 	}
@@ -267,7 +285,11 @@ func (p *recordPrinter) print(r *timeline.Record) error {
 	termsafe.Fprintf(p.tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s", r.Time.UTC().Format("2006-01-02T15:04:05.000Z"), r.Source,
 		dash(action), code, lat, dash(r.User), objectString(r))
 	if p.format == "wide" {
-		termsafe.Fprintf(p.tw, "\t%s\t%s\t%s\trun %d line %d", dash(r.UserAgent), dash(r.Stage()), dash(r.AuditID),
+		bad := "-"
+		if r.Bad {
+			bad = "bad"
+		}
+		termsafe.Fprintf(p.tw, "\t%s\t%s\t%s\t%s\trun %d line %d", bad, dash(r.UserAgent), dash(r.Stage()), dash(r.AuditID),
 			r.Evidence.Run, r.Evidence.Line)
 	}
 	fmt.Fprintln(p.tw)

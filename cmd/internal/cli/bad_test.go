@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/bubbles/spinner"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/faultline/faultline/timeline/sqlite"
+	"github.com/faultline/faultline/tui"
+)
+
+// TestBadAgreement: the outcome classifier is the one definition of bad.
+// On each top-level fixture and a few zoo incidents, timeline --where
+// 'bad', the TUI histogram's bad total, bisect status and investigate see
+// the same bad observations (failed object states, of source "status",
+// included: timeline once said "No records match." for them while the
+// TUI jumped to a bucket with "0 bad").
+func TestBadAgreement(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays every fixture")
+	}
+	var names []string
+	tops, err := filepath.Glob("../../../fixtures/*/expected.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range tops {
+		names = append(names, filepath.Base(filepath.Dir(p)))
+	}
+	for _, z := range []string{"taint-evict", "node-failure"} { // a node's state, a drain's evictions
+		names = append(names, filepath.Join("../../../fixtures/zoo", z))
+	}
+	if len(names) < 5 {
+		t.Fatalf("found %d fixtures: %v", len(names), names)
+	}
+	for _, name := range names {
+		t.Run(filepath.Base(name), func(t *testing.T) {
+			fl, db := fixtureDB(t, name)
+
+			// timeline: the records and states it marks bad.
+			var recs []recordJSON
+			if err := json.Unmarshal([]byte(fl("timeline", "--where", "bad", "-o", "json")), &recs); err != nil {
+				t.Fatal(err)
+			}
+			states := 0
+			for _, r := range recs {
+				if !r.Bad {
+					t.Errorf("timeline --where bad yields a record not marked bad: %+v", r)
+				}
+				if r.Source == "status" {
+					states++
+				}
+			}
+			// The mark outside --where 'bad': on every record that looks
+			// bad and every object state.
+			var all []recordJSON
+			wide := `bad || code >= 400 || type == "Warning" || source == "status"`
+			if err := json.Unmarshal([]byte(fl("timeline", "--where", wide, "-o", "json")), &all); err != nil {
+				t.Fatal(err)
+			}
+			marked := 0
+			for _, r := range all {
+				if r.Bad {
+					marked++
+				}
+			}
+
+			// investigate.
+			var rep struct {
+				BadObservations int `json:"badObservations"`
+			}
+			if err := json.Unmarshal([]byte(fl("investigate", "-o", "json")), &rep); err != nil {
+				t.Fatal(err)
+			}
+
+			// bisect status, over a session with no marks: the whole data.
+			fl("bisect", "start")
+			var st bisectStatusJSON
+			if err := json.Unmarshal([]byte(fl("bisect", "status", "-o", "json")), &st); err != nil {
+				t.Fatal(err)
+			}
+
+			// The TUI's histogram.
+			histBad := tuiBadTotal(t, db)
+
+			t.Logf("%d bad (%d of them object states)", len(recs), states)
+			for _, c := range []struct {
+				who string
+				n   int64
+			}{
+				{"timeline -o json (marked bad)", int64(marked)},
+				{"investigate badObservations", int64(rep.BadObservations)},
+				{"bisect status bad", int64(st.Bad)},
+				{"TUI histogram bad total", histBad},
+			} {
+				if c.n != int64(len(recs)) {
+					t.Errorf("%s = %d, timeline --where bad = %d", c.who, c.n, len(recs))
+				}
+			}
+		})
+	}
+}
+
+// tuiBadTotal opens the TUI's model on the timeline, lets it count its
+// histogram, and returns the bad total.
+func tuiBadTotal(t *testing.T, db string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, db, sqlite.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m := tui.New(ctx, s, tui.Options{NoColor: true, Now: func() time.Time { return time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC) }})
+	var model tea.Model = m
+	model, _ = model.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	msgs := make(chan tea.Msg, 64)
+	pending := 0
+	run := func(c tea.Cmd) {
+		if c != nil {
+			pending++
+			go func() { msgs <- c() }()
+		}
+	}
+	run(model.Init())
+	deadline := time.After(3 * time.Minute)
+	for pending > 0 {
+		select {
+		case msg := <-msgs:
+			pending--
+			switch msg := msg.(type) {
+			case nil, spinner.TickMsg, tea.QuitMsg:
+			case tea.BatchMsg:
+				for _, c := range msg {
+					run(c)
+				}
+			default:
+				var next tea.Cmd
+				model, next = model.Update(msg)
+				run(next)
+			}
+		case <-deadline:
+			t.Fatal("the TUI never settled")
+		}
+	}
+	n, done := m.BadCounted()
+	if !done {
+		t.Fatal("the TUI did not count every bucket's bad")
+	}
+	return n
+}
