@@ -94,7 +94,8 @@ shells and the TUI shows the same marks.`,
 			return autoBisect(cmd, f)
 		},
 	}
-	(&investigateFlags{}).add(cmd, "text or json")
+	(&investigateFlags{}).add(cmd, "text, json or yaml")
+	addNoHeaders(cmd, f)
 	cmd.AddCommand(newBisectStartCmd(f), newBisectMarkCmd(f, timeline.BisectGood), newBisectMarkCmd(f, timeline.BisectBad),
 		newBisectMarkCmd(f, timeline.BisectSkip), newBisectStatusCmd(f), newBisectLogCmd(f), newBisectReplayCmd(f),
 		newBisectResetCmd(f))
@@ -185,7 +186,7 @@ func newBisectStatusCmd(f *Factory) *cobra.Command {
 			return bisectStatusRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVarP(&opts.output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringVarP(&opts.output, "output", "o", "table", "output format: table, json or yaml")
 	return cmd
 }
 
@@ -459,7 +460,7 @@ type bisectStatusJSON struct {
 
 func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 	f := opts.f
-	if err := checkOutput(opts.output, "table", "json"); err != nil {
+	if err := checkOutput(opts.output, "table", "json", "yaml"); err != nil {
 		return err
 	}
 	store, err := f.OpenStoreReadOnly(ctx)
@@ -476,7 +477,7 @@ func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 		return err
 	}
 	w := newBisectWindow(sess.Marks, first, last)
-	if opts.output == "json" {
+	if structured(opts.output) {
 		out := bisectStatusJSON{Session: sess.ID, Started: sess.Started.UTC(), Steps: w.steps(), Marks: []markJSON{}}
 		opt := func(t time.Time) *time.Time {
 			if t.IsZero() {
@@ -492,7 +493,7 @@ func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 		for _, m := range sess.Marks {
 			out.Marks = append(out.Marks, markJSON{Kind: m.Kind, Time: m.Time.UTC(), Note: m.Note, At: m.At.UTC()})
 		}
-		return writeJSON(f.IO.Out, out)
+		return writeData(f.IO.Out, opts.output, out)
 	}
 	fmt.Fprintf(f.IO.Out, "Bisect session %d, started %s, %d marks:\n", sess.ID, sess.Started.UTC().Format(time.RFC3339), len(sess.Marks))
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 8, 2, ' ', 0)

@@ -61,11 +61,11 @@ first use; FAULTLINE_KEY names another file. SECURITY.md has the details.`,
   faultline sources
 
   # Server errors on LIST from kubelets in the last 30 minutes of the data
-  faultline timeline --since 30m --where 'verb == "list" && code >= 500 && user.startsWith("system:node:")'`,
+  faultline timeline --since 30m --since-data --where 'verb == "list" && code >= 500 && user.startsWith("system:node:")'`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		Version:           f.Version,
-		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
+		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false}, // listed: faultline completion --help
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("db") {
 				if env := f.Getenv("FAULTLINE_DB"); env != "" {
@@ -85,6 +85,11 @@ first use; FAULTLINE_KEY names another file. SECURITY.md has the details.`,
 	root.AddCommand(newSliceCmd(f), newInvestigateCmd(f), newDiffCmd(f), newCounterexampleCmd(f), newControlplaneCmd(f))
 	root.AddCommand(newAlertsCmd(f))
 	root.AddCommand(newTUICmd(f))
+	root.AddCommand(newVersionCmd(f))
+	if f.Name == "kubectl-faultline" {
+		// Run by kubectl as a plugin: say so in usage, as kubectl does.
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl faultline"}
+	}
 	return root
 }
 
