@@ -85,7 +85,7 @@ first use; FAULTLINE_KEY names another file. SECURITY.md has the details.`,
 	root.AddCommand(newSliceCmd(f), newInvestigateCmd(f), newDiffCmd(f), newCounterexampleCmd(f), newControlplaneCmd(f))
 	root.AddCommand(newAlertsCmd(f))
 	root.AddCommand(newTUICmd(f))
-	root.AddCommand(newVersionCmd(f))
+	root.AddCommand(newVersionCmd(f), newExplainCmd(f))
 	if f.Name == "kubectl-faultline" {
 		// Run by kubectl as a plugin: say so in usage, as kubectl does.
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl faultline"}
