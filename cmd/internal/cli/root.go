@@ -4,6 +4,7 @@ package cli
 
 import (
 	"context"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -89,6 +90,7 @@ first use; FAULTLINE_KEY names another file. SECURITY.md has the details.`,
 	if f.Name == "kubectl-faultline" {
 		// Run by kubectl as a plugin: say so in usage, as kubectl does.
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl faultline"}
+		asPlugin(root)
 	}
 	return root
 }
@@ -108,4 +110,13 @@ func noArgs(cmd *cobra.Command, args []string) error {
 		return usagef(cmd.CommandPath()+" --help", "%s takes no arguments, got %q", cmd.CommandPath(), args[0])
 	}
 	return nil
+}
+
+// asPlugin rewrites the examples of every command for kubectl's plugin
+// form: "faultline diff" becomes "kubectl faultline diff".
+func asPlugin(c *cobra.Command) {
+	c.Example = strings.ReplaceAll(c.Example, "  faultline ", "  kubectl faultline ")
+	for _, sub := range c.Commands() {
+		asPlugin(sub)
+	}
 }
