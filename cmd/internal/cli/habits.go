@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
+	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
 )
 
@@ -66,18 +68,38 @@ func structured(format string) bool { return format == "json" || format == "yaml
 
 // writeData prints v as JSON or YAML. YAML is made from the JSON encoding
 // (sigs.k8s.io/yaml goes through the json tags), so both carry the same
-// contract, field for field. JSON escapes control characters itself; YAML
-// goes through the sanitising writer w.
+// contract, field for field. Both escape control characters themselves
+// (\u001b in JSON, \e in YAML), so they bypass the terminal writer.
 func writeData(w io.Writer, format string, v any) error {
 	if format != "yaml" {
 		return writeJSON(w, v)
 	}
-	b, err := yaml.Marshal(v)
+	b, err := toYAML(v)
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(b)
+	_, err = termsafe.Raw(w).Write(b)
 	return err
+}
+
+// toYAML is yaml.Marshal for values that may carry any string from the
+// evidence. The YAML reader under sigs.k8s.io/yaml refuses DEL and the C1
+// controls that JSON leaves raw ("control characters are not allowed"), so
+// they are escaped in the JSON first; the YAML writer escapes them again.
+func toYAML(v any) ([]byte, error) {
+	j, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	for _, r := range string(j) {
+		if r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+			fmt.Fprintf(&b, `\u%04x`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return yaml.JSONToYAML([]byte(b.String()))
 }
 
 // ---- --no-headers ----

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
@@ -225,8 +224,8 @@ func newRecordPrinter(w io.Writer, format string) *recordPrinter {
 	switch format {
 	case "table", "wide":
 		p.tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	case "json", "jsonl":
-		p.w = termsafe.Raw(w) // JSON escapes control characters itself
+	case "json", "jsonl", "yaml":
+		p.w = termsafe.Raw(w) // JSON and YAML escape control characters themselves
 		p.enc = json.NewEncoder(p.w)
 		p.enc.SetEscapeHTML(false)
 	}
@@ -243,7 +242,7 @@ func (p *recordPrinter) print(r *timeline.Record) error {
 		return p.enc.Encode(toJSON(r))
 	case "yaml":
 		// A list of records, one item each, so the output streams.
-		b, err := yaml.Marshal(toJSON(r))
+		b, err := toYAML(toJSON(r))
 		if err != nil {
 			return err
 		}
