@@ -26,6 +26,8 @@ func TestMain(m *testing.M) {
 	}
 	testscript.Main(ownConfigM{m}, map[string]func(){
 		"faultline": func() { os.Exit(cli.Run(context.Background(), os.Args[1:], cli.System())) },
+		// kubectl runs it as a plugin under this name (README.md).
+		"kubectl-faultline": func() { os.Exit(cli.Run(context.Background(), os.Args[1:], cli.System())) },
 	})
 }
 

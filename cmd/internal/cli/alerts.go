@@ -159,8 +159,8 @@ stayed outside for the persistence), and report:
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "table" && output != "json" {
-				return usagef("faultline alerts backtest alerts.yaml -o json", "unknown output %q: want table or json", output)
+			if err := checkOutput(output, "table", "json", "yaml"); err != nil {
+				return err
 			}
 			file, err := readAlertFile(args[0], "faultline alerts suggest > alerts.yaml")
 			if err != nil {
@@ -174,13 +174,14 @@ stayed outside for the persistence), and report:
 			if err != nil {
 				return err
 			}
-			if output == "json" {
-				return writeJSON(f.IO.Out, bt)
+			if structured(output) {
+				return writeData(f.IO.Out, output, bt)
 			}
 			return writeBacktest(f, bt)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
+	addNoHeaders(cmd, f)
 	return cmd
 }
 
@@ -193,7 +194,7 @@ func writeBacktest(f *Factory, bt *alerts.Backtest) error {
 	}
 	fmt.Fprintf(w, "\n\n")
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tFOR\tNORMAL\tFIRED\tLEAD\tNOTICED\tFP\tVERDICT")
+	f.header(tw, "NAME\tFOR\tNORMAL\tFIRED\tLEAD\tNOTICED\tFP\tVERDICT")
 	for _, a := range bt.Alerts {
 		fired, lead, noticed := "-", "-", "-"
 		if a.Fired != nil {

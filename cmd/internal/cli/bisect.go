@@ -94,7 +94,8 @@ shells and the TUI shows the same marks.`,
 			return autoBisect(cmd, f)
 		},
 	}
-	(&investigateFlags{}).add(cmd, "text or json")
+	(&investigateFlags{}).add(cmd, "text, json or yaml")
+	addNoHeaders(cmd, f)
 	cmd.AddCommand(newBisectStartCmd(f), newBisectMarkCmd(f, timeline.BisectGood), newBisectMarkCmd(f, timeline.BisectBad),
 		newBisectMarkCmd(f, timeline.BisectSkip), newBisectStatusCmd(f), newBisectLogCmd(f), newBisectReplayCmd(f),
 		newBisectResetCmd(f))
@@ -185,7 +186,7 @@ func newBisectStatusCmd(f *Factory) *cobra.Command {
 			return bisectStatusRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVarP(&opts.output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringVarP(&opts.output, "output", "o", "table", "output format: table, json or yaml")
 	return cmd
 }
 
@@ -465,7 +466,7 @@ type bisectStatusJSON struct {
 
 func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 	f := opts.f
-	if err := checkOutput(opts.output, "table", "json"); err != nil {
+	if err := checkOutput(opts.output, "table", "json", "yaml"); err != nil {
 		return err
 	}
 	store, err := f.OpenStoreReadOnly(ctx)
@@ -482,7 +483,7 @@ func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 		return err
 	}
 	w := newBisectWindow(sess.Marks, first, last)
-	if opts.output == "json" {
+	if structured(opts.output) {
 		out := bisectStatusJSON{Session: sess.ID, Started: sess.Started.UTC(), Steps: w.steps(), Marks: []markJSON{}}
 		opt := func(t time.Time) *time.Time {
 			if t.IsZero() {
@@ -516,7 +517,7 @@ func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 			out.Changes = append(out.Changes, windowChangeJSON{Kind: g.kind, Name: g.name, Versions: g.n,
 				First: g.first.UTC(), Last: g.last.UTC(), By: g.actor.By, UserAgent: g.actor.UserAgent})
 		}
-		return writeJSON(f.IO.Out, out)
+		return writeData(f.IO.Out, opts.output, out)
 	}
 	fmt.Fprintf(f.IO.Out, "Bisect session %d, started %s, %d marks:\n", sess.ID, sess.Started.UTC().Format(time.RFC3339), len(sess.Marks))
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 8, 2, ' ', 0)

@@ -20,6 +20,7 @@ type controlplaneOptions struct {
 	output       string
 	top          int
 	jitter       time.Duration
+	sinceData    bool
 }
 
 func newControlplaneCmd(f *Factory) *cobra.Command {
@@ -64,21 +65,23 @@ scope, client, user, count, etcdLists, peakRps, p50Ms, p99Ms and codes
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.since, "since", "", "from this instant (RFC 3339, or a duration back from the end of the data)")
+	fl.StringVar(&opts.since, "since", "", "from this instant (RFC 3339, or a duration back from now: 2h, 1d)")
 	fl.StringVar(&opts.until, "until", "", "before this instant")
 	fl.StringVar(&opts.where, "where", "", "CEL over class fields: which classes to keep")
 	fl.StringVar(&opts.sortBy, "sort", "count", "order classes by count, peak, p99 or etcd")
 	fl.IntVar(&opts.top, "top", 15, "classes and clients to list in the table (0: all)")
 	fl.DurationVar(&opts.jitter, "jitter", time.Minute, "the window a jittered start would spread a burst over")
-	fl.StringVarP(&opts.output, "output", "o", "table", "output format: table or json")
+	fl.StringVarP(&opts.output, "output", "o", "table", "output format: table, json or yaml")
+	addSinceData(fl, &opts.sinceData)
+	addNoHeaders(cmd, f)
 	return cmd
 }
 
 func controlplaneRun(cmd *cobra.Command, f *Factory, opts *controlplaneOptions) error {
 	switch opts.output {
-	case "table", "json":
+	case "table", "json", "yaml":
 	default:
-		return usagef("faultline controlplane -o json", "unknown output %q: want table or json", opts.output)
+		return usagef("faultline controlplane -o json", "unknown output %q: want table, json or yaml", opts.output)
 	}
 	switch opts.sortBy {
 	case "count", "peak", "p99", "etcd":
@@ -92,17 +95,9 @@ func controlplaneRun(cmd *cobra.Command, f *Factory, opts *controlplaneOptions) 
 	}
 	defer store.Close()
 	o := controlplane.Options{Jitter: opts.jitter}
-	if opts.since != "" || opts.until != "" {
-		_, end, err := store.Bounds(ctx)
-		if err != nil {
-			return err
-		}
-		if o.Since, err = parseWhen("--since", opts.since, end); err != nil {
-			return err
-		}
-		if o.Until, err = parseWhen("--until", opts.until, end); err != nil {
-			return err
-		}
+	win := windowFlags{since: opts.since, until: opts.until, fromData: opts.sinceData}
+	if o.Since, o.Until, err = win.resolve(ctx, f, store); err != nil {
+		return err
 	}
 	if opts.where != "" {
 		if o.Where, err = controlplane.CompileWhere(opts.where); err != nil {
@@ -114,8 +109,8 @@ func controlplaneRun(cmd *cobra.Command, f *Factory, opts *controlplaneOptions) 
 		return err
 	}
 	sortClasses(rep.Classes, opts.sortBy)
-	if opts.output == "json" {
-		return writeJSON(f.IO.Out, rep)
+	if structured(opts.output) {
+		return writeData(f.IO.Out, opts.output, rep)
 	}
 	return writeControlplane(f, rep, opts.top)
 }
@@ -146,7 +141,7 @@ func writeControlplane(f *Factory, r *controlplane.Report, top int) error {
 	writeBursts(ew, r.Bursts, 5)
 	ew.printf("\nCLASSES\n")
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "VERB\tRESOURCE\tSCOPE\tCLIENT\tUSER\tCOUNT\tPEAK/S\tP50\tP99\tMAX\tCODES\tETCD LISTS")
+	f.header(tw, "VERB\tRESOURCE\tSCOPE\tCLIENT\tUSER\tCOUNT\tPEAK/S\tP50\tP99\tMAX\tCODES\tETCD LISTS")
 	for i, c := range r.Classes {
 		if top > 0 && i == top {
 			break
@@ -166,7 +161,7 @@ func writeControlplane(f *Factory, r *controlplane.Report, top int) error {
 	}
 	ew.printf("\nCLIENTS (by LISTs served from etcd)\n")
 	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLIENT\tUSER\tREQUESTS\tETCD LISTS\tUNPAGED CLUSTER LISTS\tWATCHES/MIN\t429s")
+	f.header(tw, "CLIENT\tUSER\tREQUESTS\tETCD LISTS\tUNPAGED CLUSTER LISTS\tWATCHES/MIN\t429s")
 	for i, c := range r.Clients {
 		if top > 0 && i == top {
 			break

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"golang.org/x/term"
@@ -36,6 +37,11 @@ type Factory struct {
 	logger  *slog.Logger
 	key     []byte // Key's, once read
 	keyErr  error
+
+	// Name is the name the binary was run as: "kubectl-faultline" when
+	// kubectl runs it as a plugin, and usage then says "kubectl faultline".
+	Name      string
+	noHeaders bool // --no-headers, on the commands that print tables
 }
 
 // System returns the factory for a real process.
@@ -49,6 +55,7 @@ func System() *Factory {
 		Getenv:  os.Getenv,
 		Now:     time.Now,
 		Version: version,
+		Name:    filepath.Base(os.Args[0]),
 	}
 }
 

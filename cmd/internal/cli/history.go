@@ -82,15 +82,16 @@ REF is KIND/NAMESPACE/NAME, or node/NAME.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return historyRun(cmd.Context(), opts, args[0])
 		},
+		ValidArgsFunction: completeRef(f, 1),
 	}
 	cmd.Flags().StringVarP(&opts.namespace, "namespace", "n", "", "namespace for REFs written KIND/NAME")
-	cmd.Flags().StringVarP(&opts.output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringVarP(&opts.output, "output", "o", "table", "output format: table, json or yaml")
 	cmd.Flags().BoolVar(&opts.noise, "noise", false, "keep noise (resourceVersion, managedFields, heartbeats)")
 	return cmd
 }
 
 func historyRun(ctx context.Context, o *historyOptions, refArg string) error {
-	if err := checkOutput(o.output, "table", "json"); err != nil {
+	if err := checkOutput(o.output, "table", "json", "yaml"); err != nil {
 		return err
 	}
 	kind, ns, name, err := parseHistoryRef(refArg, o.namespace)
@@ -132,8 +133,8 @@ func historyRun(ctx context.Context, o *historyOptions, refArg string) error {
 		prev = v.Content
 		steps = append(steps, st)
 	}
-	if o.output == "json" {
-		return writeJSON(o.f.IO.Out, steps)
+	if structured(o.output) {
+		return writeData(o.f.IO.Out, o.output, steps)
 	}
 	w := o.f.IO.Out
 	for i, st := range steps {

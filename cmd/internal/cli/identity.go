@@ -65,6 +65,7 @@ listed with their counts.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return identityRun(cmd.Context(), opts, args[0])
 		},
+		ValidArgsFunction: completeRef(f, 1),
 	}
 	addIdentityFlags(cmd, opts)
 	diff := &cobra.Command{
@@ -86,6 +87,7 @@ that differ by design (node, rank) are left out.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return identityDiffRun(cmd.Context(), opts, args)
 		},
+		ValidArgsFunction: completeRef(f, 2),
 	}
 	addIdentityFlags(diff, opts)
 	diff.Flags().StringVar(&opts.vs, "vs", "", "the second instant, to diff one REF across time")
@@ -96,8 +98,9 @@ that differ by design (node, rank) are left out.`,
 func addIdentityFlags(cmd *cobra.Command, opts *identityOptions) {
 	cmd.Flags().StringVarP(&opts.namespace, "namespace", "n", "", "namespace for REFs written KIND/NAME")
 	cmd.Flags().StringVar(&opts.at, "at", "", "instant: RFC 3339, or a duration back from the end of the data (default: latest)")
-	cmd.Flags().StringVarP(&opts.output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringVarP(&opts.output, "output", "o", "table", "output format: table, json or yaml")
 	cmd.Flags().StringVar(&opts.rules, "rules", "", "YAML file of artifact extraction rules (dimension: CEL over the pod)")
+	addNoHeaders(cmd, opts.f)
 }
 
 // resolver opens the store and builds a resolver for an instant flag.
@@ -132,7 +135,7 @@ func (o *identityOptions) ref(s string) (identity.Ref, error) {
 }
 
 func identityRun(ctx context.Context, o *identityOptions, refArg string) error {
-	if err := checkOutput(o.output, "table", "json"); err != nil {
+	if err := checkOutput(o.output, "table", "json", "yaml"); err != nil {
 		return err
 	}
 	ref, err := o.ref(refArg)
@@ -152,8 +155,8 @@ func identityRun(ctx context.Context, o *identityOptions, refArg string) error {
 	if err != nil {
 		return notFound(err)
 	}
-	if o.output == "json" {
-		return writeJSON(o.f.IO.Out, id)
+	if structured(o.output) {
+		return writeData(o.f.IO.Out, o.output, id)
 	}
 	tw := tabwriter.NewWriter(o.f.IO.Out, 0, 8, 2, ' ', 0)
 	termsafe.Fprintf(tw, "%s", id.Ref)
@@ -163,7 +166,8 @@ func identityRun(ctx context.Context, o *identityOptions, refArg string) error {
 	if !id.At.IsZero() {
 		termsafe.Fprintf(tw, " at %s", id.At.UTC().Format(time.RFC3339))
 	}
-	fmt.Fprintln(tw, "\n\nDIMENSION\tVALUE\tEVIDENCE")
+	fmt.Fprint(tw, "\n\n")
+	o.f.header(tw, "DIMENSION\tVALUE\tEVIDENCE")
 	for _, d := range id.Dimensions {
 		termsafe.Fprintf(tw, "%s\t%s\t%s\n", d.Name, d.Value, evidenceString(d.Evidence))
 	}
@@ -187,7 +191,7 @@ func notFound(err error) error {
 }
 
 func identityDiffRun(ctx context.Context, o *identityOptions, args []string) error {
-	if err := checkOutput(o.output, "table", "json"); err != nil {
+	if err := checkOutput(o.output, "table", "json", "yaml"); err != nil {
 		return err
 	}
 	store, err := o.f.OpenStoreReadOnly(ctx)
@@ -223,18 +227,18 @@ func identityDiffRun(ctx context.Context, o *identityOptions, args []string) err
 		return notFound(err)
 	}
 	changes := identity.Diff(a, b)
-	if o.output == "json" {
+	if structured(o.output) {
 		if changes == nil {
 			changes = []identity.Change{}
 		}
-		return writeJSON(o.f.IO.Out, map[string]any{"from": a.Ref, "to": b.Ref, "fromAt": a.At, "toAt": b.At, "changes": changes})
+		return writeData(o.f.IO.Out, o.output, map[string]any{"from": a.Ref, "to": b.Ref, "fromAt": a.At, "toAt": b.At, "changes": changes})
 	}
 	if len(changes) == 0 {
 		fmt.Fprintln(o.f.IO.Out, "No dimension differs.")
 		return nil
 	}
 	tw := tabwriter.NewWriter(o.f.IO.Out, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "DIMENSION\tFROM\tTO\tWHEN\tEVIDENCE")
+	o.f.header(tw, "DIMENSION\tFROM\tTO\tWHEN\tEVIDENCE")
 	for _, c := range changes {
 		termsafe.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Dimension, dash(c.From), dash(c.To), fmtTime(c.When), evidenceString(c.Evidence))
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -24,13 +25,17 @@ type investigateFlags struct {
 	since, until string
 	rules        string
 	output       string
+	sinceData    bool
+	scope        scopeFlags
 }
 
 func (fl *investigateFlags) add(cmd *cobra.Command, outputs string) {
 	cmd.Flags().StringVar(&fl.bad, "bad", "", "CEL over record fields: what counts as bad (default: see --help)")
 	cmd.Flags().StringVar(&fl.good, "good", "", "CEL over record fields: what counts as good (default: see --help)")
-	cmd.Flags().StringVar(&fl.since, "since", "", "look at evidence from this instant (RFC 3339, or a duration back from the end)")
+	cmd.Flags().StringVar(&fl.since, "since", "", "look at evidence from this instant (RFC 3339, or a duration back from now: 2h, 1d)")
 	cmd.Flags().StringVar(&fl.until, "until", "", "look at evidence before this instant")
+	addSinceData(cmd.Flags(), &fl.sinceData)
+	fl.scope.add(cmd.Flags(), "judge bad and good observations")
 	cmd.Flags().StringVar(&fl.rules, "rules", "", "YAML file of artifact extraction rules (see faultline identity --help)")
 	cmd.Flags().StringVarP(&fl.output, "output", "o", "text", "output format: "+outputs)
 }
@@ -50,7 +55,13 @@ and --good defaults to
 
 A lone failure long before the incident is the baseline's noise: the
 boundary is the change point where the rate of bad observations departs from
-its baseline, not the first bad record.`
+its baseline, not the first bad record.
+
+-n NS judges only the observations of objects in namespace NS (both --bad
+and --good are narrowed to ns == "NS"); the changes that could explain them
+are still searched in the whole cluster, since a node or a cluster-wide
+change can hurt one namespace. --since 2h counts back from now; add
+--since-data to count back from the end of the evidence instead.`
 
 // investigation runs the analyzers and returns the report.
 func (fl *investigateFlags) run(ctx context.Context, f *Factory) (*investigate.Report, error) {
@@ -60,17 +71,13 @@ func (fl *investigateFlags) run(ctx context.Context, f *Factory) (*investigate.R
 	}
 	defer store.Close()
 	opt := investigate.Options{Bad: fl.bad, Good: fl.good}
-	if fl.since != "" || fl.until != "" {
-		_, end, err := store.Bounds(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if opt.Since, err = parseWhen("--since", fl.since, end); err != nil {
-			return nil, err
-		}
-		if opt.Until, err = parseWhen("--until", fl.until, end); err != nil {
-			return nil, err
-		}
+	if fl.scope.cel() != "" {
+		opt.Bad = fl.scope.scoped(cmp.Or(fl.bad, outcome.DefaultBad))
+		opt.Good = fl.scope.scoped(cmp.Or(fl.good, outcome.DefaultGood))
+	}
+	win := windowFlags{since: fl.since, until: fl.until, fromData: fl.sinceData}
+	if opt.Since, opt.Until, err = win.resolve(ctx, f, store); err != nil {
+		return nil, err
 	}
 	if fl.rules != "" {
 		b, err := os.ReadFile(fl.rules)
@@ -118,13 +125,14 @@ contract documented in docs/investigate.md.
   faultline --db incident.db investigate
   faultline --db incident.db investigate -o markdown > postmortem.md
   faultline --db incident.db investigate -o markdown --plot incident.png > postmortem.md
-  faultline --db incident.db investigate --bad 'reason == "OOMKilled"' --since 2h -o json`,
+  faultline --db incident.db investigate --bad 'reason == "OOMKilled"' --since 2h --since-data -o json
+  faultline --db incident.db investigate -n vision-train -o yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch fl.output {
-			case "text", "json", "markdown", "md":
+			case "text", "json", "yaml", "markdown", "md":
 			default:
-				return usagef("faultline investigate -o markdown", "unknown output %q: want text, json or markdown", fl.output)
+				return usagef("faultline investigate -o markdown", "unknown output %q: want text, json, yaml or markdown", fl.output)
 			}
 			if err := checkPlotPath(plotPath); err != nil {
 				return err
@@ -140,15 +148,15 @@ contract documented in docs/investigate.md.
 				}
 			}
 			switch fl.output {
-			case "json":
-				return writeJSON(f.IO.Out, rep)
+			case "json", "yaml":
+				return writeData(f.IO.Out, fl.output, rep)
 			case "markdown", "md":
 				return investigate.WriteMarkdownPlot(f.IO.Out, rep, link)
 			}
 			return writeReport(f.IO.Out, rep)
 		},
 	}
-	fl.add(cmd, "text, json or markdown")
+	fl.add(cmd, "text, json, yaml or markdown")
 	cmd.Flags().StringVar(&plotPath, "plot", "", plotHelp)
 	return cmd
 }

@@ -21,8 +21,10 @@ func init() {
 	sliceTimelineFlags = func(cmd *cobra.Command) {
 		// --bad and -o are shared with the cube mode.
 		cmd.Flags().String("good", "", "timeline mode: CEL over record fields, what counts as good")
-		cmd.Flags().String("since", "", "timeline mode: look at evidence from this instant (RFC 3339, or a duration back from the end)")
+		cmd.Flags().String("since", "", "timeline mode: look at evidence from this instant (RFC 3339, or a duration back from now: 2h, 1d)")
 		cmd.Flags().String("until", "", "timeline mode: look at evidence before this instant")
+		cmd.Flags().Bool("since-data", false, "timeline mode: count --since and --until durations back from the end of the data instead of from now")
+		(&scopeFlags{}).add(cmd.Flags(), "timeline mode: judge units")
 		cmd.Flags().String("rules", "", "timeline mode: YAML file of artifact extraction rules")
 	}
 }
@@ -40,6 +42,8 @@ func flagsOf(cmd *cobra.Command) *investigateFlags {
 	if o := get("output"); o != "" {
 		fl.output = o
 	}
+	fl.sinceData = get("since-data") == "true"
+	fl.scope = scopeFlags{namespace: get("namespace"), all: get("all-namespaces") == "true"}
 	return fl
 }
 
@@ -49,8 +53,8 @@ func runAutoBisect(cmd *cobra.Command, f *Factory) error {
 	if err != nil {
 		return err
 	}
-	if fl.output == "json" {
-		return writeJSON(f.IO.Out, struct {
+	if structured(fl.output) {
+		return writeData(f.IO.Out, fl.output, struct {
 			SchemaVersion int                   `json:"schemaVersion"`
 			Boundary      *investigate.Boundary `json:"boundary"`
 		}{rep.SchemaVersion, rep.Boundary})
@@ -65,7 +69,7 @@ func runAutoBisect(cmd *cobra.Command, f *Factory) error {
 	ew.printf("the bad rate rises from %.3g/s to %.3g/s there (log-likelihood ratio %.1f); %d bad observation(s) before it are baseline noise\n\n",
 		b.BaselineRate, b.IncidentRate, b.Score, b.Noise)
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "SIDE\tTIME\tOBJECT\tWHAT\tEVIDENCE")
+	f.header(tw, "SIDE\tTIME\tOBJECT\tWHAT\tEVIDENCE")
 	for _, e := range b.Evidence {
 		termsafe.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Side, ts(e.Time), e.Ref, e.What, investigate.EvidenceLink(e.Record, e.Run, e.Line))
 	}
@@ -82,7 +86,7 @@ func runSliceTimeline(cmd *cobra.Command, f *Factory) error {
 	if err != nil {
 		return err
 	}
-	if fl.output == "json" {
+	if structured(fl.output) {
 		causes := []map[string]string{}
 		if rep.Slice != nil {
 			causes = append(causes, rep.Slice.Where)
@@ -90,7 +94,7 @@ func runSliceTimeline(cmd *cobra.Command, f *Factory) error {
 				causes = append(causes, o.Where)
 			}
 		}
-		return writeJSON(f.IO.Out, struct {
+		return writeData(f.IO.Out, fl.output, struct {
 			Causes []map[string]string `json:"causes"`
 			Slice  *investigate.Slice  `json:"slice"`
 		}{causes, rep.Slice})
@@ -133,8 +137,8 @@ For the identity of one unit at two instants, see faultline identity diff.
 			if err != nil {
 				return err
 			}
-			if fl.output == "json" {
-				return writeJSON(f.IO.Out, struct {
+			if structured(fl.output) {
+				return writeData(f.IO.Out, fl.output, struct {
 					Boundary *investigate.Boundary `json:"boundary"`
 					Changes  []investigate.Suspect `json:"changes"`
 				}{rep.Boundary, rep.Changes})
@@ -155,7 +159,7 @@ For the identity of one unit at two instants, see faultline identity diff.
 			return ew.err
 		},
 	}
-	fl.add(cmd, "text or json")
+	fl.add(cmd, "text, json or yaml")
 	return cmd
 }
 
@@ -179,8 +183,8 @@ does not explain the failure. When no good unit exists, it says so.
 			if err != nil {
 				return err
 			}
-			if fl.output == "json" {
-				return writeJSON(f.IO.Out, struct {
+			if structured(fl.output) {
+				return writeData(f.IO.Out, fl.output, struct {
 					Slice          *investigate.Slice          `json:"slice"`
 					Counterexample *investigate.Counterexample `json:"counterexample"`
 				}{rep.Slice, rep.Counterexample})
@@ -200,7 +204,7 @@ does not explain the failure. When no good unit exists, it says so.
 				ew.printf("It matches the whole slice: identity alone does not explain the failure.\n")
 			}
 			tw := tabwriter.NewWriter(f.IO.Out, 0, 8, 2, ' ', 0)
-			fmt.Fprintln(tw, "DIMENSION\tBAD\tGOOD")
+			f.header(tw, "DIMENSION\tBAD\tGOOD")
 			for _, d := range ce.Differs {
 				termsafe.Fprintf(tw, "%s\t%s\t%s\n", d.Dimension, dash(d.Bad), dash(d.Good))
 			}
@@ -213,6 +217,7 @@ does not explain the failure. When no good unit exists, it says so.
 			return ew.err
 		},
 	}
-	fl.add(cmd, "text or json")
+	fl.add(cmd, "text, json or yaml")
+	addNoHeaders(cmd, f)
 	return cmd
 }

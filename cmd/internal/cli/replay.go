@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +22,7 @@ type replayOptions struct {
 	name  string
 	dbSet bool
 	check bool
+	keep  bool
 }
 
 func newReplayCmd(f *Factory) *cobra.Command {
@@ -36,9 +36,13 @@ what it holds. Without arguments, list the incidents bundled in faultline.
 NAME is a bundled incident; DIR is a folder of your own in the same format
 (fixtures/README.md): audit logs (*.log, *.log.gz), objects/ (kubectl get -o
 json dumps, events too), versions.jsonl, expected.json and a README.md. The
-timeline goes to a new temporary database unless --db is given; its path is
-printed so you can go on exploring it. On a terminal (and without --check),
-the interactive investigation (faultline tui) opens on it afterwards.
+report opens with the findings; the evidence's tables are behind faultline
+sources. On a terminal (and without --check), the interactive investigation
+(faultline tui) opens on it afterwards.
+
+The timeline goes to a temporary folder removed when replay ends, unless
+--db FILE names where to keep it, or --keep keeps the temporary one (its
+path is printed), to go on exploring with faultline --db.
 
 --check compares the analyzers' findings with expected.json field by field,
 with the strict rules of faultline eval (fixtures/README.md: the #1 suspect
@@ -49,7 +53,8 @@ passing. To score many incidents at once, see faultline eval.`,
 		Example: `  faultline replay
   faultline replay sample-audit
   faultline replay mpi-rank-death --check
-  faultline replay ./incidents/2026-05-01-apf-storm --db storm.db`,
+  faultline replay ./incidents/2026-05-01-apf-storm --db storm.db
+  faultline replay digest-drift --keep`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("faultline replay sample-audit", "replay takes one incident, got %d", len(args))
@@ -66,6 +71,8 @@ passing. To score many incidents at once, see faultline eval.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.check, "check", false, "compare the analyzers' findings with the fixture's expected.json")
+	cmd.Flags().BoolVar(&opts.keep, "keep", false, "keep the temporary timeline (without --db) and print where it is")
+	addNoHeaders(cmd, f)
 	return cmd
 }
 
@@ -75,7 +82,7 @@ func replayList(f *Factory) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSUMMARY")
+	f.header(tw, "NAME\tSUMMARY")
 	for _, fx := range list {
 		fmt.Fprintf(tw, "%s\t%s\n", fx.Name, fx.Summary)
 	}
@@ -112,8 +119,8 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 	}
 	// The evidence is copied to a staging folder removed on return, also on
 	// failure or Ctrl-C. Without --db the timeline goes to a folder of its
-	// own, kept once its path is printed for exploring it, removed if the
-	// replay fails before that.
+	// own, removed on return too (after the TUI, on a terminal) unless
+	// --keep keeps it: twelve replays used to leave 238 MB in /tmp.
 	stage, err := os.MkdirTemp("", "faultline-replay-stage-")
 	if err != nil {
 		return err
@@ -141,12 +148,19 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 	if err != nil {
 		return fmt.Errorf("replay %s: %w", opts.name, err)
 	}
-	termsafe.Fprintf(f.IO.Out, "Replayed %s into %s\n\n", opts.name, f.dbPath)
-	keep = true
-	if err := sourcesRun(ctx, &sourcesOptions{f: f, output: "table", gap: 5 * time.Minute}); err != nil {
-		return err
+	var records int64
+	for _, r := range runs {
+		records += r.Records
 	}
-	termsafe.Fprintf(f.IO.Out, "\nExplore it:\n  faultline --db %s timeline --where 'code >= 429'\n", f.dbPath)
+	if opts.dbSet || opts.keep {
+		keep = true
+		termsafe.Fprintf(f.IO.Out, "Replayed %s into %s: ingested %s records from %d files; faultline --db %s sources for the tables\n",
+			opts.name, f.dbPath, humanInt(records), len(runs), f.dbPath)
+		termsafe.Fprintf(f.IO.Out, "Explore it: faultline --db %s timeline --where 'code >= 429'\n", f.dbPath)
+	} else {
+		termsafe.Fprintf(f.IO.Out, "Replayed %s: ingested %s records from %d files into a temporary timeline, removed on exit (--keep or --db FILE keeps it)\n",
+			opts.name, humanInt(records), len(runs))
+	}
 	rep, cp, err := analyzeIncident(ctx, f.dbPath, f.Logger())
 	if err != nil {
 		return fmt.Errorf("replay %s: %w", opts.name, err)

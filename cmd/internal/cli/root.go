@@ -4,6 +4,7 @@ package cli
 
 import (
 	"context"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -61,11 +62,11 @@ first use; FAULTLINE_KEY names another file. SECURITY.md has the details.`,
   faultline sources
 
   # Server errors on LIST from kubelets in the last 30 minutes of the data
-  faultline timeline --since 30m --where 'verb == "list" && code >= 500 && user.startsWith("system:node:")'`,
+  faultline timeline --since 30m --since-data --where 'verb == "list" && code >= 500 && user.startsWith("system:node:")'`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		Version:           f.Version,
-		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
+		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false}, // listed: faultline completion --help
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("db") {
 				if env := f.Getenv("FAULTLINE_DB"); env != "" {
@@ -85,6 +86,12 @@ first use; FAULTLINE_KEY names another file. SECURITY.md has the details.`,
 	root.AddCommand(newSliceCmd(f), newInvestigateCmd(f), newDiffCmd(f), newCounterexampleCmd(f), newControlplaneCmd(f))
 	root.AddCommand(newAlertsCmd(f))
 	root.AddCommand(newTUICmd(f))
+	root.AddCommand(newVersionCmd(f), newExplainCmd(f))
+	if f.Name == "kubectl-faultline" {
+		// Run by kubectl as a plugin: say so in usage, as kubectl does.
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl faultline"}
+		asPlugin(root)
+	}
 	return root
 }
 
@@ -103,4 +110,13 @@ func noArgs(cmd *cobra.Command, args []string) error {
 		return usagef(cmd.CommandPath()+" --help", "%s takes no arguments, got %q", cmd.CommandPath(), args[0])
 	}
 	return nil
+}
+
+// asPlugin rewrites the examples of every command for kubectl's plugin
+// form: "faultline diff" becomes "kubectl faultline diff".
+func asPlugin(c *cobra.Command) {
+	c.Example = strings.ReplaceAll(c.Example, "  faultline ", "  kubectl faultline ")
+	for _, sub := range c.Commands() {
+		asPlugin(sub)
+	}
 }

@@ -109,7 +109,7 @@ score: its evidence in nats) and a summary on stderr. -o json prints
 	fl.IntVar(&opts.history, "history", 0, "cube mode: time steps before --at that form the baseline (0: all)")
 	fl.IntVar(&opts.maxCauses, "max-causes", 0, "most causes to report (0: 16)")
 	fl.IntVar(&opts.layer, "max-layer", 0, "most dimensions in one conjunction (0: 3)")
-	fl.StringVarP(&opts.output, "output", "o", "table", "output format: table or json")
+	fl.StringVarP(&opts.output, "output", "o", "table", "output format: table, json or yaml")
 	if sliceTimelineFlags != nil {
 		sliceTimelineFlags(cmd)
 	}
@@ -160,7 +160,7 @@ func (o *sliceCubeOptions) csvOptions(cmd *cobra.Command) (slice.CSVOptions, err
 }
 
 func runSliceCube(ctx context.Context, o *sliceCubeOptions, cmd *cobra.Command) error {
-	if err := checkOutput(o.output, "table", "json"); err != nil {
+	if err := checkOutput(o.output, "table", "json", "yaml"); err != nil {
 		return err
 	}
 	if o.maxCauses < 0 {
@@ -186,8 +186,8 @@ func runSliceCube(ctx context.Context, o *sliceCubeOptions, cmd *cobra.Command) 
 	if err != nil {
 		return err
 	}
-	if o.output == "json" {
-		return writeJSON(o.f.IO.Out, newSliceJSON(c, res))
+	if structured(o.output) {
+		return writeData(o.f.IO.Out, o.output, newSliceJSON(c, res))
 	}
 	return printSlice(o.f.IO.Out, o.f.IO.ErrOut, c, res)
 }

@@ -2,9 +2,7 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"sort"
 	"text/tabwriter"
 	"time"
@@ -43,7 +41,8 @@ evidence: a gap during the incident window is a blind spot.`,
 			return sourcesRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVarP(&opts.output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringVarP(&opts.output, "output", "o", "table", "output format: table, json or yaml")
+	addNoHeaders(cmd, f)
 	cmd.Flags().DurationVar(&opts.gap, "gap", 5*time.Minute, "report spans of at least this long with no records")
 	return cmd
 }
@@ -98,7 +97,7 @@ func summarize(runs []timeline.IngestRun) []sourceSummary {
 }
 
 func sourcesRun(ctx context.Context, opts *sourcesOptions) error {
-	if err := checkOutput(opts.output, "table", "json"); err != nil {
+	if err := checkOutput(opts.output, "table", "json", "yaml"); err != nil {
 		return err
 	}
 	store, err := opts.f.OpenStoreReadOnly(ctx)
@@ -121,12 +120,10 @@ func sourcesRun(ctx context.Context, opts *sourcesOptions) error {
 	for _, g := range gaps {
 		out.Gaps = append(out.Gaps, gapJSON{Source: g.Source, Start: g.Start, End: g.End, Duration: g.End.Sub(g.Start).Round(time.Second).String()})
 	}
-	if opts.output == "json" {
-		enc := json.NewEncoder(termsafe.Raw(opts.f.IO.Out))
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+	if structured(opts.output) {
+		return writeData(opts.f.IO.Out, opts.output, out)
 	}
-	return printSources(opts.f.IO.Out, &out, opts.gap)
+	return printSources(opts.f, &out, opts.gap)
 }
 
 func fmtTime(t time.Time) string {
@@ -136,20 +133,21 @@ func fmtTime(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-func printSources(w io.Writer, s *sourcesJSON, gap time.Duration) error {
+func printSources(f *Factory, s *sourcesJSON, gap time.Duration) error {
+	w := f.IO.Out
 	if len(s.Runs) == 0 {
 		fmt.Fprintln(w, "No evidence yet. Try: faultline ingest audit PATH")
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "SOURCE\tFIRST\tLAST\tRECORDS\tRUNS\tBAD LINES")
+	f.header(tw, "SOURCE\tFIRST\tLAST\tRECORDS\tRUNS\tBAD LINES")
 	for _, x := range s.Sources {
 		termsafe.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", x.Source, fmtTime(x.First), fmtTime(x.Last), humanInt(x.Records), x.Runs, humanInt(x.Bad))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tSOURCE\tSTATUS\tPATH\tSIZE\tSHA256\tFIRST\tLAST\tRECORDS\tVERSIONS\tDUPLICATES\tBAD LINES")
+	f.header(tw, "RUN\tSOURCE\tSTATUS\tPATH\tSIZE\tSHA256\tFIRST\tLAST\tRECORDS\tVERSIONS\tDUPLICATES\tBAD LINES")
 	for _, r := range s.Runs {
 		sum := r.SHA256
 		if len(sum) > 12 {

@@ -108,6 +108,9 @@ func TestJSONKeepsItsOwnEscapes(t *testing.T) {
 		{[]string{"investigate", "-o", "json"}, `\u001b]52;c;`, "\u202e"},
 		{[]string{"controlplane", "-o", "json"}, `\u001b]0;PWNED\u0007x`, ""},
 		{[]string{"eval", filepath.Join(dir, "zoo"), "-o", "yaml"}, `\e]0;PWNED\ax/1`, "\u202e"},
+		{[]string{"timeline", "-o", "yaml"}, `\e[1A`, "\u202e"},
+		{[]string{"investigate", "-o", "yaml"}, `\e]52;c;`, "\u202e"},
+		{[]string{"controlplane", "-o", "yaml"}, `\e]0;PWNED\ax`, ""},
 	} {
 		t.Run(tt.args[0]+" -o "+tt.args[len(tt.args)-1], func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, append([]string{"--db", db}, tt.args...)...)

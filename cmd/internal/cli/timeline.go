@@ -23,6 +23,9 @@ type timelineOptions struct {
 	output string
 	limit  int
 	desc   bool
+
+	sinceData bool
+	scope     scopeFlags
 }
 
 func newTimelineCmd(f *Factory, runF func(context.Context, *timelineOptions) error) *cobra.Command {
@@ -31,10 +34,14 @@ func newTimelineCmd(f *Factory, runF func(context.Context, *timelineOptions) err
 		Use:   "timeline",
 		Short: "List the records of the timeline, filtered with CEL",
 		Long: `List records in time order. --since and --until take an RFC 3339 time or a
-duration counted back from the end of the data (the last record held), so
-"--since 30m" is the last half hour of the incident, whenever it was ("-30m"
-means the same). A time past the end of what a timeline holds (2262) selects
-nothing.
+duration (90m, 1d, 2d12h) counted back from now, as kubectl logs --since
+does; with --since-data, from the end of the data (the last record held), so
+"--since 30m --since-data" is the last half hour of the incident, whenever it
+was ("-30m" means the same). When the data ends before --since, a note says
+so. A time past the end of what a timeline holds (2262) selects nothing.
+
+-n NS keeps the records of objects in namespace NS (ns == "NS" in --where);
+cluster-scoped objects (nodes) and requests without an object drop out.
 
 --where takes a CEL expression (the language of ValidatingAdmissionPolicy)
 over these record fields:
@@ -53,7 +60,10 @@ lists exactly the bad observations; -o wide shows it as the BAD column.`,
   faultline timeline --where 'verb == "list" && code >= 500 && user.startsWith("system:node:")'
 
   # Throttled requests in the last 10 minutes of the data, newest first
-  faultline timeline --since 10m --where 'code == 429' --desc
+  faultline timeline --since 10m --since-data --where 'code == 429' --desc
+
+  # Everything of the last day in one namespace, without the header row
+  faultline timeline --since 1d -n vision-train --no-headers
 
   # Slow writes to one namespace, as JSON Lines for jq
   faultline timeline --where 'ns == "vision-train" && verb in ["create","update","patch"] && latency > duration("1s")' -o jsonl
@@ -72,10 +82,13 @@ lists exactly the bad observations; -o wide shows it as the BAD column.`,
 			return timelineRun(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.since, "since", "", "start: RFC 3339 time, or a duration back from the end of the data (90m)")
-	cmd.Flags().StringVar(&opts.until, "until", "", "end (exclusive): RFC 3339 time, or a duration back from the end of the data")
+	cmd.Flags().StringVar(&opts.since, "since", "", "start: RFC 3339 time, or a duration back from now (90m, 1d)")
+	cmd.Flags().StringVar(&opts.until, "until", "", "end (exclusive): RFC 3339 time, or a duration back from now")
+	addSinceData(cmd.Flags(), &opts.sinceData)
 	cmd.Flags().StringVar(&opts.where, "where", "", "CEL filter over record fields (see above)")
-	cmd.Flags().StringVarP(&opts.output, "output", "o", "table", "output format: table, wide, json or jsonl")
+	cmd.Flags().StringVarP(&opts.output, "output", "o", "table", "output format: table, wide, json, jsonl or yaml")
+	opts.scope.add(cmd.Flags(), "records of objects")
+	addNoHeaders(cmd, f)
 	cmd.Flags().IntVar(&opts.limit, "limit", 0, "print at most this many records (0: all)")
 	cmd.Flags().BoolVar(&opts.desc, "desc", false, "newest first")
 	return cmd
@@ -98,7 +111,8 @@ func fieldHelp() string {
 	return b.String()
 }
 
-// parseWhen reads a time flag: RFC 3339, or a duration back from end.
+// parseWhen reads a time flag: RFC 3339, or a duration (90m, 1d) back from
+// end.
 func parseWhen(flag, s string, end time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
@@ -106,14 +120,11 @@ func parseWhen(flag, s string, end time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, nil
 	}
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			d = -d
-		}
+	if d, ok := parseDuration(s); ok {
 		return end.Add(-d), nil
 	}
 	return time.Time{}, usagef("faultline timeline --since 2h --where 'code == 429'",
-		"invalid --%s %q: want RFC 3339 (2026-05-01T10:00:00Z) or a duration (90m)", flag, s)
+		"invalid --%s %q: want RFC 3339 (2026-05-01T10:00:00Z) or a duration (90m, 1d)", strings.TrimPrefix(flag, "--"), s)
 }
 
 func checkOutput(o string, allowed ...string) error {
@@ -126,12 +137,12 @@ func checkOutput(o string, allowed ...string) error {
 }
 
 func timelineRun(ctx context.Context, opts *timelineOptions) error {
-	if err := checkOutput(opts.output, "table", "wide", "json", "jsonl"); err != nil {
+	if err := checkOutput(opts.output, "table", "wide", "json", "jsonl", "yaml"); err != nil {
 		return err
 	}
 	q := timeline.Query{Limit: opts.limit, Desc: opts.desc}
-	if opts.where != "" {
-		flt, err := timeline.CompileFilter(opts.where)
+	if where := opts.scope.scoped(opts.where); where != "" {
+		flt, err := timeline.CompileFilter(where)
 		if err != nil {
 			return usagef(`faultline timeline --where 'verb == "list" && code >= 500'`, "--where: %v", err)
 		}
@@ -147,13 +158,11 @@ func timelineRun(ctx context.Context, opts *timelineOptions) error {
 		if err != nil {
 			return err
 		}
-		if q.Since, err = parseWhen("since", opts.since, last); err != nil {
+		win := windowFlags{since: opts.since, until: opts.until, fromData: opts.sinceData}
+		if q.Since, q.Until, err = win.resolve(ctx, opts.f, store); err != nil {
 			return err
 		}
-		if q.Until, err = parseWhen("until", opts.until, last); err != nil {
-			return err
-		}
-		// "--until 0s" should include the last record itself.
+		// "--until 0s --since-data" should include the last record itself.
 		if opts.until != "" && !q.Until.IsZero() && q.Until.Equal(last) {
 			q.Until = last.Add(1)
 		}
@@ -164,6 +173,7 @@ func timelineRun(ctx context.Context, opts *timelineOptions) error {
 	}
 	q.Bad = out.BadRecordIDs()
 	p := newRecordPrinter(opts.f.IO.Out, opts.output)
+	p.noHeaders = opts.f.noHeaders
 	for r, err := range withStates(ctx, store, q, out.States) {
 		if err != nil {
 			return err
@@ -223,6 +233,8 @@ type recordPrinter struct {
 	tw     *tabwriter.Writer
 	enc    *json.Encoder
 	n      int
+
+	noHeaders bool
 }
 
 func newRecordPrinter(w io.Writer, format string) *recordPrinter {
@@ -230,8 +242,8 @@ func newRecordPrinter(w io.Writer, format string) *recordPrinter {
 	switch format {
 	case "table", "wide":
 		p.tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	case "json", "jsonl":
-		p.w = termsafe.Raw(w) // JSON escapes control characters itself
+	case "json", "jsonl", "yaml":
+		p.w = termsafe.Raw(w) // JSON and YAML escape control characters themselves
 		p.enc = json.NewEncoder(p.w)
 		p.enc.SetEscapeHTML(false)
 	}
@@ -246,6 +258,15 @@ func (p *recordPrinter) print(r *timeline.Record) error {
 	switch p.format {
 	case "jsonl":
 		return p.enc.Encode(toJSON(r))
+	case "yaml":
+		// A list of records, one item each, so the output streams.
+		b, err := toYAML(toJSON(r))
+		if err != nil {
+			return err
+		}
+		item := "- " + strings.ReplaceAll(strings.TrimSuffix(string(b), "\n"), "\n", "\n  ") + "\n"
+		_, err = io.WriteString(p.w, item)
+		return err
 	case "json":
 		sep := ",\n"
 		if p.n == 0 {
@@ -261,7 +282,7 @@ func (p *recordPrinter) print(r *timeline.Record) error {
 		_, err = p.w.Write(b)
 		return err
 	}
-	if p.n == 0 {
+	if p.n == 0 && !p.noHeaders {
 		hdr := "TIME\tSOURCE\tVERB/REASON\tCODE\tLATENCY\tUSER\tOBJECT"
 		if p.format == "wide" {
 			hdr += "\tBAD\tUSER-AGENT\tSTAGE\tAUDIT-ID\tEVIDENCE"
@@ -301,6 +322,11 @@ func (p *recordPrinter) print(r *timeline.Record) error {
 
 func (p *recordPrinter) close() error {
 	switch p.format {
+	case "yaml":
+		if p.n == 0 {
+			_, err := io.WriteString(p.w, "[]\n")
+			return err
+		}
 	case "json":
 		if p.n == 0 {
 			_, err := io.WriteString(p.w, "[]\n")
