@@ -66,6 +66,7 @@ passing. To score many incidents at once, see faultline eval.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.check, "check", false, "compare the analyzers' findings with the fixture's expected.json")
+	cmd.Flags().BoolVar(&f.redactConfigMaps, "redact-configmaps", false, redactConfigMapsUsage)
 	return cmd
 }
 
@@ -133,7 +134,7 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 		}()
 		f.dbPath = filepath.Join(work, "faultline.db")
 	}
-	load := incidentLoader{logger: f.Logger(), now: f.Now, warnf: f.warnf, key: f.Key()}
+	load := incidentLoader{logger: f.Logger(), now: f.Now, warnf: f.warnf, key: f.Key(), redactAll: f.redactConfigMaps}
 	runs, err := load.ingest(ctx, fsys, dir, stage, f.dbPath)
 	for _, r := range runs {
 		printRunSummary(f.IO.ErrOut, &r, 0) // every bad line was printed
