@@ -140,15 +140,16 @@ var sortStrings = cmp.Transformer("sort", func(in []string) []string {
 	return out
 })
 
-// TestSecretValuesNeverReachTheDatabase ingests every way a Secret or
-// ConfigMap value can appear in an audit log, then greps the database files.
+// TestSecretValuesNeverReachTheDatabase ingests every way a Secret value,
+// or a ConfigMap value that looks like a credential (redact.Credential), can
+// appear in an audit log, then greps the database files.
 func TestSecretValuesNeverReachTheDatabase(t *testing.T) {
 	const secret = "SECRETVALUE-7f3a9c"
 	const cmValue = "CMVALUE-51be02"
 	b64 := base64.StdEncoding.EncodeToString([]byte(secret))
 	lastApplied := strings.ReplaceAll(`{"apiVersion":"v1","kind":"Secret","data":{"token":"`+b64+`"},"metadata":{"name":"s"}}`, `"`, `\"`)
 	secretObj := `{"kind":"Secret","apiVersion":"v1","metadata":{"name":"s","namespace":"ml","uid":"su","resourceVersion":"%d","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"` + lastApplied + `"}},"data":{"token":"` + b64 + `"},"stringData":{"plain":"` + secret + `"}}`
-	cmObj := `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c","namespace":"ml","uid":"cu","resourceVersion":"%d"},"data":{"k":"` + cmValue + `"},"binaryData":{"b":"` + base64.StdEncoding.EncodeToString([]byte(cmValue)) + `"}}`
+	cmObj := `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c","namespace":"ml","uid":"cu","resourceVersion":"%d"},"data":{"db_password":"` + cmValue + `"},"binaryData":{"api_key":"` + base64.StdEncoding.EncodeToString([]byte(cmValue)) + `"}}`
 	ev := func(id, verb, resource string, req, resp string) string {
 		s := `{"kind":"Event","level":"RequestResponse","auditID":"` + id + `","stage":"ResponseComplete","verb":"` + verb + `","user":{"username":"admin"},` +
 			`"objectRef":{"resource":"` + resource + `","namespace":"ml","name":"x","apiVersion":"v1"},"responseStatus":{"code":200},` +
@@ -167,7 +168,7 @@ func TestSecretValuesNeverReachTheDatabase(t *testing.T) {
 		ev("3", "patch", "secrets", `{"data":{"token":"`+b64+`"},"stringData":{"plain":"`+secret+`"}}`, fmt.Sprintf(secretObj, 4)),
 		ev("4", "list", "secrets", "", `{"kind":"SecretList","apiVersion":"v1","items":[`+strings.Replace(fmt.Sprintf(secretObj, 5), `"kind":"Secret","apiVersion":"v1",`, "", 1)+`]}`),
 		ev("5", "get", "configmaps", "", fmt.Sprintf(cmObj, 6)),
-		ev("6", "patch", "configmaps", `{"data":{"k":"`+cmValue+`"}}`, fmt.Sprintf(cmObj, 7)),
+		ev("6", "patch", "configmaps", `{"data":{"db_password":"`+cmValue+`"}}`, fmt.Sprintf(cmObj, 7)),
 		ev("7", "list", "configmaps", "", `{"kind":"ConfigMapList","apiVersion":"v1","items":[`+strings.Replace(fmt.Sprintf(cmObj, 8), `"kind":"ConfigMap","apiVersion":"v1",`, "", 1)+`]}`),
 	}
 	dir := t.TempDir()

@@ -1,25 +1,31 @@
 // Package redact removes values that must never reach the timeline from
 // Kubernetes objects and audit records, and keeps the key that hashes them.
 //
-// Values are replaced by hashes, so a diff can still say which key changed
-// while nobody can read the value back:
+// What must stay hidden is replaced by a hash, so a diff can still say which
+// key changed while nobody can read the value back; what is safe stays in
+// clear, so "what changed" and a rollback can show it:
 //
 //   - a Secret keeps only its apiVersion, kind, metadata, type and immutable;
 //     every other field (data, stringData, binaryData, in any JSON shape) is
 //     replaced by a keyed HMAC over (namespace, name, key, value), so equal
 //     passwords in two Secrets do not share a hash, while one key of one
 //     Secret compares equal over time;
-//   - a ConfigMap's data and binaryData (object or any other shape) become
-//     per-key sha256: ConfigMaps are not secret, and equal bytes in every
-//     namespace (kube-root-ca.crt) must stay one value for identity;
+//   - a ConfigMap's data and binaryData values are kept in clear, unless a
+//     credential rule (Credential) says the value looks like one: then it is
+//     hashed like a Secret's, with a keyed HMAC over (namespace, name, key,
+//     value). A value map that is not an object of strings, and binaryData
+//     that is not text, are hashed too;
 //   - the data, stringData and binaryData of every other kind are hashed
 //     like a Secret's;
 //   - in every containers, initContainers and ephemeralContainers list at any
 //     depth (pods, pod templates of Deployments, Jobs, CronJobs, custom
-//     resources), env literal values and the elements of args and command
-//     become a keyed HMAC over (namespace, container, variable or field,
-//     value): pods of one workload still compare equal, a change of value is
-//     still a change;
+//     resources), env literal values are kept in clear unless a credential
+//     rule matches the variable's name or value; such values, and every
+//     element of args and command, become a keyed HMAC over (namespace,
+//     container, variable or field, value): pods of one workload still
+//     compare equal, a change of value is still a change;
+//   - with Redactor.RedactConfigMaps, every ConfigMap value and env literal
+//     is hashed, whatever the rules say;
 //   - every field named token at any depth (TokenReview, TokenRequest) is
 //     dropped to "redacted";
 //   - the last-applied-configuration annotation, which repeats the object,
@@ -63,6 +69,9 @@ type Redactor struct {
 	Key []byte // nil: values that need the key become NoKey
 	// OnNoKey, if set, is called each time a value became NoKey.
 	OnNoKey func()
+	// RedactConfigMaps hashes every ConfigMap value and env literal, not
+	// only those a credential rule matches.
+	RedactConfigMaps bool
 }
 
 // Object returns the redacted form of a JSON object, re-encoded with sorted
@@ -150,9 +159,11 @@ func (r *Redactor) walk(m map[string]any, sc scope) {
 		case lk == "metadata" || lk == "kind" || lk == "apiversion" || lk == "items":
 		case secret && (lk == "type" || lk == "immutable"):
 		case secret:
-			m[k] = r.valueMap(v, sc, lk, false)
+			m[k] = r.valueMap(v, sc, lk)
+		case (lk == "data" || lk == "stringdata" || lk == "binarydata") && kind == "configmap":
+			m[k] = r.configMap(v, sc, lk)
 		case lk == "data" || lk == "stringdata" || lk == "binarydata":
-			m[k] = r.valueMap(v, sc, lk, kind == "configmap")
+			m[k] = r.valueMap(v, sc, lk)
 		default:
 			m[k] = r.deep(v, sc)
 		}
@@ -225,6 +236,9 @@ func (r *Redactor) container(c map[string]any, sc scope) {
 				}
 				env := strField(em, "name")
 				for _, vk := range fields(em, "value") {
+					if s, ok := em[vk].(string); ok && r.clear(env, s) {
+						continue
+					}
 					em[vk] = r.keyed(em[vk], "env", sc.ns, name, env, "")
 				}
 				for ek, ev := range em {
@@ -250,25 +264,52 @@ func (r *Redactor) container(c map[string]any, sc scope) {
 
 // valueMap hashes a data-like field: per key when it is an object, whole
 // otherwise. field is lower case.
-func (r *Redactor) valueMap(v any, sc scope, field string, plain bool) any {
+func (r *Redactor) valueMap(v any, sc scope, field string) any {
 	vals, ok := v.(map[string]any)
 	if !ok {
 		if v == nil {
 			return nil
 		}
-		if plain {
-			return sha(valueBytes(field, v, true))
-		}
 		return r.keyed(v, "secret", sc.ns, sc.name, "", field)
 	}
 	for k, x := range vals {
-		if plain {
-			vals[k] = sha(valueBytes(field, x, true))
-			continue
-		}
 		vals[k] = r.keyed(x, "secret", sc.ns, sc.name, k, field)
 	}
 	return vals
+}
+
+// configMap keeps a ConfigMap's values in clear where clear says they are
+// safe and hashes the others like a Secret's. binaryData is judged by its
+// decoded bytes; bytes that are not text cannot be judged and are hashed.
+// A field that is not an object of strings is hashed whole or per key.
+func (r *Redactor) configMap(v any, sc scope, field string) any {
+	vals, ok := v.(map[string]any)
+	if !ok {
+		if v == nil {
+			return nil
+		}
+		return r.keyed(v, "configmap", sc.ns, sc.name, "", field)
+	}
+	for k, x := range vals {
+		if s, ok := x.(string); ok {
+			text, readable := s, true
+			if field == "binarydata" {
+				dec, err := base64.StdEncoding.DecodeString(s)
+				text, readable = string(dec), err == nil && isText(dec)
+			}
+			if readable && r.clear(k, text) {
+				continue
+			}
+		}
+		vals[k] = r.keyed(x, "configmap", sc.ns, sc.name, k, field)
+	}
+	return vals
+}
+
+// clear says whether the value of key may be stored in clear: no
+// credential rule matches it, and RedactConfigMaps is off.
+func (r *Redactor) clear(key, value string) bool {
+	return !r.RedactConfigMaps && Credential(key, value) == ""
 }
 
 // lastApplied redacts the annotation by the rules of the object it repeats;
@@ -309,7 +350,7 @@ func (r *Redactor) keyed(v any, class, ns, obj, key, field string) string {
 	for _, part := range []string{"faultline.redact.v2", class, ns, obj, key} {
 		writePart(mac, []byte(part))
 	}
-	writePart(mac, valueBytes(field, v, false))
+	writePart(mac, valueBytes(field, v, class == "configmap"))
 	return hmacTag + hex.EncodeToString(mac.Sum(nil))
 }
 
@@ -321,6 +362,9 @@ func writePart(w interface{ Write([]byte) (int, error) }, b []byte) {
 	w.Write(b)
 }
 
+// valueBytes are the bytes a value hashes as: base64 fields decoded
+// (binaryData, and a Secret's data), so data and stringData of one value
+// agree; a ConfigMap's data is text.
 func valueBytes(field string, v any, configMap bool) []byte {
 	s, ok := v.(string)
 	if !ok {
@@ -333,9 +377,4 @@ func valueBytes(field string, v any, configMap bool) []byte {
 		}
 	}
 	return []byte(s)
-}
-
-func sha(b []byte) string {
-	sum := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(sum[:])
 }

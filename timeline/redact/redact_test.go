@@ -31,9 +31,22 @@ func TestObject(t *testing.T) {
 		want string // "" checks only that no marker survives
 	}{
 		{
-			name: "configmap values become sha256 per key",
-			in:   `{"kind":"ConfigMap","metadata":{"name":"c","managedFields":[{"x":1}]},"data":{"a":"1","b":"two"}}`,
-			want: `{"data":{"a":"sha256:6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b","b":"sha256:3fc4ccfe745870e2c0d99f71f30ff0656c8dedd41cc1d7d3d376b0dbe685e2f3"},"kind":"ConfigMap","metadata":{"name":"c"}}`,
+			name: "configmap values stay in clear",
+			in:   `{"kind":"ConfigMap","metadata":{"name":"c","managedFields":[{"x":1}]},"data":{"LR":"0.001","BATCH_SIZE":"64"},"binaryData":{"b":"dHdv"}}`,
+			want: `{"binaryData":{"b":"dHdv"},"data":{"BATCH_SIZE":"64","LR":"0.001"},"kind":"ConfigMap","metadata":{"name":"c"}}`,
+		},
+		{
+			name: "configmap credentials by key and by value",
+			in:   `{"kind":"ConfigMap","metadata":{"name":"c"},"data":{"password":"MARKER","access.properties":"aws_access_key_id = MARKER\n","url":"postgres://u:MARKER@db/x"},"binaryData":{"k":"LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0tTUFSS0VS","bin":"TUFSS0VS/wA="}}`,
+		},
+		{
+			name: "configmap list items",
+			in:   `{"kind":"ConfigMapList","items":[{"metadata":{"name":"c"},"data":{"LR":"0.001","DB_PASSWORD":"MARKER"}}]}`,
+			want: `{"items":[{"data":{"DB_PASSWORD":"hmac-sha256:` + hmacOf("configmap", "", "c", "DB_PASSWORD", "MARKER") + `","LR":"0.001"},"metadata":{"name":"c"}}],"kind":"ConfigMapList"}`,
+		},
+		{
+			name: "configmap value that is not a string",
+			in:   `{"kind":"ConfigMap","metadata":{"name":"c"},"data":{"a":["MARKER"]}}`,
 		},
 		{
 			name: "configmap data as a string",
@@ -59,15 +72,20 @@ func TestObject(t *testing.T) {
 		{name: "token request", in: `{"kind":"TokenRequest","metadata":{"name":"t"},"status":{"token":"MARKER"}}`},
 		{
 			name: "pod env literals, args and command",
-			in:   `{"kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"trainer:1","env":[{"name":"A","value":"MARKER"},{"name":"B","valueFrom":{"secretKeyRef":{"name":"s","key":"k"}}}],"command":["sh","-c"],"args":["mysql -pMARKER"]}]}}`,
+			in:   `{"kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"trainer:1","env":[{"name":"A_PASSWORD","value":"MARKER"},{"name":"B","valueFrom":{"secretKeyRef":{"name":"s","key":"k"}}}],"command":["sh","-c"],"args":["mysql -pMARKER"]}]}}`,
 		},
 		{
 			name: "deployment template",
-			in:   `{"kind":"Deployment","metadata":{"name":"d","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{\"spec\":{\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"MARKER\"}]}]}}}}"}},"spec":{"template":{"spec":{"initContainers":[{"name":"i","args":["MARKER"]}],"containers":[{"name":"c","env":[{"name":"A","value":"MARKER"}]}]}}}}`,
+			in:   `{"kind":"Deployment","metadata":{"name":"d","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{\"spec\":{\"template\":{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":[{\"name\":\"A\",\"value\":\"AKIAMARKER0000000000\"}]}]}}}}"}},"spec":{"template":{"spec":{"initContainers":[{"name":"i","args":["MARKER"]}],"containers":[{"name":"c","env":[{"name":"SECRET","value":"MARKER"}]}]}}}}`,
 		},
 		{
 			name: "cronjob template",
-			in:   `{"kind":"CronJob","metadata":{"name":"j"},"spec":{"jobTemplate":{"spec":{"template":{"spec":{"Containers":[{"name":"c","Env":[{"Name":"A","Value":"MARKER"}]}]}}}}}}`,
+			in:   `{"kind":"CronJob","metadata":{"name":"j"},"spec":{"jobTemplate":{"spec":{"template":{"spec":{"Containers":[{"name":"c","Env":[{"Name":"TOKEN","Value":"MARKER"}]}]}}}}}}`,
+		},
+		{
+			name: "env literals stay in clear unless they look like credentials",
+			in:   `{"kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","env":[{"name":"LR","value":"0.001"},{"name":"API_KEY","value":"MARKER"},{"name":"ID","value":"AKIAMARKER0000000000"}]}]}}`,
+			want: `{"kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"env":[{"name":"LR","value":"0.001"},{"name":"API_KEY","value":"hmac-sha256:` + hmacOf("env", "", "c", "API_KEY", "MARKER") + `"},{"name":"ID","value":"hmac-sha256:` + hmacOf("env", "", "c", "ID", "AKIAMARKER0000000000") + `"}],"name":"c"}]}}`,
 		},
 		{
 			name: "pods keep what is not a value",
@@ -90,6 +108,12 @@ func TestObject(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hmacOf is the hex HMAC the redactor gives a value under testKey.
+func hmacOf(class, ns, obj, key, value string) string {
+	r := &Redactor{Key: testKey}
+	return strings.TrimPrefix(r.keyed(value, class, ns, obj, key, ""), hmacTag)
 }
 
 // hashOf returns the stored value at the path in a redacted object.
@@ -142,10 +166,10 @@ func TestSecretHashesBindTheObjectAndKey(t *testing.T) {
 func TestEnvHashesCompareAcrossPods(t *testing.T) {
 	r := &Redactor{Key: testKey}
 	pod := func(name, value string) string {
-		body := redactString(t, r, `{"kind":"Pod","metadata":{"name":"`+name+`","namespace":"ns"},"spec":{"containers":[{"name":"c","env":[{"name":"A","value":"`+value+`"}]}]}}`, timeline.ObjectRef{})
+		body := redactString(t, r, `{"kind":"Pod","metadata":{"name":"`+name+`","namespace":"ns"},"spec":{"containers":[{"name":"c","env":[{"name":"HF_TOKEN","value":"`+value+`"}]}]}}`, timeline.ObjectRef{})
 		return hashOf(t, body, "spec", "containers", 0, "env", 0, "value")
 	}
-	dep := redactString(t, r, `{"kind":"Deployment","metadata":{"name":"d","namespace":"ns"},"spec":{"template":{"spec":{"containers":[{"name":"c","env":[{"name":"A","value":"v1"}]}]}}}}`, timeline.ObjectRef{})
+	dep := redactString(t, r, `{"kind":"Deployment","metadata":{"name":"d","namespace":"ns"},"spec":{"template":{"spec":{"containers":[{"name":"c","env":[{"name":"HF_TOKEN","value":"v1"}]}]}}}}`, timeline.ObjectRef{})
 	a, b, c := pod("p-1", "v1"), pod("p-2", "v1"), pod("p-1", "v2")
 	if a != b || a != hashOf(t, dep, "spec", "template", "spec", "containers", 0, "env", 0, "value") {
 		t.Errorf("pods of one template differ: %s %s", a, b)
@@ -234,5 +258,47 @@ func TestRecordMessages(t *testing.T) {
 		if got := r.Message == Redacted; got != tt.redacted {
 			t.Errorf("%s %+v: message %q", tt.verb, tt.ref, r.Message)
 		}
+	}
+}
+
+func TestRedactConfigMapsHashesEveryValue(t *testing.T) {
+	in := `{"kind":"List","items":[` +
+		`{"kind":"ConfigMap","metadata":{"name":"c","namespace":"ml"},"data":{"LR":"0.001"},"binaryData":{"b":"dHdv"}},` +
+		`{"kind":"Pod","metadata":{"name":"p","namespace":"ml"},"spec":{"containers":[{"name":"c","env":[{"name":"LR","value":"0.001"}]}]}}]}`
+	for _, tt := range []struct {
+		all   bool
+		clear bool
+	}{{false, true}, {true, false}} {
+		got := redactString(t, &Redactor{Key: testKey, RedactConfigMaps: tt.all}, in, timeline.ObjectRef{})
+		for _, path := range [][]any{
+			{"items", 0, "data", "LR"},
+			{"items", 0, "binaryData", "b"},
+			{"items", 1, "spec", "containers", 0, "env", 0, "value"},
+		} {
+			v := hashOf(t, got, path...)
+			if isClear := !strings.HasPrefix(v, hmacTag); isClear != tt.clear {
+				t.Errorf("RedactConfigMaps %v: %v = %q", tt.all, path, v)
+			}
+		}
+	}
+}
+
+// TestClearValuesCompareAsHashesDid: a value in clear is equal over time
+// exactly when its hash was, and a value a rule hashes still compares.
+func TestClearValuesCompareAsHashesDid(t *testing.T) {
+	r := &Redactor{Key: testKey}
+	cm := func(ns, key, value string) string {
+		body := redactString(t, r, `{"kind":"ConfigMap","metadata":{"name":"c","namespace":"`+ns+`"},"data":{"`+key+`":"`+value+`"}}`, timeline.ObjectRef{})
+		return hashOf(t, body, "data", key)
+	}
+	if a, b := cm("a", "ca.crt", "-----BEGIN CERTIFICATE-----"), cm("b", "ca.crt", "-----BEGIN CERTIFICATE-----"); a != b {
+		t.Errorf("one value in two namespaces differs: %s, %s", a, b)
+	}
+	if a, b := cm("a", "LR", "0.001"), cm("a", "LR", "0.01"); a == b {
+		t.Errorf("a change of value is no change: %s", a)
+	}
+	p1, p2, p3 := cm("a", "password", "x"), cm("a", "password", "x"), cm("a", "password", "y")
+	if p1 != p2 || p1 == p3 || !strings.HasPrefix(p1, hmacTag) {
+		t.Errorf("hashed values do not compare: %s %s %s", p1, p2, p3)
 	}
 }

@@ -103,6 +103,11 @@ type Options struct {
 	// the timeline reads as ever but new such values are stored as
 	// redact.NoKey, with one warning.
 	Key []byte
+	// RedactConfigMaps hashes every ConfigMap value and env literal, not only
+	// those that look like credentials (redact.Credential). The timeline
+	// remembers it: once a file was written with it, every later write
+	// hashes them too, so a value never flips between clear and hash.
+	RedactConfigMaps bool
 }
 
 // ErrNotTimeline is returned for a file that is not a faultline database.
@@ -214,7 +219,7 @@ func Open(ctx context.Context, file string, opt Options) (*Store, error) {
 		db.Close()
 		return nil, openErr(file, err)
 	}
-	if err := s.useKey(ctx, opt.Key, opt.ReadOnly); err != nil {
+	if err := s.useKey(ctx, opt.Key, opt.ReadOnly, opt.RedactConfigMaps); err != nil {
 		db.Close()
 		return nil, openErr(file, err)
 	}
@@ -411,8 +416,18 @@ func (s *Store) migrateOne(ctx context.Context, ms []migration, version int) err
 // it are stored as redact.NoKey rather than hashed with a key their
 // predecessors were not (those hashes could never be compared). The per-
 // database salt of older versions, which sat beside its hashes, is deleted.
-func (s *Store) useKey(ctx context.Context, key []byte, readOnly bool) error {
-	var fp string
+// redactConfigMaps, once given for a writable timeline, is recorded in meta
+// (redact_configmaps) and holds for every later open.
+func (s *Store) useKey(ctx context.Context, key []byte, readOnly, redactConfigMaps bool) error {
+	var fp, all string
+	if err := s.db.QueryRowContext(ctx, "SELECT v FROM meta WHERE k = 'redact_configmaps'").Scan(&all); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("read redact_configmaps: %w", err)
+	}
+	if redactConfigMaps && all == "" && !readOnly {
+		if _, err := s.exec(ctx, "INSERT INTO meta (k, v) VALUES ('redact_configmaps', '1') ON CONFLICT (k) DO NOTHING"); err != nil {
+			return fmt.Errorf("record redact_configmaps: %w", err)
+		}
+	}
 	err := s.db.QueryRowContext(ctx, "SELECT v FROM meta WHERE k = 'key_fingerprint'").Scan(&fp)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("read key fingerprint: %w", err)
@@ -436,7 +451,7 @@ func (s *Store) useKey(ctx context.Context, key []byte, readOnly bool) error {
 		}
 	}
 	var once sync.Once
-	s.red = redact.Redactor{Key: key, OnNoKey: func() {
+	s.red = redact.Redactor{Key: key, RedactConfigMaps: redactConfigMaps || all != "", OnNoKey: func() {
 		once.Do(func() {
 			s.log.Warn("secret values, env literals and args are stored as \""+redact.NoKey+"\": changes to them will not show",
 				"file", s.path, "reason", why)

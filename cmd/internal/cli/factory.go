@@ -42,6 +42,9 @@ type Factory struct {
 	// kubectl runs it as a plugin, and usage then says "kubectl faultline".
 	Name      string
 	noHeaders bool // --no-headers, on the commands that print tables
+	// --redact-configmaps (ingest, replay): hash every ConfigMap value and
+	// env literal, not only those that look like credentials.
+	redactConfigMaps bool
 }
 
 // System returns the factory for a real process.
@@ -74,8 +77,11 @@ func (f *Factory) Logger() *slog.Logger {
 // OpenStore opens the timeline named by --db, creating it if needed, with
 // the key that hashes secret values.
 func (f *Factory) OpenStore(ctx context.Context) (*sqlite.Store, error) {
-	return sqlite.Open(ctx, f.dbPath, sqlite.Options{Logger: f.Logger(), Key: f.Key()})
+	return sqlite.Open(ctx, f.dbPath, sqlite.Options{Logger: f.Logger(), Key: f.Key(), RedactConfigMaps: f.redactConfigMaps})
 }
+
+// redactConfigMapsUsage is the help of --redact-configmaps.
+const redactConfigMapsUsage = "hash every ConfigMap value and env literal, not only those that look like credentials (SECURITY.md); the timeline keeps the setting"
 
 // Key returns the key that hashes secret values (redact.KeyPath: env
 // FAULTLINE_KEY, else $XDG_CONFIG_HOME/faultline/key, else

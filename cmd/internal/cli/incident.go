@@ -33,6 +33,9 @@ type incidentLoader struct {
 	now    func() time.Time
 	warnf  func(format string, args ...any) // a bad line or document, skipped
 	key    []byte                           // hashes secret values (sqlite.Options.Key)
+	// redactAll hashes every ConfigMap value and env literal
+	// (sqlite.Options.RedactConfigMaps).
+	redactAll bool
 }
 
 // stagedEvidence is an incident's evidence copied to a work folder, by kind.
@@ -50,7 +53,7 @@ func (l incidentLoader) ingest(ctx context.Context, fsys fs.FS, dir, work, db st
 	if err != nil {
 		return nil, err
 	}
-	store, err := sqlite.Open(ctx, db, sqlite.Options{Logger: l.logger, Key: l.key})
+	store, err := sqlite.Open(ctx, db, sqlite.Options{Logger: l.logger, Key: l.key, RedactConfigMaps: l.redactAll})
 	if err != nil {
 		return nil, err
 	}

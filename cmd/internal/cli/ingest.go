@@ -28,6 +28,7 @@ simply be run again.`,
 		Args: noArgs,
 	}
 	cmd.AddCommand(newIngestAuditCmd(f, nil), newIngestClusterCmd(f), newIngestObjectsCmd(f), newIngestVersionsCmd(f))
+	cmd.PersistentFlags().BoolVar(&f.redactConfigMaps, "redact-configmaps", false, redactConfigMapsUsage)
 	return cmd
 }
 

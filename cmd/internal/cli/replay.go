@@ -73,6 +73,7 @@ passing. To score many incidents at once, see faultline eval.`,
 	cmd.Flags().BoolVar(&opts.check, "check", false, "compare the analyzers' findings with the fixture's expected.json")
 	cmd.Flags().BoolVar(&opts.keep, "keep", false, "keep the temporary timeline (without --db) and print where it is")
 	addNoHeaders(cmd, f)
+	cmd.Flags().BoolVar(&f.redactConfigMaps, "redact-configmaps", false, redactConfigMapsUsage)
 	return cmd
 }
 
@@ -140,7 +141,7 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 		}()
 		f.dbPath = filepath.Join(work, "faultline.db")
 	}
-	load := incidentLoader{logger: f.Logger(), now: f.Now, warnf: f.warnf, key: f.Key()}
+	load := incidentLoader{logger: f.Logger(), now: f.Now, warnf: f.warnf, key: f.Key(), redactAll: f.redactConfigMaps}
 	runs, err := load.ingest(ctx, fsys, dir, stage, f.dbPath)
 	for _, r := range runs {
 		printRunSummary(f.IO.ErrOut, &r, 0) // every bad line was printed

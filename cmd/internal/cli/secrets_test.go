@@ -119,6 +119,75 @@ var secretShapes = []secretShape{
 		ev["objectRef"].(map[string]any)["apiGroup"] = "apps"
 		return ev
 	}, "deployment/ns/db"},
+	{"configmap credentials by key", func(m string) map[string]any {
+		return configMapEvent("c2", map[string]any{"password": m, "client_secret": m, "API_KEY": m, "tls.private_key": m, "GPG_PASSPHRASE": m,
+			"access.properties": "aws_access_key_id = " + m + "\n", "LR": "0.001"}, nil)
+	}, "configmap/ns/c2"},
+	// Falco's rule for ConfigMaps with private credentials, each spelling
+	// of its trace file create_configmap_sensitive_values.json.
+	{"configmap credentials as Falco spells them", func(m string) map[string]any {
+		data := map[string]any{"ui.properties": "color.good=purple\ncolor.bad=yellow\nallow.textmode=true\n"}
+		for _, k := range []string{"aws_access_key_id", "aws-access-key-id", "aws_s3_access_key_id", "aws-s3-access-key-id", "password", "passphrase"} {
+			data[k+".properties"] = k + " = " + m + "\naws_secret_access_key = " + m + "\n"
+		}
+		return configMapEvent("c3", data, nil)
+	}, "configmap/ns/c3"},
+	{"configmap credentials by value", func(m string) map[string]any {
+		data := map[string]any{}
+		for rule, v := range credentialValues(m) {
+			data["v-"+rule] = v
+		}
+		return configMapEvent("c4", data, map[string]any{
+			"key.pem": b64("-----BEGIN PRIVATE KEY-----\n" + m + "\n"),
+			"blob":    b64(m + "\x00\xff"),
+		})
+	}, "configmap/ns/c4"},
+	{"env literals by value", func(m string) map[string]any {
+		var env []any
+		for rule, v := range credentialValues(m) {
+			env = append(env, map[string]any{"name": "V_" + strings.ToUpper(strings.ReplaceAll(rule, "-", "_")), "value": v})
+		}
+		env = append(env, map[string]any{"name": "HF_TOKEN", "value": m}, map[string]any{"name": "awsSecretAccessKey", "value": m})
+		spec := map[string]any{"containers": []any{map[string]any{"name": "trainer", "image": "trainer:1", "env": env}}}
+		return writeEvent("create", "pods", "trainer-0", map[string]any{
+			"kind": "Pod", "apiVersion": "v1",
+			"metadata": map[string]any{"name": "trainer-0", "namespace": "ns"},
+			"spec":     spec,
+		})
+	}, "pod/ns/trainer-0"},
+}
+
+// configMapEvent is the create of ConfigMap ns/name holding data (and
+// binaryData, if given).
+func configMapEvent(name string, data, binaryData map[string]any) map[string]any {
+	cm := map[string]any{"kind": "ConfigMap", "apiVersion": "v1",
+		"metadata": map[string]any{"name": name, "namespace": "ns"}, "data": data}
+	if binaryData != nil {
+		cm["binaryData"] = binaryData
+	}
+	return writeEvent("create", "configmaps", name, cm)
+}
+
+// credentialValues are values of each shape a credential rule
+// (redact.Credential) catches whatever its key, each holding the marker m or
+// a part of it that markersOf registers.
+func credentialValues(m string) map[string]string {
+	return map[string]string{
+		"aws-access-key-id":   "AKIA" + strings.ToUpper(m[:16]),
+		"private-key-block":   "-----BEGIN RSA PRIVATE KEY-----\n" + m + "\n-----END RSA PRIVATE KEY-----\n",
+		"jwt":                 "eyJhbGciOiJIUzI1NiJ9.eyJ" + m + ".c2ln",
+		"credential-pair":     "host=db user=app password=" + m,
+		"json-pair":           `{"db": {"host": "db", "password": "` + m + `"}}`,
+		"url-userinfo":        "postgres://app:" + m + "@db:5432/app",
+		"high-entropy-base64": "Zq8Xw3Vb7Np2Lk5Jh4Gf6Ds1" + m,
+		"high-entropy-hex":    "0x" + m[2:] + "9c3e7a51",
+	}
+}
+
+// markersOf are the strings planted for marker m: m itself, its base64, and
+// the parts of it that credentialValues and binaryData plant.
+func markersOf(m string) []string {
+	return []string{m, b64(m), strings.ToUpper(m[:16]), m[2:], b64(m)[:32]}
 }
 
 var auditSeq int
@@ -165,7 +234,9 @@ func TestSecretsNeverStored(t *testing.T) {
 					b[i] = byte(rng.Uint32())
 				}
 				m := "MK" + hex.EncodeToString(b[:])
-				markers[m], markers[b64(m)] = sh.name, sh.name
+				for _, p := range markersOf(m) {
+					markers[p] = sh.name
+				}
 				line, err := json.Marshal(sh.event(m))
 				if err != nil {
 					t.Fatal(err)
@@ -218,8 +289,25 @@ func TestSecretsNeverStored(t *testing.T) {
 				}
 				return out.String()
 			}
-			run("ingest", "audit", auditLog)
+			// Falco's trace file plants MY-ID and MY-KEY in ConfigMaps with
+			// private credentials; it lives beside the repository.
+			falco := filepath.Join("..", "..", "..", "..", "shared", "data", "audit-samples", "falco-create_configmap_sensitive_values.json")
+			if _, err := os.Stat(falco); err == nil {
+				markers["MY-ID"], markers["MY-KEY"] = "falco sample", "falco sample"
+				run("ingest", "audit", auditLog, falco)
+			} else if os.Getenv("CI") != "" {
+				t.Fatalf("shared samples missing in CI: %v", err)
+			} else {
+				t.Logf("no Falco sample at %s: its shapes are planted only", falco)
+				run("ingest", "audit", auditLog)
+			}
 			checkFiles("after ingest")
+			// What is safe stays in clear: the grep above could see a value.
+			if b, err := os.ReadFile(db); err != nil || !bytes.Contains(b, []byte("color.good=purple")) && !bytes.Contains(b, []byte(`"LR":"0.001"`)) {
+				if wal, _ := os.ReadFile(db + "-wal"); !bytes.Contains(wal, []byte(`"LR":"0.001"`)) {
+					t.Errorf("no ConfigMap value in clear in the timeline: the grep for markers sees nothing")
+				}
+			}
 			if _, err := os.Stat(filepath.Join(cfg, "faultline", "key")); err != nil {
 				t.Errorf("no key made in XDG_CONFIG_HOME: %v", err)
 			}
