@@ -85,6 +85,7 @@ type Report struct {
 	units   []*outcome.Unit
 	ids     []map[string]identity.Dimension
 	cons    constraints // the units' constraints (access.go)
+	undoRev int         // the revision to roll the leading suspect back to (commands.go)
 }
 
 // Matching returns the units in scope whose identity matches every
@@ -238,6 +239,12 @@ type Action struct {
 	Target string `json:"target"`
 	To     string `json:"to,omitempty"`
 	Why    string `json:"why"`
+	// Command is the kubectl command line that applies the step, to paste
+	// ("" when no single command does, as for a code change); a value the
+	// evidence does not hold is a <placeholder> kubectl refuses as it
+	// stands. Verify is the command that shows the step worked.
+	Command string `json:"command,omitempty"`
+	Verify  string `json:"verify,omitempty"`
 }
 
 // UnitCounts says how many units the slice was searched over.
@@ -399,6 +406,9 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 		return nil, err
 	}
 	if err := loadEvidence(ctx, s, rep); err != nil {
+		return nil, err
+	}
+	if err := undoRevision(ctx, s, rep); err != nil {
 		return nil, err
 	}
 	rep.Mitigation, rep.Confirmation = advise(rep)
