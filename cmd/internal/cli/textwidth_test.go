@@ -97,3 +97,17 @@ func TestReportOnTerminal(t *testing.T) {
 		}
 	}
 }
+
+// Nothing bad is a headline too, and says what to do next.
+func TestReportNothingBad(t *testing.T) {
+	rep := &investigate.Report{Verdict: investigate.VerdictNoCause, Bad: `reason == "OOMKilled"`,
+		Next: []string{"widen the window (--since) or say what bad means (--bad)", "ingest more evidence (faultline sources)"}}
+	var out bytes.Buffer
+	if err := writeReport(&out, rep, textLayout{Width: reportWidth}); err != nil {
+		t.Fatal(err)
+	}
+	checkReportLayout(t, out.String())
+	if want := "NOTHING  went bad in the evidence (bad = reason == \"OOMKilled\")\nNEXT     widen the window"; !strings.HasPrefix(out.String(), want) {
+		t.Errorf("got\n%s\nwant it to open with\n%s", out.String(), want)
+	}
+}
