@@ -12,9 +12,9 @@ import (
 	"github.com/faultline/faultline/timeline"
 )
 
-// scope names, for the leading suspects, who made each change (the user
-// and user agent of the audit record that wrote the version) and, for a
-// node change, every node that made the same change in the window (not
+// scope names, for every suspect, who made the change (the user and user
+// agent of the audit record that wrote the version) and, for the leading
+// node changes, every node that made the same change in the window (not
 // only those the bad units ran on) and the label selector that matches
 // exactly them.
 func scope(ctx context.Context, s Store, sps []Suspect, since, until time.Time) error {
@@ -36,14 +36,11 @@ func scope(ctx context.Context, s Store, sps []Suspect, since, until time.Time) 
 		return err
 	}
 	for i := range sps {
-		if i == maxScoped {
-			break
-		}
 		sp := &sps[i]
 		if err := actorOf(ctx, s, sp); err != nil {
 			return err
 		}
-		if !strings.HasPrefix(sp.Ref, "Node/") || sp.Kind != "change" {
+		if i >= maxScoped || !strings.HasPrefix(sp.Ref, "Node/") || sp.Kind != "change" {
 			continue
 		}
 		if err := loadNodes(); err != nil {
@@ -115,7 +112,7 @@ func selectorWithin(hit, changed []string, nodes []timeline.ObjectVersion) strin
 	return best
 }
 
-// maxScoped is how many suspects get their actor and scope looked up.
+// maxScoped is how many suspects get their scope looked up.
 const maxScoped = 10
 
 // actorOf finds the audit record that wrote the suspect's version: the one

@@ -90,6 +90,7 @@ type Report struct {
 	ids     []map[string]identity.Dimension
 	cons    constraints           // the units' constraints (access.go)
 	bad     []outcome.Observation // the classifier's bad observations
+	undoRev int                   // the revision to roll the leading suspect back to (commands.go)
 }
 
 // Observations returns the observations the outcome classifier found
@@ -247,6 +248,12 @@ type Action struct {
 	Target string `json:"target"`
 	To     string `json:"to,omitempty"`
 	Why    string `json:"why"`
+	// Command is the kubectl command line that applies the step, to paste
+	// ("" when no single command does, as for a code change); a value the
+	// evidence does not hold is a <placeholder> kubectl refuses as it
+	// stands. Verify is the command that shows the step worked.
+	Command string `json:"command,omitempty"`
+	Verify  string `json:"verify,omitempty"`
 }
 
 // UnitCounts says how many units the slice was searched over.
@@ -409,6 +416,9 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 		return nil, err
 	}
 	if err := loadEvidence(ctx, s, rep); err != nil {
+		return nil, err
+	}
+	if err := undoRevision(ctx, s, rep); err != nil {
 		return nil, err
 	}
 	rep.Mitigation, rep.Confirmation = advise(rep)

@@ -32,13 +32,24 @@ func WriteMarkdownPlot(w io.Writer, r *Report, plot string) error {
 		return ew.err
 	}
 	ew.printf("## Summary\n\n")
+	verdict := "cause"
+	if r.Verdict != VerdictCause {
+		verdict = "no confident cause"
+	}
+	ew.printf("- **Verdict:** %s: %s.\n", verdict, r.VerdictWhy)
 	ew.printf("- **Earliest known-bad:** %s; **last known-good:** %s.\n", mdTime(b.FirstBad), mdTime(b.LastGood))
 	if s := r.Slice; s != nil {
 		ew.printf("- **Affected slice:** `%s`: %d of %d units bad (precision %.2f, coverage %.0f%%).\n", WhereString(s.Where), s.Bad, s.Total, s.Precision, 100*s.Coverage)
 	}
 	if len(r.Changes) > 0 {
 		c := r.Changes[0]
-		ew.printf("- **Leading suspect:** `%s` `%s` changed `%s` → `%s` at %s (%s).\n", c.Ref, c.Dimension, ShortID(c.From), ShortID(c.To), mdTime(c.At), c.Why)
+		ew.printf("- **Leading suspect:** `%s` `%s` changed `%s` → `%s` at %s (%s), %s, confidence %.2f.\n", c.Ref, c.Dimension, ShortID(c.From), ShortID(c.To), mdTime(c.At), c.Why, Actor(c), c.Confidence)
+	}
+	for _, a := range r.Mitigation {
+		if a.Command != "" {
+			ew.printf("- **Mitigation:** %s (%s %s); verify with %s.\n", mdCode(a.Command), a.Action, a.Target, mdCode(a.Verify))
+			break
+		}
 	}
 	for _, g := range r.Gangs {
 		ew.printf("- **Gang job %s:** %s failed first (%s, exit %d); %d ranks followed.\n", g.Owner, g.First.Ref, g.First.Reason, g.First.ExitCode, g.Cascade)
@@ -90,6 +101,12 @@ func WriteMarkdownPlot(w io.Writer, r *Report, plot string) error {
 			to = " → `" + a.To + "`"
 		}
 		ew.printf("- **%s** `%s`%s: %s\n", a.Action, a.Target, to, a.Why)
+		if a.Command != "" {
+			ew.printf("\n  ```sh\n  %s\n  ```\n\n", a.Command)
+		}
+		if a.Verify != "" {
+			ew.printf("  Verify: %s\n", mdCode(a.Verify))
+		}
 	}
 	ew.printf("\n## Root-cause confirmation\n\n")
 	for _, c := range r.Confirmation {
@@ -107,6 +124,40 @@ func WriteMarkdownPlot(w io.Writer, r *Report, plot string) error {
 func mdLink(path string) string {
 	u := (&url.URL{Path: filepath.ToSlash(path)}).EscapedPath()
 	return strings.NewReplacer("(", "%28", ")", "%29").Replace(u)
+}
+
+// Actor says who made a suspect's change: "by USER (USER AGENT)", or that
+// no audit record names anyone.
+func Actor(c Suspect) string {
+	switch {
+	case c.By == "":
+		return "actor unknown (no audit record)"
+	case c.UserAgent == "":
+		return "by " + c.By
+	}
+	return "by " + c.By + " (" + c.UserAgent + ")"
+}
+
+// mdCode writes s as a Markdown code span, its delimiter longer than any
+// run of backticks in s.
+func mdCode(s string) string {
+	if s == "" {
+		return "-"
+	}
+	longest, run := 0, 0
+	for _, c := range s {
+		if c == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if longest > 0 {
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
 }
 
 func mdTime(t time.Time) string {

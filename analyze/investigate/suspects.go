@@ -464,8 +464,20 @@ func advise(rep *Report) (mit []Action, conf []string) {
 			if len(parts) == 3 {
 				key = " key " + parts[2]
 			}
-			mit = append(mit, Action{Action: "rollback", Target: target, To: top.From,
-				Why: fmt.Sprintf("restore%s to its last-known-good content", key)})
+			a := Action{Action: "rollback", Target: target, To: top.From,
+				Why: fmt.Sprintf("restore%s to its last-known-good content", key)}
+			if _, ns, name := splitRef(target); len(parts) == 3 {
+				if ns == "" && !strings.HasPrefix(top.Ref, kind+"/") {
+					ns = rep.ns
+				}
+				var known bool
+				a.Command, known = restoreKeyCommand(kind, ns, name, parts[2], top.From)
+				a.Verify = getKeyCommand(kind, ns, name, parts[2])
+				if !known {
+					a.Why += "; its previous value was not stored (only its hash): put it in place of the placeholder"
+				}
+			}
+			mit = append(mit, a)
 		case top.restart != nil:
 			// The restart is over; what made it harm is how the slice's
 			// clients came back: every one of them at once, relisting.
@@ -481,8 +493,10 @@ func advise(rep *Report) (mit []Action, conf []string) {
 			if top.Selector != "" {
 				target = top.Selector
 			}
-			mit = append(mit, Action{Action: "rollback", Target: target, To: top.From,
-				Why: "undo " + top.Dimension + " on the nodes that got it, so the pending pods can be placed"})
+			a := Action{Action: "rollback", Target: target, To: top.From,
+				Why: "undo " + top.Dimension + " on the nodes that got it, so the pending pods can be placed"}
+			a.Command, a.Verify = nodeRollback(top)
+			mit = append(mit, a)
 		case top.Dimension == "node.taints" || top.Dimension == "node.unschedulable":
 			// A taint or a cordon pushed work away: undo it on every node
 			// that got it (cordoning them would keep it away).
@@ -490,8 +504,10 @@ func advise(rep *Report) (mit []Action, conf []string) {
 			if top.Selector != "" {
 				target = top.Selector
 			}
-			mit = append(mit, Action{Action: "rollback", Target: target, To: top.From,
-				Why: "undo " + top.Dimension + " on the nodes that got it, so the evicted work can come back"})
+			a := Action{Action: "rollback", Target: target, To: top.From,
+				Why: "undo " + top.Dimension + " on the nodes that got it, so the evicted work can come back"}
+			a.Command, a.Verify = nodeRollback(top)
+			mit = append(mit, a)
 		case strings.HasPrefix(top.Dimension, "node."):
 			// The change's scope: the selector of every node that made it,
 			// never one arbitrary member.
@@ -500,25 +516,49 @@ func advise(rep *Report) (mit []Action, conf []string) {
 				target = top.Selector
 			}
 			mit = append(mit, Action{Action: "cordon", Target: target,
-				Why: "stop new work landing where " + top.Dimension + "=" + top.To})
+				Why:     "stop new work landing where " + top.Dimension + "=" + top.To,
+				Command: nodesCommand("cordon", top.Selector, top.refs), Verify: getNodesCommand(top.Selector, top.refs, "")})
 			if top.From != "" && top.Dimension != "node.ready" {
-				mit = append(mit, Action{Action: "set", Target: target + " " + strings.TrimPrefix(top.Dimension, "node.label/"), To: top.From,
-					Why: "back to the last-known-good node identity"})
+				a := Action{Action: "set", Target: target + " " + strings.TrimPrefix(top.Dimension, "node.label/"), To: top.From,
+					Why: "back to the last-known-good node identity"}
+				a.Command, a.Verify = nodeRollback(top)
+				mit = append(mit, a)
 			}
 		case strings.HasPrefix(top.Dimension, "image.digest/"):
 			repo := ""
 			if tag := typTag(rep, strings.TrimPrefix(top.Dimension, "image.digest/")); tag != "" {
 				repo = imageRepo(tag)
 			}
-			mit = append(mit, Action{Action: "set", Target: top.Ref + " image", To: repo + "@" + top.From,
-				Why: "pin the last-known-good digest: the tag now points at " + top.To})
+			a := Action{Action: "set", Target: top.Ref + " image", To: repo + "@" + top.From,
+				Why: "pin the last-known-good digest: the tag now points at " + top.To}
+			if kind, ns, name := splitRef(top.Ref); workloadResource(kind) != "" {
+				if repo == "" {
+					repo = placeholder("repository")
+				}
+				a.Command = setImageCommand(kind, ns, name, strings.TrimPrefix(top.Dimension, "image.digest/"), repo+"@"+top.From)
+				a.Verify = rolloutStatusCommand(kind, ns, name)
+			}
+			mit = append(mit, a)
 		case strings.HasPrefix(top.Dimension, "image.tag/"):
 			// The workload's rollout back to its previous revision.
-			mit = append(mit, Action{Action: "rollback", Target: top.Ref, To: top.From,
-				Why: "back to the last-known-good image (the previous revision)"})
+			a := Action{Action: "rollback", Target: top.Ref, To: top.From,
+				Why: "back to the last-known-good image (the previous revision)"}
+			if kind, ns, name := splitRef(top.Ref); workloadResource(kind) != "" {
+				a.Command, a.Verify = rolloutUndoCommand(kind, ns, name, rep.undoRev), rolloutStatusCommand(kind, ns, name)
+				if rep.undoRev > 0 {
+					a.Why = fmt.Sprintf("back to the last-known-good image (revision %d ran it)", rep.undoRev)
+				}
+			}
+			mit = append(mit, a)
 		case top.Dimension == "created":
-			mit = append(mit, Action{Action: "set", Target: top.Ref + " start", To: "jittered or rate-limited start",
-				Why: "its arrival is the change: spread its units' start over a window (see faultline controlplane)"},
+			start := Action{Action: "set", Target: top.Ref + " start", To: "jittered or rate-limited start",
+				Why: "its arrival is the change: spread its units' start over a window (see faultline controlplane)"}
+			if kind, ns, name := splitRef(top.Ref); kind == "Job" {
+				start.Why += "; suspend it until then"
+				start.Command = command(append(append([]string{"kubectl", "patch", "job", name}, nsArgs(ns)...), "--type", "merge", "-p", `{"spec":{"suspend":true}}`)...)
+				start.Verify = "faultline controlplane"
+			}
+			mit = append(mit, start,
 				Action{Action: "set", Target: top.Ref + " reads", To: "namespace- and label-scoped reads from the watch cache or a shared informer",
 					Why: "what each unit reads at start is multiplied by the number of units"})
 		default:

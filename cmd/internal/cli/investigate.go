@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -153,7 +154,7 @@ contract documented in docs/investigate.md.
 			case "markdown", "md":
 				return investigate.WriteMarkdownPlot(f.IO.Out, rep, link)
 			}
-			return writeReport(f.IO.Out, rep)
+			return writeReport(f.IO.Out, rep, f.reportLayout())
 		},
 	}
 	fl.add(cmd, "text, json, yaml or markdown")
@@ -168,62 +169,75 @@ func ts(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
-// writeReport prints the report for a terminal.
-func writeReport(w io.Writer, r *investigate.Report) error {
-	ew := &errWriter{w: w}
-	ew.printf("Window  %s .. %s\n", ts(r.Window.Start), ts(r.Window.End))
+// writeReport prints the report as text: a headline of three to six
+// lines (what broke, since when, the cause and who made it, the command
+// that mitigates it), then the detail, every line within the layout's
+// width.
+func writeReport(w io.Writer, r *investigate.Report, lay textLayout) error {
+	tw := &textWriter{w: w, lay: lay}
+	writeHeadline(tw, r)
+	tw.blank()
+	tw.row(2, "Window  %s .. %s", ts(r.Window.Start), ts(r.Window.End))
 	b := r.Boundary
 	if b == nil {
-		ew.printf("\nNothing bad in the evidence (bad = %s).\n", r.Bad)
-		return ew.err
+		tw.write(glossaryLine)
+		return tw.err
 	}
 	verdict := "cause"
 	if r.Verdict != investigate.VerdictCause {
 		verdict = "no confident cause"
 	}
-	ew.printf("\nVERDICT  %s: %s\n", verdict, r.VerdictWhy)
+	tw.blank()
+	tw.prose(9, "VERDICT  %s: %s", verdict, r.VerdictWhy)
 	for _, n := range r.Next {
-		ew.printf("  next: %s\n", n)
+		tw.prose(8, "  next: %s", n)
 	}
-	ew.printf("\nBOUNDARY\n")
-	ew.printf("  last known-good  %s\n  earliest bad     %s   (incident until %s)\n", ts(b.LastGood), ts(b.FirstBad), ts(b.IncidentEnd))
-	ew.printf("  bad rate %.3g/s inside vs %.3g/s baseline; %d bad observation(s) before it set aside as noise\n",
+	tw.blank()
+	tw.write("BOUNDARY")
+	tw.row(4, "  last known-good  %s", ts(b.LastGood))
+	tw.row(4, "  earliest bad     %s   (incident until %s)", ts(b.FirstBad), ts(b.IncidentEnd))
+	tw.prose(4, "  bad rate %.3g/s inside vs %.3g/s baseline; %d bad observation(s) before it set aside as noise",
 		b.IncidentRate, b.BaselineRate, b.Noise)
 	for _, e := range b.Evidence {
-		ew.printf("  %-4s %s  %s  %s  (run %d line %d)\n", e.Side, ts(e.Time), e.Ref, e.What, e.Run, e.Line)
+		tw.row(7, "  %-4s %s  %s  %s  (run"+nbsp+"%d"+nbsp+"line"+nbsp+"%d)", e.Side, ts(e.Time), e.Ref, e.What, e.Run, e.Line)
 	}
 	if s := r.Slice; s != nil {
-		ew.printf("\nSLICE  %s\n  %d of %d units bad (precision %.2f), covering %.0f%% of the bad\n",
-			investigate.WhereString(s.Where), s.Bad, s.Total, s.Precision, 100*s.Coverage)
+		tw.blank()
+		tw.row(7, "SLICE  %s", shortDigests(investigate.WhereString(s.Where)))
+		tw.prose(4, "  %d of %d units bad (precision %.2f), covering %.0f%% of the bad", s.Bad, s.Total, s.Precision, 100*s.Coverage)
 		for _, o := range s.Others {
-			ew.printf("  also: %s (%d of %g bad)\n", o.Where.String(), int(o.Bad), o.Total)
+			tw.row(4, "  also: %s (%d of %g bad)", o.Where.String(), int(o.Bad), o.Total)
 		}
 	}
-	ew.printf("  units: %d bad, %d good, %d bad before the boundary (noise), %d unknown\n", r.Units.Bad, r.Units.Good, r.Units.Noise, r.Units.Unknown)
+	tw.prose(4, "  units: %d bad, %d good, %d bad before the boundary (noise), %d unknown", r.Units.Bad, r.Units.Good, r.Units.Noise, r.Units.Unknown)
 	if c := r.Counterexample; c != nil {
-		ew.printf("\nCOUNTEREXAMPLE  %s stayed good\n", c.Ref)
+		tw.blank()
+		tw.row(4, "COUNTEREXAMPLE  %s stayed good", c.Ref)
 		if c.InSlice {
-			ew.printf("  it matches the whole slice: identity alone does not explain the failure\n")
+			tw.prose(4, "  it matches the whole slice: identity alone does not explain the failure")
 		}
 		for i, d := range c.Differs {
 			if i == 8 {
-				ew.printf("  ... and %d more\n", len(c.Differs)-8)
+				tw.write(fmt.Sprintf("  ... and %d more", len(c.Differs)-8))
 				break
 			}
-			ew.printf("  %-40s bad %-24s good %s\n", d.Dimension, investigate.ShortID(d.Bad), investigate.ShortID(d.Good))
+			tw.row(4, "  %-40s bad %-24s good %s", d.Dimension, investigate.ShortID(d.Bad), investigate.ShortID(d.Good))
 		}
 	} else if r.Slice != nil {
-		ew.printf("\nCOUNTEREXAMPLE  none: no known-good unit in the evidence\n")
+		tw.blank()
+		tw.write("COUNTEREXAMPLE  none: no known-good unit in the evidence")
 	}
 	if len(r.Changes) > 0 {
-		ew.printf("\nSUSPECTS\n")
+		tw.blank()
+		tw.write("SUSPECTS")
 		for i, c := range r.Changes {
 			if i == 5 {
-				ew.printf("  ... %d more (-o json)\n", len(r.Changes)-5)
+				tw.write(fmt.Sprintf("  ... %d more (-o json)", len(r.Changes)-5))
 				break
 			}
-			ew.printf("  %d. %s %s: %s -> %s at %s\n     %s\n", c.Rank, c.Ref, c.Dimension, investigate.ShortID(c.From), investigate.ShortID(c.To), ts(c.At), c.Why)
-			writeSuspectDetail(ew, c)
+			tw.prose(7, "  %d. %s %s: %s -> %s at %s", c.Rank, c.Ref, c.Dimension, investigate.ShortID(c.From), investigate.ShortID(c.To), ts(c.At))
+			tw.prose(7, "     %s", c.Why)
+			writeSuspectDetail(tw, c)
 		}
 	}
 	for _, h := range r.NodeHealth {
@@ -231,7 +245,8 @@ func writeReport(w io.Writer, r *investigate.Report) error {
 		if h.Selector != "" {
 			sel = " (-l " + h.Selector + ")"
 		}
-		ew.printf("\nNODE HEALTH  %d nodes %s%s from %s to %s; %d ran none of the units\n", h.Nodes, h.Reason, sel, ts(h.First), ts(h.Last), h.WithoutPods)
+		tw.blank()
+		tw.prose(4, "NODE HEALTH  %d nodes %s%s from %s to %s; %d ran none of the units", h.Nodes, h.Reason, sel, ts(h.First), ts(h.Last), h.WithoutPods)
 	}
 	for i, e := range r.Episodes {
 		where := "-"
@@ -242,48 +257,202 @@ func writeReport(w io.Writer, r *investigate.Report) error {
 		if e.Boundary != nil {
 			first = e.Boundary.FirstBad
 		}
-		ew.printf("\nEPISODE %d  %s from %s\n  %s: %s\n", i+2, where, ts(first), e.Verdict, e.VerdictWhy)
+		tw.blank()
+		tw.row(4, "EPISODE %d  %s from %s", i+2, where, ts(first))
+		tw.prose(4, "  %s: %s", e.Verdict, e.VerdictWhy)
 	}
 	for _, g := range r.Gangs {
-		ew.printf("\nGANG JOB %s (%d ranks)\n  first to fail: %s rank %s, %s (exit %d) at %s, %s before the next\n  cascade: %d ranks (%s); terminated: %d\n",
-			g.Owner, g.Ranks, g.First.Ref, dash(g.First.Rank), g.First.Reason, g.First.ExitCode, ts(g.First.At), g.Lead.Round(time.Millisecond),
-			g.Cascade, reasonList(g.CascadeReasons), g.Terminated)
+		tw.blank()
+		tw.row(4, "GANG JOB %s (%d ranks)", g.Owner, g.Ranks)
+		tw.prose(4, "  first to fail: %s rank %s, %s (exit %d) at %s, %s before the next",
+			g.First.Ref, dash(g.First.Rank), g.First.Reason, g.First.ExitCode, ts(g.First.At), g.Lead.Round(time.Millisecond).String())
+		tw.prose(4, "  cascade: %d ranks (%s); terminated: %d", g.Cascade, reasonList(g.CascadeReasons), g.Terminated)
 	}
-	ew.printf("\nMITIGATION\n")
+	tw.blank()
+	tw.write("MITIGATION")
 	if len(r.Mitigation) == 0 {
-		ew.printf("  (none suggested)\n")
+		tw.write("  (none suggested)")
 	}
 	for _, a := range r.Mitigation {
 		to := ""
 		if a.To != "" {
 			to = " -> " + a.To
 		}
-		ew.printf("  %s %s%s\n     %s\n", a.Action, a.Target, to, a.Why)
+		if a.Command != "" {
+			to = shortDigests(to) // whole in the command
+		}
+		tw.prose(4, "  %s %s%s", a.Action, a.Target, to)
+		tw.prose(5, "     %s", a.Why)
+		if a.Command != "" {
+			tw.command("     run:    ", a.Command)
+		}
+		if a.Verify != "" {
+			tw.command("     verify: ", a.Verify)
+		}
 	}
-	ew.printf("\nROOT-CAUSE CONFIRMATION\n")
+	tw.blank()
+	tw.write("ROOT-CAUSE CONFIRMATION")
 	for _, c := range r.Confirmation {
-		ew.printf("  %s\n", c)
+		tw.prose(2, "  %s", c)
 	}
-	return ew.err
+	tw.blank()
+	tw.write(glossaryLine)
+	return tw.err
+}
+
+// glossaryLine ends a text report: where its words are explained.
+const glossaryLine = "terms: faultline explain TERM (docs/glossary.md)"
+
+// writeHeadline writes the report's first lines: what broke, since when,
+// the verdict with the leading cause, who made it and how sure it is, and
+// the mitigation as a command.
+func writeHeadline(tw *textWriter, r *investigate.Report) {
+	b := r.Boundary
+	if b == nil {
+		tw.prose(9, "NOTHING  went bad in the evidence (bad = %s)", r.Bad)
+		for _, n := range r.Next {
+			tw.prose(9, "NEXT     %s", n)
+		}
+		return
+	}
+	inScope := r.Units.Bad + r.Units.Good
+	switch {
+	case r.Slice != nil:
+		// Values shortened: the slice is whole below, under SLICE.
+		tw.prose(9, "BROKE    %s: %d of %d units bad; %d of %d in scope",
+			shortDigests(investigate.WhereString(r.Slice.Where)), r.Slice.Bad, r.Slice.Total, r.Units.Bad, inScope)
+	case r.Units.Bad > 0:
+		tw.prose(9, "BROKE    %d of %d units in scope went bad", r.Units.Bad, inScope)
+	default:
+		tw.prose(9, "BROKE    requests and objects went bad (%s), no unit in scope", r.Bad)
+	}
+	since := ts(b.FirstBad)
+	if tw.lay.TTY && tw.lay.Loc != nil {
+		since = b.FirstBad.In(tw.lay.Loc).Format("Mon 2 Jan 15:04:05 MST") + " (" + since + ")"
+	}
+	lastGood := ""
+	if !b.LastGood.IsZero() {
+		lastGood = "; last known-good " + relative(b.LastGood, b.FirstBad)
+	}
+	tw.prose(9, "SINCE    %s (first bad%s)", since, lastGood)
+	var top *investigate.Suspect
+	if len(r.Changes) > 0 && r.Changes[0].Confidence >= investigate.Confident {
+		top = &r.Changes[0]
+	}
+	switch {
+	case r.Verdict == investigate.VerdictCause && top != nil:
+		tw.prose(9, "CAUSE    %s", changeName(*top))
+		when := strings.NewReplacer(" before", " earlier", " after", " later", "together with", "with the first bad").Replace(relative(top.At, b.FirstBad))
+		tw.prose(9, "         %s, %s, confidence %.2f", shortActor(*top), when, top.Confidence)
+	case r.Verdict == investigate.VerdictCause:
+		tw.prose(9, "CAUSE    %s", r.VerdictWhy)
+	default:
+		tw.prose(9, "VERDICT  no confident cause: %s", r.VerdictWhy)
+		if len(r.Next) > 0 {
+			tw.prose(9, "NEXT     %s", r.Next[0])
+		}
+	}
+	// The first step only: the others are under MITIGATION.
+	switch {
+	case len(r.Mitigation) > 0 && r.Mitigation[0].Command != "":
+		tw.command("FIX      ", r.Mitigation[0].Command)
+	case len(r.Mitigation) > 0:
+		a := r.Mitigation[0]
+		to := ""
+		if a.To != "" {
+			to = " -> " + a.To
+		}
+		tw.prose(9, "FIX      %s %s%s", a.Action, a.Target, to)
+	case r.Verdict == investigate.VerdictCause:
+		tw.write("FIX      none suggested: see MITIGATION below")
+	}
+}
+
+// changeName says what a suspect changed in a few words: "ConfigMap/ml/env
+// key LR: 0.06 -> 0.6".
+func changeName(c investigate.Suspect) string {
+	kind, _, _ := strings.Cut(c.Ref, "/")
+	what := c.Ref + " " + c.Dimension
+	switch d := c.Dimension; {
+	case d == "created":
+		return c.Ref + " created"
+	case d == "restart":
+		return c.Ref + " restarted"
+	case strings.HasPrefix(d, "configmap/") && kind == "ConfigMap", strings.HasPrefix(d, "secret/") && kind == "Secret":
+		if parts := strings.SplitN(d, "/", 3); len(parts) == 3 {
+			what = c.Ref + " key " + parts[2]
+		} else {
+			what = c.Ref + " content"
+		}
+	case strings.HasPrefix(d, "image.tag/"):
+		what = c.Ref + " image of " + strings.TrimPrefix(d, "image.tag/")
+	case strings.HasPrefix(d, "image.digest/"):
+		what = c.Ref + " digest of " + strings.TrimPrefix(d, "image.digest/")
+	case strings.HasPrefix(d, "node.") && c.Selector != "":
+		what = fmt.Sprintf("%d nodes -l %s %s", c.Objects, c.Selector, strings.TrimPrefix(strings.TrimPrefix(d, "node."), "label/"))
+	case strings.HasPrefix(d, "node."):
+		what = c.Ref + " " + strings.TrimPrefix(strings.TrimPrefix(d, "node."), "label/")
+	}
+	from, to := investigate.ShortID(c.From), investigate.ShortID(c.To)
+	// One image's two tags: the repository once.
+	if i := strings.LastIndex(from, ":"); i > strings.LastIndex(from, "/") && strings.HasPrefix(to, from[:i+1]) && !strings.HasPrefix(from, "sha256:") {
+		to = to[i+1:]
+	}
+	return what + ": " + from + " -> " + to
+}
+
+// digests are sha256 digests in a text.
+var digests = regexp.MustCompile(`sha256:[0-9a-f]{12}[0-9a-f]+`)
+
+// shortDigests shortens every sha256 digest of s as investigate.ShortID
+// does.
+func shortDigests(s string) string {
+	return digests.ReplaceAllStringFunc(s, investigate.ShortID)
+}
+
+// relative says when at was from t: "45.2s before", "3s after".
+func relative(at, t time.Time) string {
+	d, word := t.Sub(at), "before"
+	if d < 0 {
+		d, word = -d, "after"
+	}
+	switch {
+	case d == 0:
+		return "together with"
+	case d < time.Millisecond:
+	case d < time.Second:
+		d = d.Round(time.Millisecond)
+	case d < time.Minute:
+		d = d.Round(100 * time.Millisecond)
+	default:
+		d = d.Round(time.Second)
+	}
+	return d.String() + " " + word
+}
+
+// shortActor names who made a change in a few words: the audit record's
+// user and its user agent's product, without version or platform.
+func shortActor(c investigate.Suspect) string {
+	ua, _, _ := strings.Cut(c.UserAgent, " ")
+	ua, _, _ = strings.Cut(ua, "/")
+	if c.By == "" || ua == "" {
+		return investigate.Actor(c)
+	}
+	return "by " + c.By + " via " + ua
 }
 
 // writeSuspectDetail prints a suspect's confidence, actor and scope, and
 // the control-plane burst behind a load-shaped cause.
-func writeSuspectDetail(ew *errWriter, c investigate.Suspect) {
-	ew.printf("     confidence %.2f: %s\n", c.Confidence, c.ConfidenceWhy)
-	if c.By != "" {
-		ua := ""
-		if c.UserAgent != "" {
-			ua = " (" + c.UserAgent + ")"
-		}
-		ew.printf("     by %s%s\n", c.By, ua)
-	}
+func writeSuspectDetail(tw *textWriter, c investigate.Suspect) {
+	tw.prose(7, "     confidence %.2f: %s", c.Confidence, c.ConfidenceWhy)
+	tw.prose(7, "     %s", investigate.Actor(c))
 	if c.Selector != "" {
-		ew.printf("     scope -l %s (%d objects)\n", c.Selector, c.Objects)
+		tw.row(7, "     scope -l %s (%d objects)", c.Selector, c.Objects)
 	}
 	if l := c.Load; l != nil {
-		ew.printf("     load: %s by %s [%s] %.0f/s at peak vs %.2g/s before, %s .. %s; %s\n     detail: %s\n",
-			l.Class, l.Client, l.User, l.PeakRps, l.Baseline, ts(l.Start), ts(l.End), l.Load, l.Detail)
+		tw.prose(7, "     load: %s by %s [%s] %.0f/s at peak vs %.2g/s before, %s .. %s; %s",
+			l.Class, l.Client, l.User, l.PeakRps, l.Baseline, ts(l.Start), ts(l.End), l.Load)
+		tw.prose(7, "     detail: %s", l.Detail)
 	}
 }
 

@@ -153,8 +153,8 @@ For the identity of one unit at two instants, see faultline identity diff.
 				ew.printf("No change of identity found before the first bad.\n")
 			}
 			for _, c := range rep.Changes {
-				ew.printf("%d. %s  %s\n   %s -> %s  at %s (%s, %s)\n   %s\n", c.Rank, c.Ref, c.Dimension, c.From, c.To, ts(c.At), c.Kind,
-					investigate.EvidenceLink(0, c.Run, c.Line), c.Why)
+				ew.printf("%d. %s  %s\n   %s -> %s  at %s (%s, %s)\n   %s\n   %s\n", c.Rank, c.Ref, c.Dimension, c.From, c.To, ts(c.At), c.Kind,
+					investigate.EvidenceLink(0, c.Run, c.Line), c.Why, investigate.Actor(c))
 			}
 			return ew.err
 		},

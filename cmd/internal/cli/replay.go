@@ -167,7 +167,7 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 		return fmt.Errorf("replay %s: %w", opts.name, err)
 	}
 	fmt.Fprintln(f.IO.Out)
-	if err := writeReport(f.IO.Out, rep); err != nil {
+	if err := writeReport(f.IO.Out, rep, f.reportLayout()); err != nil {
 		return err
 	}
 	if len(cp.Bursts) > 0 {
