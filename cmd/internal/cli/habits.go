@@ -127,6 +127,9 @@ var durationRE = regexp.MustCompile(`^-?([0-9]+(?:\.[0-9]+)?)d(.*)$`)
 func parseDuration(s string) (time.Duration, bool) {
 	s = strings.TrimSpace(s)
 	if d, err := time.ParseDuration(s); err == nil {
+		if d == math.MinInt64 { // no positive twin
+			return 0, false
+		}
 		return abs(d), true
 	}
 	m := durationRE.FindStringSubmatch(s)
@@ -134,7 +137,8 @@ func parseDuration(s string) (time.Duration, bool) {
 		return 0, false
 	}
 	days, err := strconv.ParseFloat(m[1], 64)
-	if err != nil || days*24 > float64(math.MaxInt64)/float64(time.Hour) {
+	// Below 2^63 ns with room for float rounding: the conversion must not wrap.
+	if err != nil || days*24*float64(time.Hour) >= 0x1p62 {
 		return 0, false
 	}
 	d := time.Duration(days * 24 * float64(time.Hour))

@@ -290,3 +290,23 @@ func TestHabits(t *testing.T) {
 		}
 	})
 }
+
+// FuzzParseDuration: a duration accepted is never negative (it counts back),
+// and a Go duration keeps its size.
+func FuzzParseDuration(f *testing.F) {
+	for _, s := range []string{"90m", "-90m", "1d", "1.5d", "2d12h", "1d-2h", "1000000d", "-2562047h47m16.854775808s", "106751d", "9e300d"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, ok := parseDuration(s)
+		if !ok {
+			return
+		}
+		if d < 0 {
+			t.Fatalf("parseDuration(%q) = %v: negative", s, d)
+		}
+		if g, err := time.ParseDuration(strings.TrimSpace(s)); err == nil && g != d && g != -d {
+			t.Fatalf("parseDuration(%q) = %v, want %v", s, d, g)
+		}
+	})
+}
