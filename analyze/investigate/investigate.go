@@ -79,6 +79,9 @@ type Report struct {
 	Mitigation   []Action     `json:"mitigation"`
 	Confirmation []string     `json:"confirmation"`
 	Units        UnitCounts   `json:"units"`
+	// Warnings say what weakens the report: the --bad or --good expression
+	// failed at run time on some observations, which counted as no match.
+	Warnings []string `json:"warnings,omitempty"`
 	// BadObservations counts the observations the outcome classifier found
 	// bad in the window (bad records and bad object states): the same set
 	// as timeline --where 'bad', bisect and the TUI's histogram.
@@ -288,6 +291,12 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	}
 	rep.Bad = out.BadExpr
 	rep.bad, rep.BadObservations = out.Bad, len(out.Bad)
+	// Whatever the report ends with, it says where its expressions failed.
+	defer func() {
+		for _, err := range out.FilterErrors() {
+			rep.Warnings = append(rep.Warnings, err.Error())
+		}
+	}()
 	if len(out.Bad) == 0 {
 		decide(rep)
 		return rep, nil

@@ -168,6 +168,35 @@ func (o *Outcomes) BadStates() []Observation {
 func (o *Outcomes) IsBad(r *timeline.Record) (bool, error)  { return o.bad.Match(r) }
 func (o *Outcomes) IsGood(r *timeline.Record) (bool, error) { return o.good.Match(r) }
 
+// ExprError is a --bad or --good expression that does not compile: the
+// user's to fix.
+type ExprError struct {
+	Flag string // "--bad" or "--good"
+	Err  error
+}
+
+func (e *ExprError) Error() string { return e.Flag + ": " + e.Err.Error() }
+func (e *ExprError) Unwrap() error { return e.Err }
+
+// FilterErrors returns the run-time failures of the bad and good
+// expressions so far (1/0, a missing key), each of which counted as no
+// match, so that a report resting on them can say so; nil when none failed.
+func (o *Outcomes) FilterErrors() []error {
+	var errs []error
+	for _, f := range []struct {
+		flag string
+		f    *timeline.Filter
+	}{{"--bad", o.bad}, {"--good", o.good}} {
+		if f.f == nil {
+			continue
+		}
+		if err := f.f.RuntimeError(); err != nil {
+			errs = append(errs, fmt.Errorf("%s %w", f.flag, err))
+		}
+	}
+	return errs
+}
+
 // Read gathers the observations and folds them into units.
 func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 	out := &Outcomes{BadExpr: opt.Bad, GoodExpr: opt.Good}
@@ -179,11 +208,11 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 	}
 	bad, err := timeline.CompileFilter(out.BadExpr)
 	if err != nil {
-		return nil, fmt.Errorf("--bad: %w", err)
+		return nil, &ExprError{Flag: "--bad", Err: err}
 	}
 	good, err := timeline.CompileFilter(out.GoodExpr)
 	if err != nil {
-		return nil, fmt.Errorf("--good: %w", err)
+		return nil, &ExprError{Flag: "--good", Err: err}
 	}
 
 	out.bad, out.good = bad, good

@@ -3,6 +3,7 @@ package cli
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -90,11 +91,15 @@ func (fl *investigateFlags) run(ctx context.Context, f *Factory) (*investigate.R
 		}
 	}
 	rep, err := investigate.Run(ctx, store, opt)
+	var ee *outcome.ExprError
+	if errors.As(err, &ee) {
+		return nil, usagef("faultline investigate --bad 'reason == \"OOMKilled\"'", "%v", err)
+	}
 	if err != nil {
-		if strings.HasPrefix(err.Error(), "--bad") || strings.HasPrefix(err.Error(), "--good") {
-			return nil, usagef("faultline investigate --bad 'reason == \"OOMKilled\"'", "%v", err)
-		}
 		return nil, err
+	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(f.IO.ErrOut, "warning: %s\n", w)
 	}
 	return rep, nil
 }
