@@ -38,6 +38,7 @@ type bisectOptions struct {
 	bad    string // start --bad
 	note   string
 	output string
+	scope  scopeFlags // status: -n/-A
 }
 
 func newBisectCmd(f *Factory) *cobra.Command {
@@ -187,6 +188,7 @@ func newBisectStatusCmd(f *Factory) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&opts.output, "output", "o", "table", "output format: table, json or yaml")
+	opts.scope.add(cmd.Flags(), "the changes and bad observations (cluster-scoped objects such as nodes always count)")
 	return cmd
 }
 
@@ -402,7 +404,7 @@ func bisectStartRun(ctx context.Context, opts *bisectOptions) error {
 		return err
 	}
 	fmt.Fprintf(f.IO.ErrOut, "Started bisect session %d.\n", id)
-	return printBisectReport(ctx, f.IO.Out, store, &timeline.BisectSession{ID: id, Started: now, Marks: marks}, first, last)
+	return printBisectReport(ctx, f.IO.Out, store, &timeline.BisectSession{ID: id, Started: now, Marks: marks}, first, last, scopeFlags{})
 }
 
 func bisectMarkRun(ctx context.Context, opts *bisectOptions, kind timeline.BisectKind, arg string) error {
@@ -437,7 +439,7 @@ func bisectMarkRun(ctx context.Context, opts *bisectOptions, kind timeline.Bisec
 	}
 	sess.Marks = append(sess.Marks, m)
 	fmt.Fprintf(f.IO.ErrOut, "Marked %s %s.\n", kind, fmtInstant(t))
-	return printBisectReport(ctx, f.IO.Out, store, sess, first, last)
+	return printBisectReport(ctx, f.IO.Out, store, sess, first, last, scopeFlags{})
 }
 
 // markJSON is the stable JSON form of a mark.
@@ -503,7 +505,7 @@ func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 		if err != nil {
 			return err
 		}
-		groups, _, err := windowChanges(ctx, store, versions)
+		groups, _, err := windowChanges(ctx, store, opts.scope.versions(versions))
 		if err != nil {
 			return err
 		}
@@ -511,7 +513,7 @@ func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 		if err != nil {
 			return err
 		}
-		out.Bad = len(classified.Bad)
+		out.Bad = len(opts.scope.observations(classified.Bad))
 		out.Changes = []windowChangeJSON{}
 		for _, g := range groups {
 			out.Changes = append(out.Changes, windowChangeJSON{Kind: g.kind, Name: g.name, Versions: g.n,
@@ -531,7 +533,7 @@ func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return printBisectReport(ctx, f.IO.Out, store, sess, first, last)
+	return printBisectReport(ctx, f.IO.Out, store, sess, first, last, opts.scope)
 }
 
 func bisectLogRun(ctx context.Context, opts *bisectOptions) error {
@@ -661,7 +663,7 @@ func bisectReplayRun(ctx context.Context, opts *bisectOptions, file string) erro
 		return err
 	}
 	termsafe.Fprintf(f.IO.ErrOut, "Replayed %d marks from %s into bisect session %d.\n", len(marks), name, id)
-	return printBisectReport(ctx, f.IO.Out, store, &timeline.BisectSession{ID: id, Started: now, Marks: marks}, first, last)
+	return printBisectReport(ctx, f.IO.Out, store, &timeline.BisectSession{ID: id, Started: now, Marks: marks}, first, last, scopeFlags{})
 }
 
 // atLine prefixes a usage error with the log line it came from.
@@ -714,7 +716,7 @@ func (w window) next() (time.Time, bool) { return w.Next() }
 
 // printBisectReport prints the window, what changed and happened inside
 // it, and the instant to judge next.
-func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store, sess *timeline.BisectSession, first, last time.Time) error {
+func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store, sess *timeline.BisectSession, first, last time.Time, scope scopeFlags) error {
 	w := newBisectWindow(sess.Marks, first, last)
 	since, until := w.lo.Add(1), w.hi.Add(1) // (lo, hi] as [since, until)
 	versions, err := store.VersionsBetween(ctx, since, until, bisectMaxVersions)
@@ -729,7 +731,7 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 	if err != nil {
 		return err
 	}
-	bad := classified.Bad
+	versions, bad := scope.versions(versions), scope.observations(classified.Bad)
 
 	bw := bufio.NewWriter(out)
 	good := fmtInstant(w.lastGood)
@@ -791,9 +793,9 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 			humanInt(int64(len(bad))), plural(len(bad), "observation"))
 		var tbl strings.Builder
 		p := newRecordPrinter(&tbl, "table")
-		isBad, err := timeline.CompileFilter("bad")
+		isBad, err := timeline.CompileFilter(scope.scopedKeepingCluster("bad"))
 		if err != nil {
-			return err // a constant: a bug
+			return err // a constant and a quoted name: a bug
 		}
 		q := timeline.Query{Since: since, Until: until, Where: isBad, Bad: classified.BadRecordIDs(), Limit: bisectMaxHints}
 		for r, err := range withStates(ctx, store, q, classified.States) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
+	"github.com/faultline/faultline/analyze/outcome"
 	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
 )
@@ -45,6 +47,31 @@ func (s scopeFlags) cel() string {
 		return ""
 	}
 	return "ns == " + strconv.Quote(s.namespace)
+}
+
+// keeps reports whether an object of namespace ns is in scope; a
+// cluster-scoped object (ns "", a node) serves every namespace and stays.
+func (s scopeFlags) keeps(ns string) bool {
+	return s.all || s.namespace == "" || ns == "" || ns == s.namespace
+}
+
+// versions keeps the versions of objects in scope (see keeps).
+func (s scopeFlags) versions(vs []timeline.ObjectVersion) []timeline.ObjectVersion {
+	return slices.DeleteFunc(slices.Clone(vs), func(v timeline.ObjectVersion) bool { return !s.keeps(v.Object.Namespace) })
+}
+
+// observations keeps the observations of objects in scope (see keeps).
+func (s scopeFlags) observations(os []outcome.Observation) []outcome.Observation {
+	return slices.DeleteFunc(slices.Clone(os), func(o outcome.Observation) bool { return !s.keeps(o.Object.Namespace) })
+}
+
+// scopedKeepingCluster narrows expr to the namespace and to cluster-scoped
+// objects (see keeps).
+func (s scopeFlags) scopedKeepingCluster(expr string) string {
+	if c := s.cel(); c != "" {
+		return "(" + c + ` || ns == "") && (` + expr + ")"
+	}
+	return expr
 }
 
 // scoped narrows the CEL expression expr to the namespace; expr "" stands
