@@ -128,6 +128,17 @@ func CompileFilter(expr string) (*Filter, error) {
 	return &Filter{src: expr, ast: checked, prog: prog}, nil
 }
 
+// Uses reports whether the expression reads the record field name (as
+// the checker resolved it, so a string "bad" is not the field bad).
+func (f *Filter) Uses(name string) bool {
+	for _, ref := range f.ast.NativeRep().ReferenceMap() {
+		if strings.TrimPrefix(ref.Name, ".") == name {
+			return true
+		}
+	}
+	return false
+}
+
 // String returns the expression's source.
 func (f *Filter) String() string { return f.src }
 

@@ -40,3 +40,24 @@ func TestFilterRuntimeErrorsAreReported(t *testing.T) {
 		})
 	}
 }
+
+func TestFilterUses(t *testing.T) {
+	for _, tc := range []struct {
+		expr string
+		want bool
+	}{
+		{`bad`, true},
+		{`bad && code == 500`, true},
+		{`!bad || verb == "get"`, true},
+		{`reason == "bad"`, false},
+		{`code >= 500`, false},
+	} {
+		f, err := CompileFilter(tc.expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.Uses("bad"); got != tc.want {
+			t.Errorf("%s: Uses(bad) = %v, want %v", tc.expr, got, tc.want)
+		}
+	}
+}

@@ -121,6 +121,11 @@ type Store interface {
 type Options struct {
 	Bad, Good    string    // CEL; "" means DefaultBad, DefaultGood
 	Since, Until time.Time // zero: unbounded
+	// StatesOnly reads the object states and skips the search for bad
+	// records: for a caller that judges the records it shows one by one
+	// (IsBad), where a search of every record would cost more than it
+	// shows. Bad then holds bad states only, and units are not folded.
+	StatesOnly bool
 }
 
 // Outcomes is what Read found.
@@ -249,6 +254,11 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 		if isGood {
 			out.Good = append(out.Good, *o)
 		}
+	}
+
+	if opt.StatesOnly {
+		sortObs(out.Bad)
+		return out, nil
 	}
 
 	// Records that report trouble: the filter runs in SQL where it can
