@@ -83,6 +83,9 @@ func TestTUIInTmux(t *testing.T) {
 		t.Errorf("the help does not show how to quit:\n%s", screen)
 	}
 	keys("Escape")
+	// Wait for the help to close: an Escape and a key sent together read
+	// as one Alt+key.
+	waitFor("REASON / MESSAGE", 10*time.Second)
 
 	// The control plane's bursts scroll.
 	keys("4")
