@@ -89,6 +89,9 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt File
 	d := &dumpReader{
 		r: bufio.NewReaderSize(src.Reader(), 1<<16),
 		obj: func(doc int, m map[string]any) {
+			if storeErr != nil { // the store failed: nothing more is written
+				return
+			}
 			item++
 			run.Lines = item + bad
 			// The object is in memory: store it even if ctx is done.
@@ -114,6 +117,10 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt File
 	}
 	readErr := d.read()
 	if storeErr != nil {
+		// Commit what the open batch holds (or, failing that, take the
+		// counts back to the last commit): no transaction is left open to
+		// hold the writer lock against the next file.
+		batch.Commit(ctx)
 		run.Status, run.Error = timeline.RunFailed, storeErr.Error()
 		store.FinishRun(context.WithoutCancel(ctx), run)
 		return run, storeErr
