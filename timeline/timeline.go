@@ -133,6 +133,11 @@ type ObjectVersion struct {
 	// Seen says how Time was learned. One version seen twice keeps the
 	// best sighting, then the earliest, whatever order they came in.
 	Seen Sighting `json:"-"`
+	// Prepared holds what a store did to the version ahead of AddVersion
+	// (its redaction and hash, on the ingester's decoding goroutines):
+	// opaque to all but the store that set it, which ignores anything it
+	// did not set.
+	Prepared any `json:"-"`
 }
 
 // Sighting is how a version's time was learned, best first.

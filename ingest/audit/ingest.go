@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -24,7 +25,7 @@ import (
 type Options struct {
 	Strict    bool // stop at the first bad line
 	MaxLine   int  // longest line read; <= 0: input.DefaultMaxLine
-	BatchSize int  // records per transaction; <= 0: 20000
+	BatchSize int  // records per transaction; <= 0: 100000
 	Workers   int  // decoding goroutines; <= 0: GOMAXPROCS
 	Logger    *slog.Logger
 	// OnBadLine, if set, hears of every bad line as it is skipped.
@@ -147,12 +148,23 @@ func noRecord(lines int, first error) error {
 // that the file rule refuses (input.Walk), are not read; they are named in
 // an *input.SkippedError returned after the others were ingested (empty
 // files are left out without a word).
-func Ingest(ctx context.Context, store timeline.Store, paths []string, opt Options) ([]timeline.IngestRun, error) {
+func Ingest(ctx context.Context, store timeline.Store, paths []string, opt Options) (runs []timeline.IngestRun, err error) {
 	files, skipped, err := input.Expand(paths, FirstTime)
 	if err != nil {
 		return nil, fmt.Errorf("ingest audit: %w", err)
 	}
-	runs, err := input.Each(files, func(f string) (*timeline.IngestRun, error) { return ingestFile(ctx, store, f, opt) })
+	if b, ok := store.(bulkLoader); ok && allRegular(files) {
+		end, err := b.BulkLoad(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("ingest audit: %w", err)
+		}
+		defer func() {
+			if eerr := end(ctx); eerr != nil {
+				err = errors.Join(err, fmt.Errorf("ingest audit: %w", eerr))
+			}
+		}()
+	}
+	runs, err = input.Each(files, func(f string) (*timeline.IngestRun, error) { return ingestFile(ctx, store, f, opt) })
 	if err != nil {
 		return runs, err
 	}
@@ -185,6 +197,7 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 	}
 	log.Debug("ingest audit", "path", src.Name(), "run", run.ID)
 	w := &writer{store: store, run: run, committed: *run, opt: opt, src: src, start: time.Now()}
+	w.prep, _ = store.(versionPreparer)
 	err = w.pipeline(ctx)
 	if err == nil {
 		src.Drain()
@@ -205,8 +218,35 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 	return run, err
 }
 
+// allRegular reports whether every input is a regular file: a pipe may
+// stream for hours while the timeline is read, and a bulk load leaves it
+// without its indexes until the end.
+func allRegular(files []string) bool {
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if f == "-" || err != nil || !fi.Mode().IsRegular() {
+			return false
+		}
+	}
+	return len(files) > 0
+}
+
+// bulkLoader is a store that loads an empty timeline faster when told a
+// large ingest begins (and ends).
+type bulkLoader interface {
+	BulkLoad(ctx context.Context) (end func(context.Context) error, err error)
+}
+
+// versionPreparer is a store that can redact and hash a version's content
+// ahead of AddVersion: the decoding goroutines do it, in parallel, instead
+// of the single writer.
+type versionPreparer interface {
+	PrepareVersion(v *timeline.ObjectVersion)
+}
+
 type writer struct {
 	store timeline.Store
+	prep  versionPreparer // store, if it is one
 	run   *timeline.IngestRun
 	// committed is run as of the last committed batch: a batch that fails
 	// (a full disk) takes its counts back, so the summary and the run say
@@ -217,8 +257,12 @@ type writer struct {
 	start     time.Time
 	lastProg  time.Time
 	handled   int64
-	lastLine  int64 // so a line holding many events (EventList) counts once
+	lastLine  int64  // so a line holding many events (EventList) counts once
+	arena     []byte // where next copies lines (reader goroutine only)
 }
+
+// arenaSize is the size of the blocks lines are copied into.
+const arenaSize = 1 << 20
 
 func (w *writer) progress(final bool) {
 	if w.opt.OnProgress == nil {
@@ -391,7 +435,15 @@ func (w *writer) next() (l rawLine, done bool, err error) {
 	case err != nil:
 		return rawLine{}, true, err
 	}
-	return rawLine{no: no, data: bytes.Clone(line)}, false, nil
+	// Lines are copied into a shared arena, one allocation per megabyte of
+	// lines rather than one per line: a line's bytes stay alive as long as
+	// anything (a decoded version's body) still points into them.
+	if len(line) > cap(w.arena)-len(w.arena) {
+		w.arena = make([]byte, 0, max(arenaSize, len(line)))
+	}
+	start := len(w.arena)
+	w.arena = append(w.arena, line...)
+	return rawLine{no: no, data: w.arena[start:len(w.arena):len(w.arena)]}, false, nil
 }
 
 // document recognises a file that opens with a lone "{" or "[" (or any first
@@ -488,6 +540,9 @@ func (w *writer) decodeChunk(c chunk) decoded {
 			rec.Evidence.Line = l.no
 			for _, v := range vs {
 				v.Evidence.Line = l.no
+				if w.prep != nil {
+					w.prep.PrepareVersion(v)
+				}
 			}
 			out.items = append(out.items, item{line: l.no, rec: rec, versions: vs})
 		}
@@ -500,7 +555,7 @@ func (w *writer) decodeChunk(c chunk) decoded {
 func (w *writer) write(ctx context.Context, results <-chan decoded) error {
 	size := w.opt.BatchSize
 	if size <= 0 {
-		size = 20000
+		size = 100000
 	}
 	var (
 		pending = map[int]decoded{}

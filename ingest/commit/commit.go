@@ -14,7 +14,7 @@ import (
 // Defaults: a transaction holds at most Size items and stays open at most
 // Every, so a slow stream commits about once a second.
 const (
-	Size  = 20000
+	Size  = 100000
 	Every = time.Second
 )
 

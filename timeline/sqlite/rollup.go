@@ -69,12 +69,14 @@ type classCache struct {
 }
 
 type (
+	// The keys name a class by its index in rollup.classes: hashing one
+	// int, not seven strings, per request and map.
 	secKey struct {
-		class classKey
+		class int32
 		sec   int64
 	}
 	statKey struct {
-		class        classKey
+		class        int32
 		minute       int64
 		code, bucket int
 	}
@@ -84,7 +86,7 @@ type (
 		added                                    bool // latMax and apfMax hold values
 	}
 	clientKey struct {
-		class  classKey
+		class  int32
 		minute int64
 		user   string
 	}
@@ -92,9 +94,22 @@ type (
 
 // rollup is what one batch adds to the req_* tables.
 type rollup struct {
+	classes []classKey         // the batch's classes, by index
+	index   map[classKey]int32 // and their indexes
 	secs    map[secKey]int64
 	stats   map[statKey]*statAgg
 	clients map[clientKey]int64
+}
+
+// classIndex returns the batch's index of a class, adding it if new.
+func (u *rollup) classIndex(k classKey) int32 {
+	i, ok := u.index[k]
+	if !ok {
+		i = int32(len(u.classes))
+		u.classes = append(u.classes, k)
+		u.index[k] = i
+	}
+	return i
 }
 
 // request is what the rollup needs of a record's fixed fields.
@@ -164,23 +179,30 @@ func (u *rollup) count(rq *request, old, in timeline.Stage, nv, ov reqValues) {
 	minute := sec / 60 * 60
 	if u.secs == nil {
 		u.secs, u.clients, u.stats = map[secKey]int64{}, map[clientKey]int64{}, map[statKey]*statAgg{}
+		u.index = map[classKey]int32{}
 	}
-	if old&responseStages == 0 && now&responseStages != 0 {
-		u.secs[secKey{rq.class, sec}]++
-		u.clients[clientKey{rq.class, minute, rq.user}]++
+	counts := old&responseStages == 0 && now&responseStages != 0
+	stats := now&finalStages != 0 && (old&finalStages == 0 || in > old)
+	if !counts && !stats {
+		return
+	}
+	class := u.classIndex(rq.class)
+	if counts {
+		u.secs[secKey{class, sec}]++
+		u.clients[clientKey{class, minute, rq.user}]++
 	}
 	switch {
-	case now&finalStages == 0:
+	case !stats:
 	case old&finalStages == 0:
-		u.stat(rq, minute, nv, 1)
-	case in > old: // a later final stage replaces the values counted
-		u.stat(rq, minute, ov, -1)
-		u.stat(rq, minute, nv, 1)
+		u.stat(rq, class, minute, nv, 1)
+	default: // a later final stage replaces the values counted
+		u.stat(rq, class, minute, ov, -1)
+		u.stat(rq, class, minute, nv, 1)
 	}
 }
 
-func (u *rollup) stat(rq *request, minute int64, v reqValues, sign int64) {
-	k := statKey{rq.class, minute, v.code, timeline.LatencyBucket(time.Duration(v.latency))}
+func (u *rollup) stat(rq *request, class int32, minute int64, v reqValues, sign int64) {
+	k := statKey{class, minute, v.code, timeline.LatencyBucket(time.Duration(v.latency))}
 	a := u.stats[k]
 	if a == nil {
 		a = &statAgg{}
@@ -258,28 +280,19 @@ func (b *batch) flushRollup(ctx context.Context) error {
 	}
 	// New classes get ids in a fixed order, so the same input gives the
 	// same ids.
-	var classes []classKey
-	seen := map[classKey]bool{}
-	for k := range u.secs {
-		if !seen[k.class] {
-			seen[k.class] = true
-			classes = append(classes, k.class)
-		}
-	}
-	for k := range u.stats {
-		if !seen[k.class] {
-			seen[k.class] = true
-			classes = append(classes, k.class)
-		}
-	}
+	classes := slices.Clone(u.classes)
 	slices.SortFunc(classes, classKey.compare)
-	ids := make(map[classKey]int64, len(classes))
+	byKey := make(map[classKey]int64, len(classes))
 	for _, k := range classes {
 		id, err := b.classID(ctx, k)
 		if err != nil {
 			return err
 		}
-		ids[k] = id
+		byKey[k] = id
+	}
+	ids := make([]int64, len(u.classes)) // by the batch's index
+	for i, k := range u.classes {
+		ids[i] = byKey[k]
 	}
 
 	type secRow struct{ class, sec, n int64 }

@@ -82,7 +82,10 @@ type Store struct {
 	cache *strCache
 	// classes maps request classes to their req_class ids (rollup.go).
 	classes classCache
-	reads   struct { // id -> string, for reading
+	// open remembers the requests this store added that await a final
+	// stage (openreq.go).
+	open  openCache
+	reads struct { // id -> string, for reading
 		mu sync.Mutex
 		m  map[int64]string
 	}

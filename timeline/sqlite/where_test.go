@@ -393,9 +393,9 @@ func TestCompileWhereUsesIndexes(t *testing.T) {
 		{`ns == "default" && name == "web-1"`, "record_object (namespace=? AND name=?)"},
 		{`reason == "BackOff"`, "record_reason (reason=?)"},
 		{`reason.startsWith("Fail")`, "record_reason (reason=?)"},
-		{`time > timestamp("2026-05-01T10:05:00Z")`, "record_time (time_ns>?)"},
+		{`time > timestamp("2026-05-01T10:05:00Z")`, "record_time_key (time_ns>?)"},
 		{`time >= timestamp("2026-05-01T10:00:00Z") && time < timestamp("2026-05-01T11:00:00Z")`,
-			"record_time (time_ns>? AND time_ns<?)"},
+			"record_time_key (time_ns>? AND time_ns<?)"},
 		{`user == "alice" && annotations["x"] == "y"`, "record_user (user=?)"},
 	}
 	for _, tt := range tests {

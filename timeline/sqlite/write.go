@@ -102,6 +102,18 @@ func (s *Store) Batch(ctx context.Context, run int64) (timeline.Batch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("begin batch: %w", err)
 	}
+	// A checkpoint copies the pages the log holds into the file. Ingest
+	// rewrites the same index pages batch after batch: checkpointing every
+	// 64 MiB of log instead of SQLite's 4 MiB writes each of them once for
+	// many batches.
+	if _, err := tx.ExecContext(context.WithoutCancel(ctx), "PRAGMA wal_autocheckpoint = 16384"); err != nil {
+		tx.Rollback()
+		return nil, fmt.Errorf("begin batch: %w", err)
+	}
+	if err := s.open.checkGen(context.WithoutCancel(ctx), tx); err != nil {
+		tx.Rollback()
+		return nil, fmt.Errorf("begin batch: %w", err)
+	}
 	return &batch{s: s, tx: tx, run: run, strs: s.strCache(), newStrs: nil}, nil
 }
 
@@ -109,7 +121,7 @@ const insertRecord = `INSERT INTO record (key, time_ns, source, api_group, api_v
 	namespace, name, uid, verb, reason, user, user_agent, source_ip, code, type, level, latency_ns, stages,
 	audit_id, uri, message, run_id, line, extra)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (key) DO NOTHING`
+ON CONFLICT DO NOTHING`
 
 // joinStage adds a stage not yet held to an existing request record; the
 // later stage's code, latency, message and extra win (SET reads old values).
@@ -121,11 +133,16 @@ const joinStage = `UPDATE record SET
 	extra = CASE WHEN ?1 > stages THEN ?5 ELSE extra END
 WHERE id = ?6`
 
-// heldRecord reads what joining a stage needs of the record held under a
-// key: its stages and values before the join, and the fields the request
-// rollup classes it by.
-const heldRecord = `SELECT id, stages, code, latency_ns, source, verb, api_group, resource, subresource,
-	namespace, name, user, user_agent, uri, coalesce(extra, '') FROM record WHERE key = ?`
+// heldStaged and heldWhole read what joining a stage needs of the record
+// held under a key: its stages and values before the join, and the fields
+// the request rollup classes it by. A record with stages is unique by
+// (time_ns, key), one without by key (0010_time_key.sql).
+const (
+	heldColumns = `SELECT id, stages, code, latency_ns, source, verb, api_group, resource, subresource,
+	namespace, name, user, user_agent, uri, coalesce(extra, '') FROM record `
+	heldStaged = heldColumns + `WHERE time_ns = ? AND key = ?`
+	heldWhole  = heldColumns + `WHERE key = ? AND stages = 0`
+)
 
 type batch struct {
 	s       *Store
@@ -133,6 +150,7 @@ type batch struct {
 	run     int64
 	strs    *strCache
 	newStrs []string // interned in this transaction: forgotten on rollback
+	recIDs  [15]memo // AddRecord's interned fields, as of the last record
 	rec     *sql.Stmt
 	join    *sql.Stmt
 	getStr  *sql.Stmt
@@ -147,6 +165,7 @@ type batch struct {
 	roll       rollup
 	newClasses []classKey // added in this transaction: forgotten on rollback
 	held       *sql.Stmt
+	heldW      *sql.Stmt
 	strByID    *sql.Stmt
 	getClass   *sql.Stmt
 	putClass   *sql.Stmt
@@ -212,6 +231,13 @@ func (b *batch) internAll(ctx context.Context, ss ...string) ([]int64, error) {
 	return ids, nil
 }
 
+// memo is one interned string and its id.
+type memo struct {
+	s  string
+	id int64
+	ok bool
+}
+
 // conflict is addKeyed's outcome for a key held by a record of other
 // content: AddRecord tries the next key.
 const conflict timeline.AddResult = -1
@@ -245,20 +271,49 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 	}
 	redact.Record(r)
 	o := &r.Object
-	ids, err := b.internAll(ctx, string(r.Source), o.Group, o.Version, o.Resource, o.Subresource, o.Kind,
-		o.Namespace, o.Name, r.Verb, r.Reason, r.User, r.UserAgent, r.SourceIP, r.Type, r.Level)
-	if err != nil {
-		return 0, fmt.Errorf("add record: %w", err)
+	fields := [len(b.recIDs)]string{string(r.Source), o.Group, o.Version, o.Resource, o.Subresource, o.Kind,
+		o.Namespace, o.Name, r.Verb, r.Reason, r.User, r.UserAgent, r.SourceIP, r.Type, r.Level}
+	ids := make([]int64, len(fields))
+	for i, f := range fields {
+		// Most fields repeat the last record's (source, level, group,
+		// version, often verb and resource): no dictionary lookup then.
+		if m := &b.recIDs[i]; m.ok && m.s == f {
+			ids[i] = m.id
+			continue
+		}
+		id, err := b.intern(ctx, f)
+		if err != nil {
+			return 0, fmt.Errorf("add record: %w", err)
+		}
+		ids[i] = id
+		b.recIDs[i] = memo{s: f, id: id, ok: true}
 	}
-	identity := strings.Join([]string{r.Verb, r.User, o.Group, o.Resource, o.Subresource, o.Namespace, o.Name}, "\x00")
-	keys := []string{r.Key, r.Key + "\x00conflict\x00" + identity}
-	keys = append(keys, keys[1]+"\x00"+strconv.Itoa(r.Code)+"\x00"+strconv.Itoa(int(r.Stages)))
-	if r.Stages == 0 {
-		// A whole record conflicts by its content too (see addKeyed).
-		sum := sha256.Sum256(r.Extra)
-		keys = append(keys, keys[2]+"\x00"+hex.EncodeToString(sum[:8]))
+	// The keys tried in turn, made only when the one before conflicts.
+	key := func(i int) (string, bool) {
+		k := r.Key
+		if i == 0 {
+			return k, true
+		}
+		k += "\x00conflict\x00" + strings.Join([]string{r.Verb, r.User, o.Group, o.Resource, o.Subresource, o.Namespace, o.Name}, "\x00")
+		if i == 1 {
+			return k, true
+		}
+		k += "\x00" + strconv.Itoa(r.Code) + "\x00" + strconv.Itoa(int(r.Stages))
+		if i == 2 {
+			return k, true
+		}
+		if i == 3 && r.Stages == 0 {
+			// A whole record conflicts by its content too (see addKeyed).
+			sum := sha256.Sum256(r.Extra)
+			return k + "\x00" + hex.EncodeToString(sum[:8]), true
+		}
+		return "", false
 	}
-	for i, k := range keys {
+	for i := 0; ; i++ {
+		k, ok := key(i)
+		if !ok {
+			break
+		}
 		res, err := b.addKeyed(ctx, r, ids, keyHash(k))
 		switch {
 		case err != nil:
@@ -276,6 +331,12 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 // addKeyed adds r under key (see AddRecord); ids are its interned fields.
 func (b *batch) addKeyed(ctx context.Context, r *timeline.Record, ids []int64, key int64) (timeline.AddResult, error) {
 	o := &r.Object
+	ok := openKey{ns(r.Time), key}
+	if r.Stages != 0 {
+		if held := b.s.open.get(ok); held != nil {
+			return b.joinOpen(ctx, r, ids, ok, held)
+		}
+	}
 	st, err := b.stmt(ctx, &b.rec, insertRecord)
 	if err != nil {
 		return 0, fmt.Errorf("add record: %w", err)
@@ -299,17 +360,31 @@ func (b *batch) addKeyed(ctx context.Context, r *timeline.Record, ids []int64, k
 		return 0, fmt.Errorf("add record: %w", err)
 	}
 	if n == 1 {
+		var rq *request
 		if r.Source == timeline.SourceAudit && o.Resource != "" {
-			rq := newRequest(r.Verb, o.Group, o.Resource, o.Subresource, o.Namespace, o.Name, r.User, r.UserAgent,
+			q := newRequest(r.Verb, o.Group, o.Resource, o.Subresource, o.Namespace, o.Name, r.User, r.UserAgent,
 				r.URI, ns(r.Time))
-			b.roll.count(&rq, 0, r.Stages, reqValues{r.Code, int64(r.Latency), apfQueueWait(r.Extra)}, reqValues{})
+			rq = &q
+			b.roll.count(rq, 0, r.Stages, reqValues{r.Code, int64(r.Latency), apfQueueWait(r.Extra)}, reqValues{})
+		}
+		if r.Stages != 0 && r.Stages&finalStages == 0 {
+			id, err := res.LastInsertId()
+			if err != nil {
+				return 0, fmt.Errorf("add record: %w", err)
+			}
+			b.s.open.put(ok, &openRequest{id: id, stages: r.Stages, code: r.Code, latency: int64(r.Latency),
+				ident: identOf(ids), rq: rq})
 		}
 		return timeline.Added, nil
 	}
 	// Held already: the same request's record, or another's (a conflict).
 	// The held record is read first: the rollup needs its stages before a
 	// join.
-	hs, err := b.stmt(ctx, &b.held, heldRecord)
+	held, q, args := &b.held, heldStaged, []any{ns(r.Time), key}
+	if r.Stages == 0 {
+		held, q, args = &b.heldW, heldWhole, []any{key}
+	}
+	hs, err := b.stmt(ctx, held, q)
 	if err != nil {
 		return 0, fmt.Errorf("add record: %w", err)
 	}
@@ -318,7 +393,7 @@ func (b *batch) addKeyed(ctx context.Context, r *timeline.Record, ids []int64, k
 		hid                   [9]int64 // source, verb .. user_agent
 		uri, heldExtra        string
 	)
-	if err := hs.QueryRowContext(ctx, key).Scan(&id, &stages, &code, &lat, &hid[0], &hid[1], &hid[2], &hid[3], &hid[4],
+	if err := hs.QueryRowContext(ctx, args...).Scan(&id, &stages, &code, &lat, &hid[0], &hid[1], &hid[2], &hid[3], &hid[4],
 		&hid[5], &hid[6], &hid[7], &hid[8], &uri, &heldExtra); err != nil {
 		return 0, fmt.Errorf("join stage: %w", err)
 	}
@@ -361,6 +436,64 @@ func (b *batch) addKeyed(ctx context.Context, r *timeline.Record, ids []int64, k
 	}
 	if err := b.rollJoin(ctx, r, ids, hid, uri, old, reqValues{int(code), lat, apfQueueWait([]byte(oldExtra.String))}); err != nil {
 		return 0, fmt.Errorf("join stage: %w", err)
+	}
+	return timeline.Merged, nil
+}
+
+// identOf picks from a record's interned fields (AddRecord's ids) those that
+// tell one request from another: verb, api_group, resource, subresource,
+// namespace, name, user.
+func identOf(ids []int64) [7]int64 {
+	return [7]int64{ids[8], ids[1], ids[3], ids[4], ids[6], ids[7], ids[10]}
+}
+
+// joinOpen is addKeyed for a record whose key an open request of this
+// store holds (openreq.go): the same decisions as for a held row read from
+// the database, without reading it.
+func (b *batch) joinOpen(ctx context.Context, r *timeline.Record, ids []int64, k openKey, held *openRequest) (timeline.AddResult, error) {
+	in := identOf(ids)
+	h := held.ident
+	// verb, group, resource, subresource, namespace, name (an empty one
+	// agrees with any), user
+	same := h[0] == in[0] && h[1] == in[1] && h[2] == in[2] && h[3] == in[3] && h[4] == in[4] &&
+		(h[5] == in[5] || h[5] == 0 || in[5] == 0) && h[6] == in[6]
+	old := held.stages
+	switch {
+	case !same:
+		return conflict, nil
+	case old&r.Stages != 0: // the same stage again
+		if held.code != r.Code && r.Stages == latest(old) {
+			return conflict, nil
+		}
+		return timeline.Duplicate, nil
+	}
+	var extra any
+	if len(r.Extra) > 0 {
+		extra = string(r.Extra)
+	}
+	js, err := b.stmt(ctx, &b.join, joinStage)
+	if err != nil {
+		return 0, fmt.Errorf("add record: %w", err)
+	}
+	if _, err := js.ExecContext(ctx, int64(r.Stages), r.Code, int64(r.Latency), r.Message, extra, held.id); err != nil {
+		return 0, fmt.Errorf("join stage: %w", err)
+	}
+	// An open request has no final stage: nothing to take back (ov's APF
+	// wait is 0, as rollJoin reads it only from a final stage's extra).
+	ov := reqValues{held.code, held.latency, 0}
+	if held.rq != nil && (old|r.Stages)&responseStages != 0 {
+		nv := ov
+		if r.Stages > old {
+			nv = reqValues{r.Code, int64(r.Latency), apfQueueWait(r.Extra)}
+		}
+		b.roll.count(held.rq, old, r.Stages, nv, ov)
+	}
+	if r.Stages > old {
+		held.code, held.latency = r.Code, int64(r.Latency)
+	}
+	held.stages |= r.Stages
+	if held.stages&finalStages != 0 {
+		b.s.open.del(k)
 	}
 	return timeline.Merged, nil
 }
@@ -423,12 +556,16 @@ func (b *batch) AddVersion(ctx context.Context, v *timeline.ObjectVersion) (bool
 	if err := checkTime("version time", v.Time); err != nil {
 		return false, fmt.Errorf("add version of %s/%s: %w", v.Object.Resource, v.Object.Name, err)
 	}
-	body, err := b.s.red.Object(v.Content, v.Object)
-	if err != nil {
-		return false, fmt.Errorf("add version of %s/%s: %w", v.Object.Resource, v.Object.Name, err)
+	p, ok := v.Prepared.(*prepared)
+	if !ok || !p.of(b.s, v) {
+		var err error
+		if p, err = b.s.prepare(v); err != nil {
+			return false, err
+		}
 	}
-	sum := sha256.Sum256(body)
-	v.Content, v.Hash = body, "sha256:"+hex.EncodeToString(sum[:])
+	v.Prepared = nil
+	body := p.body
+	v.Content, v.Hash = body, p.hash
 	v.Key = timeline.VersionKey(v)
 
 	// One version seen twice (the update that made it and a later read
@@ -492,6 +629,41 @@ func (b *batch) AddVersion(ctx context.Context, v *timeline.ObjectVersion) (bool
 		return false, fmt.Errorf("add version: %w", err)
 	}
 	return true, nil
+}
+
+// prepared is a version's redacted body and its hash, made by the store
+// that will write it (PrepareVersion).
+type prepared struct {
+	s    *Store
+	ref  timeline.ObjectRef // the object it was redacted as
+	src  []byte             // the content it was made from
+	body []byte
+	hash string
+}
+
+// of reports whether p was made by s from v as v is now.
+func (p *prepared) of(s *Store, v *timeline.ObjectVersion) bool {
+	return p.s == s && p.ref == v.Object && len(p.src) == len(v.Content) &&
+		(len(p.src) == 0 || &p.src[0] == &v.Content[0])
+}
+
+// PrepareVersion redacts a version's content and hashes it, so that
+// AddVersion, on the single writer, does not have to: ingesters call it on
+// their decoding goroutines. It is safe for concurrent use. A version it
+// fails on is left as it was, for AddVersion to report.
+func (s *Store) PrepareVersion(v *timeline.ObjectVersion) {
+	if p, err := s.prepare(v); err == nil {
+		v.Prepared = p
+	}
+}
+
+func (s *Store) prepare(v *timeline.ObjectVersion) (*prepared, error) {
+	body, err := s.red.Object(v.Content, v.Object)
+	if err != nil {
+		return nil, fmt.Errorf("add version of %s/%s: %w", v.Object.Resource, v.Object.Name, err)
+	}
+	sum := sha256.Sum256(body)
+	return &prepared{s: s, ref: v.Object, src: v.Content, body: body, hash: "sha256:" + hex.EncodeToString(sum[:])}, nil
 }
 
 // content stores a redacted body once by its hash and returns its id.
@@ -569,10 +741,16 @@ func (b *batch) Commit(ctx context.Context, progress *timeline.IngestRun) error 
 			return fmt.Errorf("commit batch: %w", err)
 		}
 	}
+	gen, err := bumpGen(ctx, b.tx)
+	if err != nil {
+		b.Rollback()
+		return fmt.Errorf("commit batch: %w", err)
+	}
 	if err := b.tx.Commit(); err != nil {
 		b.forget()
 		return fmt.Errorf("commit batch: %w", err)
 	}
+	b.s.open.setGen(gen)
 	b.newStrs, b.newClasses = nil, nil
 	return nil
 }
@@ -593,6 +771,7 @@ func (b *batch) forget() {
 		b.strs.del(s)
 	}
 	b.newStrs = nil
+	b.recIDs = [len(b.recIDs)]memo{}
 	c := &b.s.classes
 	c.mu.Lock()
 	for _, k := range b.newClasses {
@@ -601,6 +780,7 @@ func (b *batch) forget() {
 	c.mu.Unlock()
 	b.newClasses = nil
 	b.roll = rollup{}
+	b.s.open.reset()
 }
 
 // checkTime is timeline.CheckTime naming the field.
