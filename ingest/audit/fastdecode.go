@@ -607,31 +607,29 @@ func (d *fastDecoder) string(v gjson.Result) string {
 	return d.keep(s)
 }
 
-// text is a JSON string's value. Plain text is taken in place, pointing
-// into the line; text with short escapes is gjson's unescaped copy;
-// anything beyond ASCII, or with a \u escape, is unquoted by encoding/json,
-// for its exact handling of invalid UTF-8 and surrogates. fresh says the
-// value is a copy already.
+// text is a JSON string's value. Text without escapes is taken in place,
+// pointing into the line, if it is valid UTF-8 (encoding/json leaves it as
+// it is); ASCII text with short escapes is gjson's unescaped copy; the rest
+// (invalid UTF-8, \u escapes, escapes beside non-ASCII text) is unquoted by
+// encoding/json, for its exact handling of invalid UTF-8 and surrogates.
+// fresh says the value is a copy already.
 func (d *fastDecoder) text(v gjson.Result) (s string, fresh bool) {
 	raw := v.Raw
 	body := raw[1 : len(raw)-1]
-	escaped := false
+	if strings.IndexByte(body, '\\') < 0 {
+		if utf8.ValidString(body) {
+			return body, false
+		}
+		return d.unquote(raw), true
+	}
 	for i := 0; i < len(body); i++ {
-		switch c := body[i]; {
-		case c >= utf8.RuneSelf:
+		if c := body[i]; c >= utf8.RuneSelf || c == '\\' && body[i+1] == 'u' {
 			return d.unquote(raw), true
-		case c == '\\':
-			if body[i+1] == 'u' {
-				return d.unquote(raw), true
-			}
-			escaped = true
+		} else if c == '\\' {
 			i++
 		}
 	}
-	if escaped {
-		return v.Str, true
-	}
-	return body, false
+	return v.Str, true // gjson unescaped it into a new string
 }
 
 func (d *fastDecoder) unquote(raw string) string {
