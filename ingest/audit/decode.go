@@ -47,6 +47,9 @@ type event struct {
 	format  Format
 	envTime string // the envelope's own time, a last resort
 	grpc    *int   // GKE: the gRPC status code the HTTP code was derived from
+	// annots are the annotations sorted by key, as the fast path reads
+	// them instead of Annotations (which stays nil).
+	annots []keyValue
 }
 
 type userInfo struct {
@@ -54,6 +57,8 @@ type userInfo struct {
 	UID      string              `json:"uid,omitempty"`
 	Groups   []string            `json:"groups,omitempty"`
 	Extra    map[string][]string `json:"extra,omitempty"`
+
+	podName []string // the fast path's Extra[podNameKey], Extra staying nil
 }
 
 type objectRef struct {
@@ -134,10 +139,23 @@ const maxDepth = 4
 
 // decode parses one line into the audit events it holds.
 func decode(line []byte) ([]event, error) {
-	return decodeDepth(line, 0)
+	return decodeDepth(line, 0, fastThenStd)
 }
 
-func decodeDepth(line []byte, depth int) ([]event, error) {
+// mode says which decoders decodeDepth may use.
+type mode int8
+
+const (
+	fastThenStd mode = iota // the fast path, and decodeStd if it declines
+	fastOnly                // inside the fast path: a decline goes up whole
+	stdOnly                 // inside decodeStd: the old decoder all the way
+)
+
+// errDeclined is a nested line the fast path declined: the outer line is
+// decoded again by decodeStd, which names any problem.
+var errDeclined = &FieldError{"line", "declined by the fast path"}
+
+func decodeDepth(line []byte, depth int, m mode) ([]event, error) {
 	if depth > maxDepth {
 		return nil, &FieldError{"line", "envelopes nested too deep"}
 	}
@@ -151,10 +169,27 @@ func decodeDepth(line []byte, depth int) ([]event, error) {
 	if line[0] != '{' {
 		// CloudWatch exports to S3 prefix each event with its timestamp.
 		if ts, rest, ok := bytes.Cut(line, []byte(" {")); ok && looksLikeTime(ts) {
-			return decodeDepth(append([]byte("{"), rest...), depth+1)
+			return decodeDepth(append([]byte("{"), rest...), depth+1, m)
 		}
 		return nil, &FieldError{"line", fmt.Sprintf("not a JSON object (starts with %q)", firstRune(line))}
 	}
+	if m != stdOnly {
+		if evs, ok := fastDecode(line, depth); ok {
+			return evs, nil
+		}
+		if m == fastOnly {
+			return nil, errDeclined
+		}
+	}
+	return decodeStd(line, depth)
+}
+
+// decodeStd decodes a line, trimmed and starting with '{', with
+// encoding/json into the union of every envelope, and the lines nested in
+// it likewise. It is the reference the fast path must match, and the path
+// of every line the fast path declines: GKE exports and bad lines, whose
+// errors it names.
+func decodeStd(line []byte, depth int) ([]event, error) {
 	var env envelope
 	if err := json.Unmarshal(line, &env); err != nil {
 		return nil, jsonError(err)
@@ -172,11 +207,11 @@ func decodeDepth(line []byte, depth int) ([]event, error) {
 		}
 		return []event{ev}, nil
 	case env.Properties != nil && len(env.Properties.Log) > 0:
-		return nested(env.Properties.Log, "properties.log", FormatAKS, env.Time, depth)
+		return nested(env.Properties.Log, "properties.log", FormatAKS, env.Time, depth, stdOnly)
 	case env.Kind == "EventList" || env.Items != nil:
 		var out []event
 		for i, it := range env.Items {
-			evs, err := decodeDepth(it, depth+1)
+			evs, err := decodeDepth(it, depth+1, stdOnly)
 			if err != nil {
 				return nil, prefix(fmt.Sprintf("items[%d]", i), err)
 			}
@@ -193,7 +228,7 @@ func decodeDepth(line []byte, depth int) ([]event, error) {
 			field, list = "events", env.Events
 		}
 		for i, m := range list {
-			evs, err := decodeDepth([]byte(m.Message), depth+1)
+			evs, err := decodeDepth([]byte(m.Message), depth+1, stdOnly)
 			if err != nil {
 				return nil, prefix(fmt.Sprintf("%s[%d].message", field, i), err)
 			}
@@ -204,7 +239,7 @@ func decodeDepth(line []byte, depth int) ([]event, error) {
 		}
 		return out, nil
 	case len(env.Message) > 0 && env.Kind == "":
-		return nested(env.Message, "message", FormatCloudWatch, "", depth)
+		return nested(env.Message, "message", FormatCloudWatch, "", depth, stdOnly)
 	}
 	ev := env.event
 	if ev.Kind != "Event" && ev.Kind != "" {
@@ -219,7 +254,7 @@ func decodeDepth(line []byte, depth int) ([]event, error) {
 
 // nested decodes an event held by an envelope field, as an object or as a
 // JSON string.
-func nested(raw json.RawMessage, field string, f Format, envTime string, depth int) ([]event, error) {
+func nested(raw json.RawMessage, field string, f Format, envTime string, depth int, m mode) ([]event, error) {
 	b := []byte(raw)
 	if len(b) > 0 && b[0] == '"' {
 		var s string
@@ -228,7 +263,7 @@ func nested(raw json.RawMessage, field string, f Format, envTime string, depth i
 		}
 		b = []byte(s)
 	}
-	evs, err := decodeDepth(b, depth+1)
+	evs, err := decodeDepth(b, depth+1, m)
 	if err != nil {
 		return nil, prefix(field, err)
 	}

@@ -30,12 +30,17 @@ type extra struct {
 	// Pod is "namespace/name" of the pod whose bound ServiceAccount token
 	// made the request (user.extra authentication.kubernetes.io/pod-name).
 	Pod string `json:"pod,omitempty"`
+
+	annots []keyValue // the fast path's Annotations, sorted by key
 }
 
 // podOf is "namespace/name" of the pod a bound ServiceAccount token
 // belongs to, from the user's extra and the ServiceAccount's namespace.
 func podOf(u userInfo) string {
-	names := u.Extra["authentication.kubernetes.io/pod-name"]
+	names := u.Extra[podNameKey]
+	if u.Extra == nil {
+		names = u.podName
+	}
 	rest, ok := strings.CutPrefix(u.Username, "system:serviceaccount:")
 	ns, _, _ := strings.Cut(rest, ":")
 	if len(names) != 1 || !ok || ns == "" || names[0] == "" {
@@ -46,6 +51,13 @@ func podOf(u userInfo) string {
 
 // parseTime reads an audit timestamp (RFC 3339, any precision).
 func parseTime(field, s string) (time.Time, error) {
+	t, ok := parseUTC(s)
+	if ok {
+		if err := timeline.CheckTime(t); err != nil {
+			return time.Time{}, &FieldError{field, err.Error()}
+		}
+		return t, nil
+	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		var pe *time.ParseError
@@ -128,7 +140,7 @@ func toRecord(ev *event, raw []byte) (*timeline.Record, []*timeline.ObjectVersio
 		r.Object = timeline.ObjectRef{Group: ref.APIGroup, Version: ref.APIVersion, Resource: ref.Resource,
 			Subresource: ref.Subresource, Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}
 	}
-	x := extra{Annotations: ev.Annotations, Groups: ev.User.Groups, GRPCCode: ev.grpc, Pod: podOf(ev.User)}
+	x := extra{Annotations: ev.Annotations, annots: ev.annots, Groups: ev.User.Groups, GRPCCode: ev.grpc, Pod: podOf(ev.User)}
 	if ev.format != FormatEvent {
 		x.Format = ev.format
 	}
@@ -146,11 +158,9 @@ func toRecord(ev *event, raw []byte) (*timeline.Record, []*timeline.ObjectVersio
 		r.Message = truncate(st.Message, maxMessage)
 		x.StatusReason = st.Reason
 	}
-	if r.Extra, err = json.Marshal(x); err != nil {
-		return nil, nil, &FieldError{"annotations", err.Error()}
-	}
-	if string(r.Extra) == "{}" {
-		r.Extra = nil
+	var buf [1024]byte
+	if b := x.appendJSON(buf[:0]); len(b) > 0 {
+		r.Extra = bytes.Clone(b)
 	}
 	versions := objectVersions(ev, staged, received)
 	if len(versions) > 0 && r.Object.Kind == "" {
@@ -221,7 +231,7 @@ func objectVersions(ev *event, staged, received time.Time) []*timeline.ObjectVer
 
 func versionsOf(raw json.RawMessage, ref *objectRef, at time.Time) []*timeline.ObjectVersion {
 	var h objHeader
-	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || json.Unmarshal(raw, &h) != nil {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || decodeHeader(raw, &h) != nil {
 		return nil
 	}
 	if h.Kind == "Status" || h.Kind == "" && h.Metadata.Name == "" {
@@ -232,7 +242,7 @@ func versionsOf(raw json.RawMessage, ref *objectRef, at time.Time) []*timeline.O
 		var out []*timeline.ObjectVersion
 		for _, it := range h.Items {
 			var ih objHeader
-			if json.Unmarshal(it, &ih) != nil || ih.Metadata.Name == "" {
+			if decodeHeader(it, &ih) != nil || ih.Metadata.Name == "" {
 				continue
 			}
 			if ih.Kind == "" {
@@ -278,6 +288,6 @@ func version(raw json.RawMessage, h *objHeader, ref *objectRef, at time.Time) *t
 			Namespace: ns, Name: h.Metadata.Name, UID: h.Metadata.UID},
 		ResourceVersion: h.Metadata.ResourceVersion,
 		Time:            at,
-		Content:         raw,
+		Content:         bytes.Clone(raw), // raw may point into the line
 	}
 }
