@@ -261,8 +261,8 @@ type writer struct {
 	arena     []byte // where next copies lines (reader goroutine only)
 }
 
-// arenaSize is the size of the blocks lines are copied into.
-const arenaSize = 1 << 20
+// lineArenaSize is the size of the blocks the reader copies lines into.
+const lineArenaSize = 1 << 20
 
 func (w *writer) progress(final bool) {
 	if w.opt.OnProgress == nil {
@@ -439,7 +439,7 @@ func (w *writer) next() (l rawLine, done bool, err error) {
 	// lines rather than one per line: a line's bytes stay alive as long as
 	// anything (a decoded version's body) still points into them.
 	if len(line) > cap(w.arena)-len(w.arena) {
-		w.arena = make([]byte, 0, max(arenaSize, len(line)))
+		w.arena = make([]byte, 0, max(lineArenaSize, len(line)))
 	}
 	start := len(w.arena)
 	w.arena = append(w.arena, line...)
