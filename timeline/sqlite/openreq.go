@@ -32,7 +32,7 @@ import (
 // maxOpenRequests bounds the open-request cache (about 200 B an entry).
 const maxOpenRequests = 1 << 17
 
-// openKey is where a record with stages is unique (0010_time_key.sql).
+// openKey is where a record with stages is unique (0011_time_key.sql).
 type openKey struct {
 	timeNS int64
 	key    int64

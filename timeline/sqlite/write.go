@@ -136,7 +136,7 @@ WHERE id = ?6`
 // heldStaged and heldWhole read what joining a stage needs of the record
 // held under a key: its stages and values before the join, and the fields
 // the request rollup classes it by. A record with stages is unique by
-// (time_ns, key), one without by key (0010_time_key.sql).
+// (time_ns, key), one without by key (0011_time_key.sql).
 const (
 	heldColumns = `SELECT id, stages, code, latency_ns, source, verb, api_group, resource, subresource,
 	namespace, name, user, user_agent, uri, coalesce(extra, '') FROM record `
