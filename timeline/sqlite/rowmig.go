@@ -13,7 +13,20 @@ import (
 // Migration 0010 encodes the record rows so (rowenc.go): in Go, by the
 // writer's own functions, one pass over the table.
 var goSteps = map[string]func(ctx context.Context, tx *sql.Tx) error{
-	"encode_records": encodeRecords,
+	"encode_records":  encodeRecords,
+	"analyze_records": analyzeRecords,
+}
+
+// analyzeRecords refreshes the planner's statistics of a rebuilt record
+// table, as Store.Analyze does after an ingest: dropping the old table
+// dropped them, and without them a filter may pick the wrong index.
+func analyzeRecords(ctx context.Context, tx *sql.Tx) error {
+	var any bool
+	if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM record)").Scan(&any); err != nil || !any {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, "PRAGMA analysis_limit = 1000; ANALYZE record")
+	return err
 }
 
 const goStepPrefix = "-- go: "

@@ -12,6 +12,7 @@
 -- rows in id order, encoded by the writer's own functions; the indexes are
 -- then built once, over the packed table. The old table's pages become free
 -- pages, reused by later writes (VACUUM returns them to the file system).
+-- The planner's statistics of record, dropped with it, are taken again.
 
 CREATE TABLE record_new (
     id          INTEGER PRIMARY KEY,
@@ -59,3 +60,5 @@ CREATE INDEX record_resource ON record (resource, verb, time_ns);
 CREATE INDEX record_object ON record (namespace, name, time_ns);
 CREATE INDEX record_error ON record (code, time_ns) WHERE code >= 400;
 CREATE INDEX record_reason ON record (reason, time_ns) WHERE reason != 0;
+
+-- go: analyze_records
