@@ -64,7 +64,7 @@ func planStatements(t testing.TB) []planStatement {
 	records("investigate: RBAC changes (access.go)",
 		`((resource in ["roles", "rolebindings"] && ns == "ml") || resource in ["clusterroles", "clusterrolebindings"]) && group == "rbac.authorization.k8s.io" && verb in ["update", "patch", "delete"] && code < 400`,
 		window, "record_resource")
-	records("identity: runs (runs.go)", `source == "versions" && verb == "run"`, timeline.Query{}, "record_resource")
+	records("identity: runs (runs.go): no index leads with source or verb", `source == "versions" && verb == "run"`, timeline.Query{}, "record_time")
 	records("bench: node lists failing", `verb == "list" && code >= 500 && user.startsWith("system:node:")`, timeline.Query{}, "record_error")
 	records("bench: 429s in a namespace", `code == 429 && ns == "llm-pretrain"`, timeline.Query{}, "record_error")
 	records("bench: one node's updates", `user == "system:node:node-0042" && verb == "update"`, timeline.Query{}, "record_user")
@@ -131,7 +131,9 @@ func TestQueryPlans(t *testing.T) {
 			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
 				t.Fatal(err)
 			}
-			plan = append(plan, detail)
+			if !strings.Contains(detail, "strs") && !strings.Contains(detail, "SUBQUERY") && !strings.Contains(detail, "BLOOM") {
+				plan = append(plan, detail) // the strs lookups of the select list and of constants are alike everywhere
+			}
 			for _, m := range planIndex.FindAllStringSubmatch(detail, -1) {
 				used[m[1]+m[2]] = true
 			}
