@@ -10,10 +10,12 @@ import (
 
 // How a record row stores its long strings (migration 0010; SCHEMA.md,
 // "Row encoding"). Each encoding is exact: the SQL expressions below give
-// back the very string the ingester wrote, byte for byte, and the writer
-// checks that they do before it stores an encoded form (else it stores the
-// string as it is). The expressions are plain SQL, so every query, the
-// migrations and a sqlite3 shell read the same values.
+// back the very string the ingester wrote, byte for byte. The writer stores
+// an encoded form only where its markers (\x01, \x02) cannot be confused
+// with the input's own bytes, else the string as it is (FuzzRowEncoding
+// holds the encoders and the SQL decoding to that). The expressions are
+// plain SQL, so every query, the migrations and a sqlite3 shell read the
+// same values.
 //
 //   - audit_id and uid: a canonical UUID (36 characters, lower-case hex) is a
 //     16-byte BLOB; any other value is TEXT, as it was.
@@ -63,8 +65,23 @@ func encodeID(s string) any {
 	if !canonicalUUID(s) {
 		return s
 	}
-	b, _ := hex.DecodeString(strings.ReplaceAll(s, "-", "")) // canonicalUUID: valid hex
+	b := make([]byte, 0, 16)
+	for i := 0; i < len(s); i += 2 {
+		if s[i] == '-' {
+			i--
+			continue
+		}
+		b = append(b, unhex(s[i])<<4|unhex(s[i+1]))
+	}
 	return b
+}
+
+// unhex is the value of a lower-case hex digit.
+func unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c - 'a' + 10
 }
 
 // decodeID is idSQL in Go.
@@ -104,7 +121,10 @@ func encodeURI(uri, namespace, name string) (tpl, rest string) {
 	if i := strings.IndexByte(uri, '?'); i >= 0 {
 		path, query = uri[:i], uri[i:]
 	}
-	if path == "" {
+	// The template reads back (decodeURI) when the path holds neither
+	// marker and the namespace not the name's: every \x02 then stands for
+	// the name, every \x01 for the namespace (FuzzRowEncoding checks it).
+	if path == "" || strings.ContainsAny(path, "\x01\x02") || strings.IndexByte(namespace, 2) >= 0 {
 		return "", uri
 	}
 	t := path // (SQLite's replace() with an empty pattern returns its input; strings.ReplaceAll would not)
@@ -113,9 +133,6 @@ func encodeURI(uri, namespace, name string) (tpl, rest string) {
 	}
 	if namespace != "" {
 		t = strings.ReplaceAll(t, namespace, "\x01")
-	}
-	if decodeURI(t, namespace, name, query) != uri {
-		return "", uri // control characters, or a name that holds the namespace's marker
 	}
 	return t, query
 }
@@ -143,7 +160,8 @@ func encodeExtra(x []byte) extraParts {
 	if i < 0 {
 		i = g
 	}
-	if i < 0 {
+	// Without \x01 in s, every \x01 of head and tail stands for latencyKey.
+	if i < 0 || strings.IndexByte(s, 1) >= 0 {
 		return extraParts{whole: s}
 	}
 	var j int
@@ -152,13 +170,11 @@ func encodeExtra(x []byte) extraParts {
 	} else {
 		j = closing(s, i, '}')
 	}
-	p := extraParts{head: strings.ReplaceAll(s[:i], latencyKey, "\x01"), dict: s[i:j],
-		tail: strings.ReplaceAll(s[j:], latencyKey, "\x01")}
-	if p.dict == "" || p.decode() != s {
-		return extraParts{whole: s} // control characters
-	}
-	return p
+	return extraParts{head: shorten(s[:i]), dict: s[i:j], tail: shorten(s[j:])}
 }
+
+// shorten writes latencyKey \x01.
+func shorten(s string) string { return strings.ReplaceAll(s, latencyKey, "\x01") }
 
 // closing returns the index after the first c at or after from, or len(s).
 func closing(s string, from int, c byte) int {
