@@ -17,11 +17,12 @@ import (
 )
 
 // recordColumns lists what Records selects; interned columns come as ids,
-// resolved through the store's read cache (strs rows never change).
+// resolved through the store's read cache (strs rows never change); encoded
+// ones (rowenc.go) are decoded by SQLite.
 var recordColumns = strings.Join([]string{"r.id", "r.time_ns", "r.source", "r.api_group", "r.api_version", "r.resource",
-	"r.subresource", "r.kind", "r.namespace", "r.name", "r.uid", "r.verb", "r.reason",
+	"r.subresource", "r.kind", "r.namespace", "r.name", idSQL("r.uid"), "r.verb", "r.reason",
 	"r.user", "r.user_agent", "r.source_ip", "r.code", "r.type", "r.level", "r.latency_ns",
-	"r.stages", "r.audit_id", "r.uri", "r.message", "r.run_id", "r.line", "r.extra"}, ", ")
+	"r.stages", idSQL("r.audit_id"), uriSQL("r"), "r.message", "r.run_id", "r.line", extraSQL("r")}, ", ")
 
 func (s *Store) scanRecord(ctx context.Context, rows *sql.Rows) (*timeline.Record, error) {
 	var (
@@ -279,7 +280,7 @@ func (s *Store) Cursor(ctx context.Context, name string) (string, error) {
 // recorded deletion (a record with verb "deleted" and the object's uid).
 func (s *Store) LiveObjects(ctx context.Context, group, resource, namespace string) ([]timeline.ObjectRef, error) {
 	deleted := map[string]bool{}
-	rows, err := s.db.QueryContext(ctx, `SELECT r.uid FROM record r
+	rows, err := s.db.QueryContext(ctx, `SELECT `+idSQL("r.uid")+` FROM record r
 		WHERE r.resource = (SELECT id FROM strs WHERE s = ?) AND r.verb = (SELECT id FROM strs WHERE s = 'deleted')
 		AND r.api_group = (SELECT id FROM strs WHERE s = ?)`, resource, group)
 	if err != nil {

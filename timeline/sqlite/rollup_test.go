@@ -186,7 +186,17 @@ func backfill(t *testing.T, s *Store) {
 			t.Fatal(err)
 		}
 	}
+	// 0005 reads the URI and extra as schema 5 held them: a temporary view
+	// (which shadows the table) decodes them (rowenc.go).
+	if _, err := tx.ExecContext(ctx, `CREATE TEMP VIEW record AS SELECT r.id, r.time_ns, r.source, r.stages, r.code,
+		r.latency_ns, r.verb, r.api_group, r.resource, r.subresource, r.namespace, r.name, r.user, r.user_agent, `+
+		uriSQL("r")+` AS uri, `+extraSQL("r")+` AS extra FROM main.record r`); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := tx.ExecContext(ctx, ms[i].sql); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, `DROP VIEW temp.record`); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(); err != nil {

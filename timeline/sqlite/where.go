@@ -94,9 +94,21 @@ var whereFields = func() map[string]whereField {
 		if k != kindNone {
 			m[f.Name] = whereField{name: f.Name, column: "r." + f.Column, kind: k}
 		}
+		if enc, ok := encodedText[f.Column]; ok && k == kindText {
+			m[f.Name] = whereField{name: f.Name, column: enc, kind: k}
+		}
 	}
 	return m
 }()
+
+// encodedText maps the record columns stored encoded (rowenc.go) to the SQL
+// of their text: every string test reads that, so it means what it means on
+// the record.
+var encodedText = map[string]string{
+	"uid":      idSQL("r.uid"),
+	"audit_id": idSQL("r.audit_id"),
+	"uri":      uriSQL("r"),
+}
 
 const (
 	// maxWhereDepth bounds the nesting translated, well inside SQLite's

@@ -119,8 +119,8 @@ func (s *Store) Batch(ctx context.Context, run int64) (timeline.Batch, error) {
 
 const insertRecord = `INSERT INTO record (key, time_ns, source, api_group, api_version, resource, subresource, kind,
 	namespace, name, uid, verb, reason, user, user_agent, source_ip, code, type, level, latency_ns, stages,
-	audit_id, uri, message, run_id, line, extra)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	audit_id, uri_tpl, uri, message, run_id, line, extra, extra_dict, extra_head, extra_tail)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT DO NOTHING`
 
 // joinStage adds a stage not yet held to an existing request record; the
@@ -130,16 +130,19 @@ const joinStage = `UPDATE record SET
 	code = CASE WHEN ?1 > stages THEN ?2 ELSE code END,
 	latency_ns = CASE WHEN ?1 > stages THEN ?3 ELSE latency_ns END,
 	message = CASE WHEN ?1 > stages THEN ?4 ELSE message END,
-	extra = CASE WHEN ?1 > stages THEN ?5 ELSE extra END
+	extra = CASE WHEN ?1 > stages THEN ?5 ELSE extra END,
+	extra_dict = CASE WHEN ?1 > stages THEN ?7 ELSE extra_dict END,
+	extra_head = CASE WHEN ?1 > stages THEN ?8 ELSE extra_head END,
+	extra_tail = CASE WHEN ?1 > stages THEN ?9 ELSE extra_tail END
 WHERE id = ?6`
 
 // heldStaged and heldWhole read what joining a stage needs of the record
 // held under a key: its stages and values before the join, and the fields
 // the request rollup classes it by. A record with stages is unique by
 // (time_ns, key), one without by key (0011_time_key.sql).
-const (
+var (
 	heldColumns = `SELECT id, stages, code, latency_ns, source, verb, api_group, resource, subresource,
-	namespace, name, user, user_agent, uri, coalesce(extra, '') FROM record `
+	namespace, name, user, user_agent, ` + uriSQL("record") + `, coalesce(` + extraSQL("record") + `, '') FROM record `
 	heldStaged = heldColumns + `WHERE time_ns = ? AND key = ?`
 	heldWhole  = heldColumns + `WHERE key = ? AND stages = 0`
 )
@@ -309,12 +312,16 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 		}
 		return "", false
 	}
+	row, err := b.encodeRecord(ctx, r)
+	if err != nil {
+		return 0, fmt.Errorf("add record: %w", err)
+	}
 	for i := 0; ; i++ {
 		k, ok := key(i)
 		if !ok {
 			break
 		}
-		res, err := b.addKeyed(ctx, r, ids, keyHash(k))
+		res, err := b.addKeyed(ctx, r, ids, row, keyHash(k))
 		switch {
 		case err != nil:
 			return 0, err
@@ -328,30 +335,28 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 	return timeline.Duplicate, nil // not reached: the last key holds all that is compared
 }
 
-// addKeyed adds r under key (see AddRecord); ids are its interned fields.
-func (b *batch) addKeyed(ctx context.Context, r *timeline.Record, ids []int64, key int64) (timeline.AddResult, error) {
+// addKeyed adds r under key (see AddRecord); ids are its interned fields,
+// row its encoded strings.
+func (b *batch) addKeyed(ctx context.Context, r *timeline.Record, ids []int64, row recordRow, key int64) (timeline.AddResult, error) {
 	o := &r.Object
 	ok := openKey{ns(r.Time), key}
 	if r.Stages != 0 {
 		if held := b.s.open.get(ok); held != nil {
-			return b.joinOpen(ctx, r, ids, ok, held)
+			return b.joinOpen(ctx, r, ids, row, ok, held)
 		}
 	}
 	st, err := b.stmt(ctx, &b.rec, insertRecord)
 	if err != nil {
 		return 0, fmt.Errorf("add record: %w", err)
 	}
-	var extra any
-	if len(r.Extra) > 0 {
-		extra = string(r.Extra)
-	}
 	run := r.Evidence.Run
 	if run == 0 {
 		run = b.run
 	}
 	res, err := st.ExecContext(ctx, key, ns(r.Time), ids[0], ids[1], ids[2], ids[3], ids[4], ids[5],
-		ids[6], ids[7], o.UID, ids[8], ids[9], ids[10], ids[11], ids[12], r.Code, ids[13], ids[14],
-		int64(r.Latency), int64(r.Stages), r.AuditID, r.URI, r.Message, run, r.Evidence.Line, extra)
+		ids[6], ids[7], row.uid, ids[8], ids[9], ids[10], ids[11], ids[12], r.Code, ids[13], ids[14],
+		int64(r.Latency), int64(r.Stages), row.auditID, row.uriTpl, row.uri, r.Message, run, r.Evidence.Line, row.extra,
+		row.extraDict, row.extraHead, row.extraTail)
 	if err != nil {
 		return 0, fmt.Errorf("add record: %w", err)
 	}
@@ -423,7 +428,7 @@ func (b *batch) addKeyed(ctx context.Context, r *timeline.Record, ids []int64, k
 	if old&finalStages != 0 && r.Stages > old && r.Stages&finalStages != 0 {
 		// A final stage replaces another's values: the rollup takes the old
 		// ones back (see rollup.go).
-		if err := b.tx.QueryRowContext(ctx, `SELECT extra FROM record WHERE id = ?`, id).Scan(&oldExtra); err != nil {
+		if err := b.tx.QueryRowContext(ctx, `SELECT `+extraSQL("record")+` FROM record WHERE id = ?`, id).Scan(&oldExtra); err != nil {
 			return 0, fmt.Errorf("join stage: %w", err)
 		}
 	}
@@ -431,7 +436,8 @@ func (b *batch) addKeyed(ctx context.Context, r *timeline.Record, ids []int64, k
 	if err != nil {
 		return 0, fmt.Errorf("add record: %w", err)
 	}
-	if _, err := js.ExecContext(ctx, int64(r.Stages), r.Code, int64(r.Latency), r.Message, extra, id); err != nil {
+	if _, err := js.ExecContext(ctx, int64(r.Stages), r.Code, int64(r.Latency), r.Message, row.extra, id,
+		row.extraDict, row.extraHead, row.extraTail); err != nil {
 		return 0, fmt.Errorf("join stage: %w", err)
 	}
 	if err := b.rollJoin(ctx, r, ids, hid, uri, old, reqValues{int(code), lat, apfQueueWait([]byte(oldExtra.String))}); err != nil {
@@ -450,7 +456,7 @@ func identOf(ids []int64) [7]int64 {
 // joinOpen is addKeyed for a record whose key an open request of this
 // store holds (openreq.go): the same decisions as for a held row read from
 // the database, without reading it.
-func (b *batch) joinOpen(ctx context.Context, r *timeline.Record, ids []int64, k openKey, held *openRequest) (timeline.AddResult, error) {
+func (b *batch) joinOpen(ctx context.Context, r *timeline.Record, ids []int64, row recordRow, k openKey, held *openRequest) (timeline.AddResult, error) {
 	in := identOf(ids)
 	h := held.ident
 	// verb, group, resource, subresource, namespace, name (an empty one
@@ -467,15 +473,12 @@ func (b *batch) joinOpen(ctx context.Context, r *timeline.Record, ids []int64, k
 		}
 		return timeline.Duplicate, nil
 	}
-	var extra any
-	if len(r.Extra) > 0 {
-		extra = string(r.Extra)
-	}
 	js, err := b.stmt(ctx, &b.join, joinStage)
 	if err != nil {
 		return 0, fmt.Errorf("add record: %w", err)
 	}
-	if _, err := js.ExecContext(ctx, int64(r.Stages), r.Code, int64(r.Latency), r.Message, extra, held.id); err != nil {
+	if _, err := js.ExecContext(ctx, int64(r.Stages), r.Code, int64(r.Latency), r.Message, row.extra, held.id,
+		row.extraDict, row.extraHead, row.extraTail); err != nil {
 		return 0, fmt.Errorf("join stage: %w", err)
 	}
 	// An open request has no final stage: nothing to take back (ov's APF

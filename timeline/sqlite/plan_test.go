@@ -1,0 +1,168 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+// planStatement is one statement the store runs for an analysis, and the
+// index its plan must use.
+type planStatement struct {
+	name  string
+	sql   string
+	args  []any
+	index string // an index (or "PRIMARY KEY") the plan names
+}
+
+// planStatements are the statements the analyses run against record (and
+// the rollup), built by the store's own query builders where it has them.
+func planStatements(t testing.TB) []planStatement {
+	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	since, until := t0, t0.Add(time.Hour)
+	var out []planStatement
+	records := func(name, where string, q timeline.Query, index string) {
+		t.Helper()
+		if where != "" {
+			f, err := timeline.CompileFilter(where)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q.Where = f
+		}
+		s, args, _ := recordQuery(q)
+		out = append(out, planStatement{name, s, args, index})
+	}
+	window := timeline.Query{Since: since, Until: until}
+	records("actor: records near a write (actor.go)", "", window, "record_time_key")
+	records("investigate: the last records before (investigate.go)", "", timeline.Query{Until: until, Desc: true, Limit: 1000}, "record_time_key")
+	records("timeline, all records", "", timeline.Query{}, "record_time_key")
+	records("controlplane restarts: apiserver lists (restarts.go)",
+		`user == "system:apiserver" && verb in ["list", "watch"] && resource != ""`, window, "record_user")
+	records("outcome: default bad requests (outcome.go)",
+		`code >= 400 && (code == 429 || code >= 500 || (code in [401, 403] && user.startsWith("system:serviceaccount:") && !user.startsWith("system:serviceaccount:kube-system:"))) && resource != ""`,
+		window, "record_error")
+	records("outcome: default bad states (outcome.go)",
+		`reason in ["Failed", "OOMKilled", "BackOff", "Evicted"]`, window, "record_reason")
+	records("outcome: default good (outcome.go)",
+		`source == "status" && reason in ["Ready", "Running", "Succeeded", "Complete"]`, window, "record_reason")
+	records("investigate: writes to an object (writes.go)",
+		`resource == "pods" && ns == "llm-pretrain" && name == "w-1" && verb in ["create", "update", "patch", "delete"] && code < 400`,
+		window, "record_object")
+	records("investigate: denials of a user (access.go)",
+		`user == "system:serviceaccount:ml:w" && code in [401, 403]`, timeline.Query{Since: since, Until: until, Limit: 1}, "record_user")
+	records("investigate: the user's last allowed access (access.go)",
+		`user == "system:serviceaccount:ml:w" && verb == "get" && resource == "secrets" && ns == "ml" && code < 400`,
+		timeline.Query{Since: since, Until: until, Limit: 1, Desc: true}, "record_user")
+	records("investigate: RBAC changes (access.go)",
+		`((resource in ["roles", "rolebindings"] && ns == "ml") || resource in ["clusterroles", "clusterrolebindings"]) && group == "rbac.authorization.k8s.io" && verb in ["update", "patch", "delete"] && code < 400`,
+		window, "record_resource")
+	records("identity: runs (runs.go): no index leads with source or verb", `source == "versions" && verb == "run"`, timeline.Query{}, "record_time_key")
+	records("bench: node lists failing", `verb == "list" && code >= 500 && user.startsWith("system:node:")`, timeline.Query{}, "record_error")
+	records("bench: 429s in a namespace", `code == 429 && ns == "llm-pretrain"`, timeline.Query{}, "record_error")
+	records("bench: one node's updates", `user == "system:node:node-0042" && verb == "update"`, timeline.Query{}, "record_user")
+	records("bench: mpijob creates and deletes", `resource == "mpijobs" && verb in ["create", "delete"]`, timeline.Query{}, "record_resource")
+	records("bench: slow requests in a namespace", `ns == "vision-train" && latency > duration("5s")`, timeline.Query{}, "record_object")
+	records("timeline --where auditID (no index: a scan)", `auditID == "0b6a7d3e-2f1c-4f57-9d0c-3c8f1f3c2a11"`, window, "record_time_key")
+
+	lo, hi := since.UnixNano(), until.UnixNano()
+	add := func(name, sql, index string, args ...any) { out = append(out, planStatement{name, sql, args, index}) }
+	add("histogram, no filter (histogram.go)",
+		"SELECT (r.time_ns - ?) / ? AS b, count(*) FROM record r WHERE r.time_ns >= ? AND r.time_ns < ? GROUP BY b",
+		"record_time_key", lo, int64(time.Second), lo, hi)
+	add("bounds (read.go)", "SELECT min(time_ns) FROM record WHERE time_ns > ?", "record_time_key", int64(noTime))
+	add("gaps: sources (read.go)", "SELECT id, s FROM strs WHERE id IN (SELECT DISTINCT source FROM record) ORDER BY s", "", nil)
+	add("gaps: per source (read.go)", `SELECT prev, t FROM (
+			SELECT time_ns AS t, LAG(time_ns) OVER (ORDER BY time_ns) AS prev FROM record WHERE source = ? AND time_ns != ?)
+			WHERE t - prev >= ? ORDER BY t`, "record_time_key", 1, int64(noTime), int64(time.Minute))
+	add("live objects: deletions (read.go)", `SELECT r.uid FROM record r
+		WHERE r.resource = (SELECT id FROM strs WHERE s = ?) AND r.verb = (SELECT id FROM strs WHERE s = 'deleted')
+		AND r.api_group = (SELECT id FROM strs WHERE s = ?)`, "record_resource", "pods", "")
+	add("bisect: sources in a window (bisect.go)", `SELECT (SELECT s FROM strs WHERE id = r.source), count(*) FROM record r
+		WHERE r.time_ns >= ? AND r.time_ns < ? GROUP BY r.source`, "record_time_key", lo, hi)
+	add("write: the request held under a key (write.go)", heldStaged, "record_time_key", int64(1), int64(1))
+	add("write: the whole record held under a key (write.go)", heldWhole, "record_key_whole", int64(1))
+	add("rollup: requests per second (rollup.go)", `SELECT q.class, q.sec, q.n FROM req_class c CROSS JOIN req_second q
+		ON q.class = c.id AND q.sec >= ? AND q.sec < ? ORDER BY c.id, q.sec`, "PRIMARY KEY", 0, 1)
+	add("rollup: stats of a window (rollup.go)", `SELECT class, minute, code, bucket, n, etcd_lists, unpaged_lists, lat_sum,
+		lat_max, apf_wait_max FROM req_stat WHERE minute >= ? AND minute < ? ORDER BY minute, class, code, bucket`, "PRIMARY KEY", 0, 1)
+	add("rollup: summary over all (rollup.go)", `SELECT class, min(minute), code, bucket, sum(n), sum(etcd_lists), sum(unpaged_lists), sum(lat_sum),
+		max(lat_max), max(apf_wait_max) FROM req_stat WHERE ? < ? GROUP BY class, code, bucket
+		ORDER BY class, code, bucket`, "req_stat_class", 0, 1)
+	add("rollup: clients over all (rollup.go)", `SELECT q.class, min(q.minute), q.user, sum(q.n), max(q.minute) FROM req_client q
+		WHERE ? < ? GROUP BY q.class, q.user ORDER BY q.class, q.user`, "req_client_class", 0, 1)
+	return out
+}
+
+var planIndex = regexp.MustCompile(`USING (?:COVERING )?INDEX (\w+)|USING (INTEGER PRIMARY KEY|PRIMARY KEY)`)
+
+// TestQueryPlans prints the plan of every statement in planStatements as a
+// Markdown table (SCHEMA.md, "Indexes and the statements that use them")
+// and checks that each uses its index. It runs on a real timeline:
+// FAULTLINE_PLAN_DB=/path/to/10m.db (opened read-only); the planner's
+// choices on a test-sized file say little, so without one it only checks
+// that every statement compiles against the schema, on an empty timeline.
+func TestQueryPlans(t *testing.T) {
+	file := os.Getenv("FAULTLINE_PLAN_DB")
+	var s *Store
+	if file == "" {
+		s = openTest(t)
+	} else {
+		var err error
+		if s, err = Open(context.Background(), file, Options{ReadOnly: true}); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+	}
+	used := map[string]bool{}
+	fmt.Println("| statement | plan |\n|---|---|")
+	for _, st := range planStatements(t) {
+		rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+st.sql, st.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(detail, "strs") && !strings.Contains(detail, "SUBQUERY") && !strings.Contains(detail, "BLOOM") {
+				plan = append(plan, detail) // the strs lookups of the select list and of constants are alike everywhere
+			}
+			for _, m := range planIndex.FindAllStringSubmatch(detail, -1) {
+				used[m[1]+m[2]] = true
+			}
+		}
+		rows.Close()
+		text := strings.Join(plan, "; ")
+		fmt.Printf("| %s | %s |\n", st.name, strings.ReplaceAll(text, "|", `\|`))
+		if file != "" && st.index != "" && !strings.Contains(text, st.index) {
+			t.Errorf("%s: plan %q does not use %s", st.name, text, st.index)
+		}
+	}
+	var names []string
+	rows, err := s.DB().Query(`SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name IN ('record', 'req_stat', 'req_client')
+		AND name NOT LIKE 'sqlite_autoindex%'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var n string
+		rows.Scan(&n)
+		names = append(names, n)
+	}
+	rows.Close()
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Printf("index %s used: %v\n", n, used[n])
+	}
+}
