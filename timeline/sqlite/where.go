@@ -131,7 +131,7 @@ const (
 	// textually, and does not see that code >= 500 implies code >= 400.
 	// unlikely() tells it that errors are rare, as they are in audit logs:
 	// else a range on code is estimated to keep a quarter of the rows, and
-	// scanning record_time in ORDER BY order wins.
+	// scanning record_time_key in ORDER BY order wins.
 	factErrorSQL  = "unlikely(r.code >= 400)"
 	factReasonSQL = "r.reason != 0"
 )

@@ -53,8 +53,10 @@ CREATE TABLE record_new (
 
 DROP TABLE record;
 ALTER TABLE record_new RENAME TO record;
-CREATE UNIQUE INDEX record_key ON record (key);
-CREATE INDEX record_time ON record (time_ns);
+-- The keys of 0011_time_key.sql, built here once rather than built old
+-- and rebuilt by 0011 (which only converts a file migrated before it).
+CREATE UNIQUE INDEX record_time_key ON record (time_ns, key);
+CREATE UNIQUE INDEX record_key_whole ON record (key) WHERE stages = 0;
 CREATE INDEX record_user ON record (user, time_ns);
 CREATE INDEX record_resource ON record (resource, verb, time_ns);
 CREATE INDEX record_object ON record (namespace, name, time_ns);

@@ -8,7 +8,9 @@
 -- does not pin a time (a deletion seen in a watch and inferred from a LIST
 -- is one record at two times): they stay unique by key alone, in a partial
 -- index only they enter.
-CREATE UNIQUE INDEX record_time_key ON record (time_ns, key);
-CREATE UNIQUE INDEX record_key_whole ON record (key) WHERE stages = 0;
-DROP INDEX record_key;
-DROP INDEX record_time;
+-- (0010 builds these already; a file migrated to 0010 before it did gets
+-- them here.)
+CREATE UNIQUE INDEX IF NOT EXISTS record_time_key ON record (time_ns, key);
+CREATE UNIQUE INDEX IF NOT EXISTS record_key_whole ON record (key) WHERE stages = 0;
+DROP INDEX IF EXISTS record_key;
+DROP INDEX IF EXISTS record_time;
