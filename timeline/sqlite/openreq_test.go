@@ -82,3 +82,72 @@ func TestOpenRequestsAnotherWriter(t *testing.T) {
 		t.Errorf("outcomes in one writer (-want +got):\n%s", diff)
 	}
 }
+
+// A version prepared ahead (Store.PrepareVersion) is stored as prepared
+// only by the store that prepared it, from the content it was prepared
+// from: another store's preparation, or content changed since, is redacted
+// again, so nothing unredacted can be slipped past the writer.
+func TestPreparedVersions(t *testing.T) {
+	ctx := context.Background()
+	secret := func(pw string) timeline.ObjectVersion {
+		return timeline.ObjectVersion{
+			Object:          timeline.ObjectRef{Resource: "secrets", Kind: "Secret", Namespace: "ns", Name: "s", UID: "u1"},
+			ResourceVersion: pw, Time: time.Unix(5, 0),
+			Content: []byte(`{"kind":"Secret","metadata":{"name":"s"},"data":{"password":"` + pw + `"}}`),
+		}
+	}
+	// Another store, without a key: what it prepared says "redacted (no
+	// key)" where this store's hash is.
+	other, err := Open(ctx, filepath.Join(t.TempDir(), "other.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for _, tt := range []struct {
+		name string
+		prep func(v *timeline.ObjectVersion)
+	}{
+		{"prepared by this store", func(v *timeline.ObjectVersion) {}},
+		{"prepared by another store", func(v *timeline.ObjectVersion) { other.PrepareVersion(v) }},
+		{"content changed after", func(v *timeline.ObjectVersion) {
+			v.Content = []byte(`{"kind":"Secret","metadata":{"name":"s"},"type":"changed","data":{"password":"c2VjcmV0Mw=="}}`)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := openTest(t)
+			run := &timeline.IngestRun{Source: timeline.SourceAudit, Path: "x"}
+			if err := s.BeginRun(ctx, run); err != nil {
+				t.Fatal(err)
+			}
+			v := secret("aHVudGVyMg==")
+			s.PrepareVersion(&v)
+			if v.Prepared == nil {
+				t.Fatal("PrepareVersion prepared nothing")
+			}
+			tt.prep(&v)
+			b, err := s.Batch(ctx, run.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.AddVersion(ctx, &v); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Commit(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+			var body string
+			if err := s.DB().QueryRow("SELECT body FROM content").Scan(&body); err != nil {
+				t.Fatal(err)
+			}
+			if !contains(body, "hmac-sha256:") || contains(body, "aHVudGVyMg==") || contains(body, "c2VjcmV0Mw==") {
+				t.Errorf("stored content not redacted: %s", body)
+			}
+			if tt.name == "content changed after" && !contains(body, `"type":"changed"`) {
+				t.Errorf("stored %s, not the content as changed", body)
+			}
+			if want := string(v.Content); body != want {
+				t.Errorf("stored %s, the version says %s", body, want)
+			}
+		})
+	}
+}
