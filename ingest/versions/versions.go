@@ -188,6 +188,7 @@ func (b *BadEntry) Error() string { return fmt.Sprintf("%s:%d: %v", b.Path, b.Li
 type Options struct {
 	Strict    bool
 	OnBadLine func(*BadEntry)
+	BatchSize int // entries per transaction; <= 0: commit.Size
 }
 
 // Ingest reads versions files (JSON Lines, or YAML by .yaml/.yml name) into
@@ -215,6 +216,9 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 	b, err := commit.Open(ctx, store, run)
 	if err != nil {
 		return run, err
+	}
+	if opt.BatchSize > 0 {
+		b.Size = opt.BatchSize
 	}
 	finish := func(err error) (*timeline.IngestRun, error) {
 		run.Status = timeline.RunDone
