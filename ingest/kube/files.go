@@ -23,6 +23,8 @@ type FileOptions struct {
 	// OnBad hears of every document that could not be ingested.
 	OnBad func(path string, doc int, err error)
 	Now   func() time.Time
+	// BatchSize is the objects per transaction; <= 0: commit.Size.
+	BatchSize int
 }
 
 // IngestFiles reads offline dumps into the store, one ingest run per file:
@@ -83,6 +85,9 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt File
 	batch, err := commit.Open(ctx, store, run)
 	if err != nil {
 		return run, err
+	}
+	if opt.BatchSize > 0 {
+		batch.Size = opt.BatchSize
 	}
 	var item, bad int64
 	var storeErr error
