@@ -91,17 +91,7 @@ func (d *fastDecoder) propertiesLog(p gjson.Result) (log gjson.Result, ok bool) 
 	if p.Type != gjson.JSON || p.Raw[0] != '{' {
 		return gjson.Result{}, false
 	}
-	known := []string{"log"}
-	var mask uint64
-	p.ForEach(func(key, v gjson.Result) bool {
-		if keyIndex(key, known) < 0 {
-			d.unknown(key, known)
-			return d.ok
-		}
-		d.seen(&mask, 0)
-		log = v
-		return d.ok
-	})
+	d.fields(p, []string{"log"}, func(_ int, v gjson.Result) { log = v })
 	return log, d.ok
 }
 
@@ -138,21 +128,8 @@ func (d *fastDecoder) cloudWatch(list gjson.Result, depth int) (out []event, ok 
 	known := []string{"message"}
 	ok = true
 	list.ForEach(func(_, e gjson.Result) bool {
-		if e.Type != gjson.JSON || e.Raw[0] != '{' {
-			ok = false
-			return false
-		}
 		var msg string
-		var mask uint64
-		e.ForEach(func(key, v gjson.Result) bool {
-			if keyIndex(key, known) < 0 {
-				d.unknown(key, known)
-				return d.ok
-			}
-			d.seen(&mask, 0)
-			d.str(v, &msg)
-			return d.ok
-		})
+		d.fields(e, known, func(_ int, v gjson.Result) { d.str(v, &msg) })
 		if !d.ok {
 			ok = false
 			return false
@@ -405,18 +382,7 @@ func rawSpan(v gjson.Result) json.RawMessage {
 }
 
 func (d *fastDecoder) user(v gjson.Result, u *userInfo) {
-	if v.Type != gjson.JSON || v.Raw[0] != '{' {
-		d.ok = false
-		return
-	}
-	var mask uint64
-	v.ForEach(func(key, v gjson.Result) bool {
-		bit := keyIndex(key, userKeys)
-		if bit < 0 {
-			d.unknown(key, userKeys)
-			return d.ok
-		}
-		d.seen(&mask, uint(bit))
+	d.fields(v, userKeys, func(bit int, v gjson.Result) {
 		switch bit {
 		case 0:
 			d.str(v, &u.Username)
@@ -427,7 +393,6 @@ func (d *fastDecoder) user(v gjson.Result, u *userInfo) {
 		case 3:
 			d.extra(v, u)
 		}
-		return d.ok
 	})
 }
 
@@ -460,38 +425,35 @@ func (d *fastDecoder) extra(v gjson.Result, u *userInfo) {
 }
 
 func (d *fastDecoder) objectRef(v gjson.Result, ref *objectRef) {
+	fields := [...]*string{&ref.Resource, &ref.Namespace, &ref.Name, &ref.UID, &ref.APIGroup,
+		&ref.APIVersion, &ref.ResourceVersion, &ref.Subresource}
+	d.fields(v, refKeys, func(bit int, v gjson.Result) { d.str(v, fields[bit]) })
+}
+
+// fields walks the JSON object v, whose keys are among keys: set hears
+// each key's index and value. A v that is not an object, or a key seen
+// twice, makes the line decline (d.ok false); a key not among keys is
+// unknown's to judge.
+func (d *fastDecoder) fields(v gjson.Result, keys []string, set func(i int, v gjson.Result)) {
 	if v.Type != gjson.JSON || v.Raw[0] != '{' {
 		d.ok = false
 		return
 	}
 	var mask uint64
-	fields := [...]*string{&ref.Resource, &ref.Namespace, &ref.Name, &ref.UID, &ref.APIGroup,
-		&ref.APIVersion, &ref.ResourceVersion, &ref.Subresource}
 	v.ForEach(func(key, v gjson.Result) bool {
-		bit := keyIndex(key, refKeys)
-		if bit < 0 {
-			d.unknown(key, refKeys)
+		i := keyIndex(key, keys)
+		if i < 0 {
+			d.unknown(key, keys)
 			return d.ok
 		}
-		d.seen(&mask, uint(bit))
-		d.str(v, fields[bit])
+		d.seen(&mask, uint(i))
+		set(i, v)
 		return d.ok
 	})
 }
 
 func (d *fastDecoder) status(v gjson.Result, st *status) {
-	if v.Type != gjson.JSON || v.Raw[0] != '{' {
-		d.ok = false
-		return
-	}
-	var mask uint64
-	v.ForEach(func(key, v gjson.Result) bool {
-		bit := keyIndex(key, statusKeys)
-		if bit < 0 {
-			d.unknown(key, statusKeys)
-			return d.ok
-		}
-		d.seen(&mask, uint(bit))
+	d.fields(v, statusKeys, func(bit int, v gjson.Result) {
 		switch bit {
 		case 0:
 			switch v.Type {
@@ -513,7 +475,6 @@ func (d *fastDecoder) status(v gjson.Result, st *status) {
 		case 3:
 			d.str(v, &st.Reason)
 		}
-		return d.ok
 	})
 }
 

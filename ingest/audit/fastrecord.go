@@ -269,21 +269,10 @@ func decodeHeader(raw []byte, h *objHeader) error {
 }
 
 func (d *fastDecoder) header(v gjson.Result, h *objHeader) {
-	switch {
-	case v.Type == gjson.Null:
-		return
-	case v.Type != gjson.JSON || v.Raw[0] != '{':
-		d.ok = false
+	if v.Type == gjson.Null {
 		return
 	}
-	var mask uint64
-	v.ForEach(func(key, v gjson.Result) bool {
-		bit := keyIndex(key, headerKeys)
-		if bit < 0 {
-			d.unknown(key, headerKeys)
-			return d.ok
-		}
-		d.seen(&mask, uint(bit))
+	d.fields(v, headerKeys, func(bit int, v gjson.Result) {
 		switch bit {
 		case 0:
 			d.str(v, &h.APIVersion)
@@ -304,28 +293,13 @@ func (d *fastDecoder) header(v gjson.Result, h *objHeader) {
 				})
 			}
 		}
-		return d.ok
 	})
 }
 
 func (d *fastDecoder) metadata(v gjson.Result, h *objHeader) {
-	switch {
-	case v.Type == gjson.Null:
-		return
-	case v.Type != gjson.JSON || v.Raw[0] != '{':
-		d.ok = false
+	if v.Type == gjson.Null {
 		return
 	}
-	var mask uint64
 	fields := [...]*string{&h.Metadata.Name, &h.Metadata.Namespace, &h.Metadata.UID, &h.Metadata.ResourceVersion}
-	v.ForEach(func(key, v gjson.Result) bool {
-		bit := keyIndex(key, metadataKeys)
-		if bit < 0 {
-			d.unknown(key, metadataKeys)
-			return d.ok
-		}
-		d.seen(&mask, uint(bit))
-		d.str(v, fields[bit])
-		return d.ok
-	})
+	d.fields(v, metadataKeys, func(bit int, v gjson.Result) { d.str(v, fields[bit]) })
 }
