@@ -402,27 +402,10 @@ func (b *batch) addKeyed(ctx context.Context, r *timeline.Record, ids []int64, r
 		&hid[5], &hid[6], &hid[7], &hid[8], &uri, &heldExtra); err != nil {
 		return 0, fmt.Errorf("join stage: %w", err)
 	}
-	// verb, group, resource, subresource, namespace, name, user: held, incoming
-	// (A create's name may first appear at ResponseComplete: an empty name
-	// on either side agrees with any.)
-	same := hid[1] == ids[8] && hid[2] == ids[1] && hid[3] == ids[3] && hid[4] == ids[4] &&
-		hid[5] == ids[6] && (hid[6] == ids[7] || hid[6] == 0 || ids[7] == 0) && hid[7] == ids[10]
 	old := timeline.Stage(stages)
-	switch {
-	case !same:
-		return conflict, nil
-	case r.Stages == 0 && old == 0 && heldExtra != string(r.Extra):
-		// A record without stages (an Event, an artifact version) is
-		// whole: the same key with other content (another digest) is
-		// another claim, not the same one seen again.
-		return conflict, nil
-	case r.Stages == 0 || old&r.Stages != 0: // the same stage again
-		// The held code is its latest stage's: an earlier stage seen
-		// again has nothing to compare it with.
-		if code != int64(r.Code) && (r.Stages == 0 || r.Stages == latest(old)) {
-			return conflict, nil
-		}
-		return timeline.Duplicate, nil
+	heldIdent := [7]int64{hid[1], hid[2], hid[3], hid[4], hid[5], hid[6], hid[7]} // as identOf
+	if res, done := judgeHeld(r, sameRequest(heldIdent, identOf(ids)), old, int(code), heldExtra != string(r.Extra)); done {
+		return res, nil
 	}
 	var oldExtra sql.NullString
 	if old&finalStages != 0 && r.Stages > old && r.Stages&finalStages != 0 {
@@ -453,25 +436,45 @@ func identOf(ids []int64) [7]int64 {
 	return [7]int64{ids[8], ids[1], ids[3], ids[4], ids[6], ids[7], ids[10]}
 }
 
+// sameRequest reports whether a held record and an incoming one under the
+// same key are one request: the same verb, group, resource, subresource,
+// namespace, name and user (identOf). A create's name may first appear at
+// ResponseComplete: an empty name on either side agrees with any.
+func sameRequest(h, in [7]int64) bool {
+	return h[0] == in[0] && h[1] == in[1] && h[2] == in[2] && h[3] == in[3] && h[4] == in[4] &&
+		(h[5] == in[5] || h[5] == 0 || in[5] == 0) && h[6] == in[6]
+}
+
+// judgeHeld decides what r is to the record held under its key, whose
+// stages are old and code is code; done is false when r is a further stage
+// to join. extraDiffers says the held record's extra is not r's.
+func judgeHeld(r *timeline.Record, same bool, old timeline.Stage, code int, extraDiffers bool) (res timeline.AddResult, done bool) {
+	switch {
+	case !same:
+		return conflict, true
+	case r.Stages == 0 && old == 0 && extraDiffers:
+		// A record without stages (an Event, an artifact version) is
+		// whole: the same key with other content (another digest) is
+		// another claim, not the same one seen again.
+		return conflict, true
+	case r.Stages == 0 || old&r.Stages != 0: // the same stage again
+		// The held code is its latest stage's: an earlier stage seen
+		// again has nothing to compare it with.
+		if code != r.Code && (r.Stages == 0 || r.Stages == latest(old)) {
+			return conflict, true
+		}
+		return timeline.Duplicate, true
+	}
+	return 0, false
+}
+
 // joinOpen is addKeyed for a record whose key an open request of this
 // store holds (openreq.go): the same decisions as for a held row read from
 // the database, without reading it.
 func (b *batch) joinOpen(ctx context.Context, r *timeline.Record, ids []int64, row recordRow, k openKey, held *openRequest) (timeline.AddResult, error) {
-	in := identOf(ids)
-	h := held.ident
-	// verb, group, resource, subresource, namespace, name (an empty one
-	// agrees with any), user
-	same := h[0] == in[0] && h[1] == in[1] && h[2] == in[2] && h[3] == in[3] && h[4] == in[4] &&
-		(h[5] == in[5] || h[5] == 0 || in[5] == 0) && h[6] == in[6]
 	old := held.stages
-	switch {
-	case !same:
-		return conflict, nil
-	case old&r.Stages != 0: // the same stage again
-		if held.code != r.Code && r.Stages == latest(old) {
-			return conflict, nil
-		}
-		return timeline.Duplicate, nil
+	if res, done := judgeHeld(r, sameRequest(held.ident, identOf(ids)), old, held.code, false); done {
+		return res, nil
 	}
 	js, err := b.stmt(ctx, &b.join, joinStage)
 	if err != nil {
