@@ -29,7 +29,8 @@ import (
 //     is bounded; a request not found here takes the database path, which is
 //     always right.
 
-// maxOpenRequests bounds the open-request cache (about 200 B an entry).
+// maxOpenRequests bounds the open-request cache: past it the cache starts
+// again, and the requests it forgot take the database path.
 const maxOpenRequests = 1 << 17
 
 // openKey is where a record with stages is unique (0011_time_key.sql).

@@ -118,9 +118,10 @@ const ingestMemoryLimit = 88 << 20
 // ingestGC sets the garbage collector for an ingest (unless GOGC or
 // GOMEMLIMIT say otherwise): collections half as often as the default, under
 // a soft limit that keeps the process's peak under 200 MiB. Measured one
-// after another on the 1 M-line benchmark log (hack/bench), the default
-// peaked at 203 MB; a 64 MiB limit kept 174 MB but took a fifth longer, the
-// collector running near the limit all the time.
+// after another on the 1 M-line benchmark log (hack/bench), one run each:
+// the default took 23.9 s and peaked at 203 MB; a 64 MiB limit at GOGC=400,
+// 29.5 s and 174 MB (the collector running near the limit); this setting,
+// 28.9 s and 186 MB. Runs of one build varied by several seconds.
 func ingestGC(f *Factory) {
 	if f.Getenv("GOGC") != "" || f.Getenv("GOMEMLIMIT") != "" {
 		return
