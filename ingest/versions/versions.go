@@ -14,9 +14,12 @@ import (
 	"github.com/faultline/faultline/ingest/commit"
 	"io"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/ingest/yamlsafe"
@@ -407,26 +410,65 @@ func readYAML(ctx context.Context, src *input.Source, each func(entryAt) error) 
 }
 
 // decode reads one entry, refusing unknown fields so typos are caught.
+// Of several faults in one entry, the first in the line is named.
 func decode(b []byte) (Entry, error) {
 	var e Entry
 	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&e); err != nil {
-		var te *json.UnmarshalTypeError
-		var se *json.SyntaxError
-		switch {
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return e, &FieldError{"json", "truncated: unexpected end of input"}
-		case errors.As(err, &te):
-			return e, &FieldError{te.Field, fmt.Sprintf("want %s, got JSON %s", te.Type, te.Value)}
-		case errors.As(err, &se):
-			return e, &FieldError{"json", fmt.Sprintf("%v (byte %d)", se, se.Offset)}
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return e, &FieldError{strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), "unknown field"}
-		case strings.Contains(err.Error(), "parsing time"):
-			return e, &FieldError{"time", err.Error()}
-		}
-		return e, &FieldError{"json", err.Error()}
+	err := d.Decode(&e)
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	var pe *time.ParseError
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return e, &FieldError{"json", "truncated: unexpected end of input"}
+	case errors.As(err, &se):
+		return e, &FieldError{"json", fmt.Sprintf("%v (byte %d)", se, se.Offset)}
 	}
-	return e, nil
+	// encoding/json returns a type error or an unknown field (refused here
+	// rather than by DisallowUnknownFields, whose error is text only) only
+	// if nothing stopped the decoding, and then the first of them.
+	if err == nil || errors.As(err, &te) {
+		if name, at, ok := unknownField(b[:d.InputOffset()]); ok && (err == nil || int64(at) < te.Offset) {
+			return e, &FieldError{name, "unknown field"}
+		}
+	}
+	switch {
+	case err == nil:
+		return e, nil
+	case errors.As(err, &te):
+		return e, &FieldError{te.Field, fmt.Sprintf("want %s, got JSON %s", te.Type, te.Value)}
+	case errors.As(err, &pe):
+		return e, &FieldError{"time", err.Error()}
+	}
+	return e, &FieldError{"json", err.Error()}
+}
+
+// entryFields are the JSON names of Entry's fields.
+var entryFields = func() []string {
+	t := reflect.TypeOf(Entry{})
+	names := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		names = append(names, name)
+	}
+	return names
+}()
+
+// unknownField returns the first key of the JSON object b that names no
+// field of Entry (matched without case, as encoding/json matches them),
+// with the offset of its value; b is valid JSON.
+func unknownField(b []byte) (name string, at int, ok bool) {
+	obj := gjson.ParseBytes(b)
+	if !obj.IsObject() {
+		return "", 0, false
+	}
+	obj.ForEach(func(k, v gjson.Result) bool {
+		if !slices.ContainsFunc(entryFields, func(f string) bool { return strings.EqualFold(f, k.Str) }) {
+			// Named as encoding/json reads it (invalid UTF-8 replaced).
+			name, at, ok = k.Str, v.Index, true
+			_ = json.Unmarshal([]byte(k.Raw), &name)
+		}
+		return !ok
+	})
+	return name, at, ok
 }
