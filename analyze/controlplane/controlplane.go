@@ -401,6 +401,16 @@ func dash(s string) string {
 	return s
 }
 
+// WhereError is a class filter (Options.Where) that does not compile: the
+// user's to fix.
+type WhereError struct {
+	Expr string
+	Err  error
+}
+
+func (e *WhereError) Error() string { return fmt.Sprintf("class filter %q: %v", e.Expr, e.Err) }
+func (e *WhereError) Unwrap() error { return e.Err }
+
 // CompileWhere compiles a CEL expression over a class's fields into a
 // filter for Options.Where: verb, group, resource, subresource, scope,
 // client, user (strings), count, etcdLists (ints), peakRps, p50Ms, p99Ms
@@ -419,14 +429,14 @@ func CompileWhere(expr string) (func(*Class) bool, error) {
 	}
 	ast, iss := env.Compile(expr)
 	if iss.Err() != nil {
-		return nil, fmt.Errorf("--where %q: %w", expr, iss.Err())
+		return nil, &WhereError{Expr: expr, Err: iss.Err()}
 	}
 	if ast.OutputType() != cel.BoolType {
-		return nil, fmt.Errorf("--where %q: is a %s, want a condition (true or false)", expr, ast.OutputType())
+		return nil, &WhereError{Expr: expr, Err: fmt.Errorf("is a %s, want a condition (true or false)", ast.OutputType())}
 	}
 	prg, err := env.Program(ast)
 	if err != nil {
-		return nil, fmt.Errorf("--where %q: %w", expr, err)
+		return nil, &WhereError{Expr: expr, Err: err}
 	}
 	return func(c *Class) bool {
 		codes := map[string]int64{}

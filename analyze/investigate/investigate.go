@@ -21,6 +21,7 @@ package investigate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"sort"
@@ -264,6 +265,9 @@ type UnitCounts struct {
 	Bad, Good, Noise, Unknown int
 }
 
+// ErrNoEvidence is a timeline that holds nothing to investigate.
+var ErrNoEvidence = errors.New("the timeline is empty")
+
 // Run investigates.
 func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	if opt.MaxEvidence == 0 {
@@ -274,7 +278,7 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 		return nil, err
 	}
 	if first.IsZero() {
-		return nil, fmt.Errorf("the timeline is empty: ingest evidence first (faultline ingest --help)")
+		return nil, ErrNoEvidence
 	}
 	if !opt.Since.IsZero() {
 		first = opt.Since
@@ -362,7 +366,7 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	for i, u := range units {
 		id, err := res.Of(ctx, identity.Ref{Kind: "Pod", Namespace: u.Namespace, Name: u.Name})
 		if err != nil {
-			if _, ok := err.(*identity.ErrNotFound); ok {
+			if nf := (*identity.ErrNotFound)(nil); errors.As(err, &nf) {
 				ids[i] = map[string]identity.Dimension{}
 				continue
 			}

@@ -173,14 +173,32 @@ func (o *Outcomes) BadStates() []Observation {
 func (o *Outcomes) IsBad(r *timeline.Record) (bool, error)  { return o.bad.Match(r) }
 func (o *Outcomes) IsGood(r *timeline.Record) (bool, error) { return o.good.Match(r) }
 
-// ExprError is a --bad or --good expression that does not compile: the
-// user's to fix.
+// Which names one of the two outcome expressions (Options.Bad and
+// Options.Good).
+type Which string
+
+const (
+	Bad  Which = "bad"
+	Good Which = "good"
+)
+
+// ExprError is an outcome expression that failed. Without a Ref it does
+// not compile, which is the user's to fix; with one it failed at run time
+// on the observation of Ref at At.
 type ExprError struct {
-	Flag string // "--bad" or "--good"
-	Err  error
+	Which Which
+	Ref   string    // the observation it failed on; "" when it does not compile
+	At    time.Time // when Ref is set
+	Err   error
 }
 
-func (e *ExprError) Error() string { return e.Flag + ": " + e.Err.Error() }
+func (e *ExprError) Error() string {
+	if e.Ref == "" {
+		return fmt.Sprintf("the %s expression: %v", e.Which, e.Err)
+	}
+	return fmt.Sprintf("the %s expression on %s at %s: %v", e.Which, e.Ref, e.At.Format(time.RFC3339), e.Err)
+}
+
 func (e *ExprError) Unwrap() error { return e.Err }
 
 // FilterErrors returns the run-time failures of the bad and good
@@ -213,11 +231,11 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 	}
 	bad, err := timeline.CompileFilter(out.BadExpr)
 	if err != nil {
-		return nil, &ExprError{Flag: "--bad", Err: err}
+		return nil, &ExprError{Which: Bad, Err: err}
 	}
 	good, err := timeline.CompileFilter(out.GoodExpr)
 	if err != nil {
-		return nil, &ExprError{Flag: "--good", Err: err}
+		return nil, &ExprError{Which: Good, Err: err}
 	}
 
 	out.bad, out.good = bad, good
@@ -238,7 +256,7 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 		r := o.Record()
 		isBad, err := bad.Match(r)
 		if err != nil {
-			return nil, fmt.Errorf("--bad on %s at %s: %w", o.Ref(), o.Time.Format(time.RFC3339), err)
+			return nil, &ExprError{Which: Bad, Ref: o.Ref(), At: o.Time, Err: err}
 		}
 		if isBad {
 			o.Bad = true
@@ -249,7 +267,7 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 		out.States = append(out.States, *o)
 		isGood, err := good.Match(r)
 		if err != nil {
-			return nil, fmt.Errorf("--good on %s at %s: %w", o.Ref(), o.Time.Format(time.RFC3339), err)
+			return nil, &ExprError{Which: Good, Ref: o.Ref(), At: o.Time, Err: err}
 		}
 		if isGood {
 			out.Good = append(out.Good, *o)

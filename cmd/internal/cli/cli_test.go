@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +12,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/faultline/faultline/analyze/controlplane"
+	"github.com/faultline/faultline/analyze/investigate"
+	"github.com/faultline/faultline/analyze/outcome"
 	"github.com/faultline/faultline/timeline"
 )
 
@@ -103,6 +107,16 @@ func TestExitCodes(t *testing.T) {
 		{&silentError{code: 1}, 1, ""},
 		{&evalFailedError{unscored: 1, incidents: 7, below: true, score: 0.5, min: 0.9}, 1,
 			"error: eval: 1 of 7 incidents could not be scored (NOT SCORED in the output); overall score 0.500 is below --min 0.9\n"},
+		// The analyzers' typed errors, wrapped as callers do; the flags
+		// are named here, not by the analyzers.
+		{fmt.Errorf("slice: %w", &outcome.ExprError{Which: outcome.Good, Err: errors.New("undeclared reference to 'x'")}), 2,
+			"error: --good: undeclared reference to 'x'\nTry: faultline investigate --bad 'reason == \"OOMKilled\"'\n"},
+		{&outcome.ExprError{Which: outcome.Bad, Ref: "pod ml/w-0", At: time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC), Err: errors.New("no such key: x")}, 1,
+			"error: --bad on pod ml/w-0 at 2026-05-01T10:00:00Z: no such key: x\n"},
+		{&controlplane.WhereError{Expr: "verb ==", Err: errors.New("Syntax error")}, 2,
+			"error: --where \"verb ==\": Syntax error\nTry: faultline controlplane --where 'verb == \"list\" && scope == \"cluster\"'\n"},
+		{fmt.Errorf("bisect: %w", investigate.ErrNoEvidence), 1,
+			"error: bisect: the timeline is empty: ingest evidence first\nTry: faultline ingest --help\n"},
 	}
 	for _, tt := range tests {
 		var b bytes.Buffer

@@ -101,7 +101,7 @@ func controlplaneRun(cmd *cobra.Command, f *Factory, opts *controlplaneOptions) 
 	}
 	if opts.where != "" {
 		if o.Where, err = controlplane.CompileWhere(opts.where); err != nil {
-			return usagef(`faultline controlplane --where 'verb == "list" && scope == "cluster"'`, "%v", err)
+			return err
 		}
 	}
 	rep, err := controlplane.Analyze(ctx, store, o)

@@ -6,7 +6,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
+	"github.com/faultline/faultline/analyze/controlplane"
+	"github.com/faultline/faultline/analyze/investigate"
+	"github.com/faultline/faultline/analyze/outcome"
 	"github.com/faultline/faultline/timeline/sqlite"
 )
 
@@ -61,6 +65,8 @@ func exitCode(err error, w io.Writer) int {
 	var se *silentError
 	var ef *evalFailedError
 	var pe *sqlite.PathError
+	var expr *outcome.ExprError
+	var where *controlplane.WhereError
 	switch {
 	case err == nil:
 		return exitOK
@@ -76,22 +82,26 @@ func exitCode(err error, w io.Writer) int {
 		// The store refuses the path; only the CLI knows it came from --db.
 		fmt.Fprintf(w, "error: invalid --db (or FAULTLINE_DB) %q: %s\nTry: --db ./faultline.db\n", pe.Path, pe.Reason)
 		return exitUsage
+	case errors.As(err, &expr) && expr.Ref == "":
+		// The analyzers name their options; the flags are the CLI's.
+		fmt.Fprintf(w, "error: --%s: %v\nTry: faultline investigate --bad 'reason == \"OOMKilled\"'\n", expr.Which, expr.Err)
+		return exitUsage
+	case errors.As(err, &expr):
+		fmt.Fprintf(w, "error: --%s on %s at %s: %v\n", expr.Which, expr.Ref, expr.At.Format(time.RFC3339), expr.Err)
+		return exitFailure
+	case errors.As(err, &where):
+		fmt.Fprintf(w, "error: --where %q: %v\nTry: faultline controlplane --where 'verb == \"list\" && scope == \"cluster\"'\n", where.Expr, where.Err)
+		return exitUsage
+	case errors.Is(err, investigate.ErrNoEvidence):
+		fmt.Fprintf(w, "error: %v: ingest evidence first\nTry: faultline ingest --help\n", err)
+		return exitFailure
 	case errors.As(err, &ue):
 		fmt.Fprintf(w, "error: %s\n", ue.msg)
 		if ue.hint != "" {
 			fmt.Fprintf(w, "Try: %s\n", ue.hint)
 		}
 		return exitUsage
-	case isFlagError(err):
-		fmt.Fprintf(w, "error: %s\nTry: faultline --help\n", err)
-		return exitUsage
 	}
 	fmt.Fprintf(w, "error: %s\n", err)
 	return exitFailure
-}
-
-// isFlagError recognises the usage errors cobra raises before any flag
-// handler of ours runs (an unknown subcommand).
-func isFlagError(err error) bool {
-	return strings.HasPrefix(err.Error(), "unknown command")
 }

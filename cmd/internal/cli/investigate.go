@@ -3,7 +3,6 @@ package cli
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -91,10 +90,6 @@ func (fl *investigateFlags) run(ctx context.Context, f *Factory) (*investigate.R
 		}
 	}
 	rep, err := investigate.Run(ctx, store, opt)
-	var ee *outcome.ExprError
-	if errors.As(err, &ee) {
-		return nil, usagef("faultline investigate --bad 'reason == \"OOMKilled\"'", "%v", err)
-	}
 	if err != nil {
 		return nil, err
 	}

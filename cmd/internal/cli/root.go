@@ -4,6 +4,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -35,7 +36,14 @@ func Run(ctx context.Context, args []string, f *Factory) int {
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
-	err := root.ExecuteContext(ctx)
+	ran, err := root.ExecuteContextC(ctx)
+	var ue *usageError
+	if err != nil && ran == root && !errors.As(err, &ue) {
+		// The root runs nothing of ours and its flag errors are usage
+		// errors already, so what cobra returns for it is the one error of
+		// its own: an unknown command.
+		err = usagef("faultline --help", "%s", err)
+	}
 	code := exitCode(err, f.IO.ErrOut)
 	out.Flush()
 	errOut.Flush()
