@@ -22,6 +22,8 @@ import (
 	"github.com/faultline/faultline/ingest/kube"
 	"github.com/faultline/faultline/ingest/versions"
 	"github.com/faultline/faultline/timeline/sqlite"
+
+	"github.com/faultline/faultline/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -38,7 +40,7 @@ func fixtureDir(t *testing.T, name string) string {
 			return dir
 		}
 	}
-	t.Skipf("fixture %s is not recorded yet (no expected.json in fixtures/%s or fixtures/holdout/%s)", name, name, name)
+	testenv.Missing(t, "fixture %s is not recorded yet (no expected.json in fixtures/%s or fixtures/holdout/%s)", name, name, name)
 	return ""
 }
 
@@ -233,7 +235,7 @@ func promtool(t *testing.T) string {
 	home, _ := os.UserHomeDir()
 	matches, _ := filepath.Glob(filepath.Join(home, ".cache", "faultline", "promtool", "*", "promtool"))
 	if len(matches) == 0 {
-		t.Skip("promtool not built: run bash hack/promtool/build (or set FAULTLINE_PROMTOOL=/path/to/promtool)")
+		testenv.Missing(t, "promtool not built: run bash hack/promtool/build (or set FAULTLINE_PROMTOOL=/path/to/promtool)")
 	}
 	return matches[len(matches)-1]
 }

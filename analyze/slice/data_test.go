@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/faultline/faultline/internal/testenv"
 )
 
 // cubesDir is where the public benchmark cubes live (see SOURCES.md there).
@@ -21,7 +23,7 @@ func cubesDir(t testing.TB) string {
 		dir = filepath.Join("..", "..", "..", "shared", "data", "slice-cubes")
 	}
 	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("benchmark cubes not available: %v", err)
+		testenv.Missing(t, "benchmark cubes not available: %v", err)
 	}
 	return dir
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/faultline/faultline/internal/testenv"
 )
 
 // TestTUIInTmux runs faultline replay bad-config-rollout on a real terminal
@@ -24,7 +26,7 @@ import (
 func TestTUIInTmux(t *testing.T) {
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
-		t.Skip("tmux not installed (apt-get install tmux)")
+		testenv.Missing(t, "tmux not installed (apt-get install tmux)")
 	}
 	if testing.Short() {
 		t.Skip("replays a fixture in a terminal")

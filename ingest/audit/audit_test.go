@@ -13,6 +13,8 @@ import (
 
 	"github.com/faultline/faultline/timeline"
 	"github.com/faultline/faultline/timeline/sqlite"
+
+	"github.com/faultline/faultline/internal/testenv"
 )
 
 // sharedSamples is ../shared/data/audit-samples from the repository root:
@@ -22,10 +24,7 @@ const sharedSamples = "../../../shared/data/audit-samples"
 func samplesDir(t *testing.T) string {
 	t.Helper()
 	if _, err := os.Stat(sharedSamples); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("shared samples missing in CI: %v", err)
-		}
-		t.Skipf("shared samples not beside the repository: %v", err)
+		testenv.Missing(t, "shared samples not beside the repository: %v", err)
 	}
 	return sharedSamples
 }

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/faultline/faultline/internal/testenv"
 )
 
 // TestOpenRefusesPathsThatCannotPersist guards against "ingesting" into a
@@ -128,7 +130,7 @@ func makeReadOnly(t *testing.T, path string, mode os.FileMode) {
 		return
 	}
 	if out, err := exec.Command("chattr", "+i", path).CombinedOutput(); err != nil {
-		t.Skipf("running as root, and cannot make %s immutable: chattr: %v %s", path, err, out)
+		testenv.Missing(t, "running as root, and cannot make %s immutable: chattr: %v %s", path, err, out)
 	}
 	t.Cleanup(func() { exec.Command("chattr", "-i", path).Run() })
 }
