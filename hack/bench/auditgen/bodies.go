@@ -489,62 +489,11 @@ func (g *generator) podObject(r *request, p pod, rv uint64, at int64, create boo
 	apiAccess := g.suffix("api-access", p.ns, p.name)
 	vols := []json.RawMessage{json.RawMessage(fmt.Sprintf(kubeAPIAccessVolume, apiAccess))}
 	mounts := []volumeMount{{Name: "kube-api-access-" + apiAccess, ReadOnly: true, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"}}
-	yes := true
 	var c container
 	if p.job != nil {
-		j := p.job
-		role, name := "worker", "trainer"
-		if p.ordinal == 0 {
-			role, name = "launcher", "launcher"
-		}
-		o.Metadata.Labels = map[string]string{
-			"training.kubeflow.org/job-name": j.name, "training.kubeflow.org/job-role": role,
-			"training.kubeflow.org/operator-name": "mpi-operator",
-		}
-		if p.ordinal > 0 {
-			o.Metadata.Labels["training.kubeflow.org/replica-index"] = strconv.Itoa(p.ordinal - 1)
-		}
-		o.Metadata.OwnerReferences = []ownerReference{{APIVersion: "kubeflow.org/v2beta1", Kind: "MPIJob", Name: j.name, UID: g.uid("mpijobs", j.ns, j.name), Controller: &yes, BlockOwnerDeletion: &yes}}
-		gpus := strconv.Itoa(j.gpus)
-		lim := map[string]string{"cpu": "96", "memory": "1600Gi", "nvidia.com/gpu": gpus, "vpc.amazonaws.com/efa": "32"}
-		if p.ordinal == 0 {
-			lim = map[string]string{"cpu": "2", "memory": "4Gi"}
-		}
-		c = container{Name: name, Image: j.image,
-			Command: []string{"torchrun"},
-			Args:    []string{fmt.Sprintf("--nnodes=%d", j.workers), "--nproc-per-node=" + gpus, "train.py", "--config=/etc/trainer/train.yaml"},
-			Env: []envVar{
-				{Name: "WORLD_SIZE", Value: strconv.Itoa(j.workers * j.gpus)},
-				{Name: "NCCL_DEBUG", Value: "WARN"},
-				{Name: "POD_NAME", ValueFrom: &envSource{FieldRef: &fieldRef{APIVersion: "v1", FieldPath: "metadata.name"}}},
-				{Name: "HF_TOKEN", ValueFrom: &envSource{SecretKeyRef: &keyRef{Name: "hf-token", Key: "token"}}},
-				{Name: "WANDB_API_KEY", ValueFrom: &envSource{SecretKeyRef: &keyRef{Name: "wandb-api-key", Key: "api-key"}}},
-			},
-			Resources: resources{Limits: lim, Requests: lim},
-			VolumeMounts: append([]volumeMount{
-				{Name: "config", MountPath: "/etc/trainer"}, {Name: "ssh-auth", MountPath: "/etc/mpi-ssh", ReadOnly: true}, {Name: "dshm", MountPath: "/dev/shm"},
-			}, mounts...),
-		}
-		vols = append([]json.RawMessage{
-			json.RawMessage(fmt.Sprintf(`{"name":"config","configMap":{"name":%q,"defaultMode":420}}`, j.name+"-config")),
-			json.RawMessage(fmt.Sprintf(`{"name":"ssh-auth","secret":{"secretName":%q,"defaultMode":384}}`, j.name+"-ssh")),
-			json.RawMessage(`{"name":"dshm","emptyDir":{"medium":"Memory","sizeLimit":"256Gi"}}`),
-		}, vols...)
-		o.Spec.ServiceAccountName, o.Spec.PriorityClassName, o.Spec.Priority = "trainer", "training-high", 100000
-		o.Spec.Tolerations = []toleration{{Key: "nvidia.com/gpu", Operator: "Exists", Effect: "NoSchedule"}}
+		c, vols = g.trainerPod(o, p, mounts, vols)
 	} else {
-		ds := p.ds
-		o.Metadata.Labels = map[string]string{"controller-revision-hash": g.suffix("rev", ds.name) + "d8f", "k8s-app": ds.name, "pod-template-generation": "1"}
-		o.Metadata.OwnerReferences = []ownerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.name, UID: g.uid("daemonsets", ds.ns, ds.name), Controller: &yes, BlockOwnerDeletion: &yes}}
-		c = container{Name: ds.name, Image: ds.image, Resources: resources{Requests: map[string]string{"cpu": "100m", "memory": "128Mi"}}, VolumeMounts: mounts}
-		if ds.name == "kube-proxy" {
-			c.Command = []string{"/usr/local/bin/kube-proxy", "--config=/var/lib/kube-proxy/config.conf", "--hostname-override=$(NODE_NAME)"}
-			c.Env = []envVar{{Name: "NODE_NAME", ValueFrom: &envSource{FieldRef: &fieldRef{APIVersion: "v1", FieldPath: "spec.nodeName"}}}}
-			c.SecurityContext = map[string]any{"privileged": true}
-			o.Spec.HostNetwork = true
-		}
-		o.Spec.ServiceAccountName, o.Spec.PriorityClassName, o.Spec.Priority = ds.sa, "system-node-critical", 2000001000
-		o.Spec.Tolerations = []toleration{{Operator: "Exists"}}
+		c = g.daemonPod(o, p, mounts)
 	}
 	c.TerminationMessagePath, c.TerminationMessagePolicy, c.ImagePullPolicy = "/dev/termination-log", "File", "IfNotPresent"
 	o.Spec.Containers = []container{c}
@@ -565,6 +514,73 @@ func (g *generator) podObject(r *request, p pod, rv uint64, at int64, create boo
 	}
 	o.Status = g.podStatus(p, c, at)
 	return o
+}
+
+// trainerPod fills in o, the pod p of an MPIJob (its launcher or a worker):
+// labels, owner, scheduling; it returns the pod's container and its volumes
+// (the job's own before vols).
+func (g *generator) trainerPod(o *podObject, p pod, mounts []volumeMount, vols []json.RawMessage) (container, []json.RawMessage) {
+	j := p.job
+	yes := true
+	role, name := "worker", "trainer"
+	if p.ordinal == 0 {
+		role, name = "launcher", "launcher"
+	}
+	o.Metadata.Labels = map[string]string{
+		"training.kubeflow.org/job-name": j.name, "training.kubeflow.org/job-role": role,
+		"training.kubeflow.org/operator-name": "mpi-operator",
+	}
+	if p.ordinal > 0 {
+		o.Metadata.Labels["training.kubeflow.org/replica-index"] = strconv.Itoa(p.ordinal - 1)
+	}
+	o.Metadata.OwnerReferences = []ownerReference{{APIVersion: "kubeflow.org/v2beta1", Kind: "MPIJob", Name: j.name, UID: g.uid("mpijobs", j.ns, j.name), Controller: &yes, BlockOwnerDeletion: &yes}}
+	gpus := strconv.Itoa(j.gpus)
+	lim := map[string]string{"cpu": "96", "memory": "1600Gi", "nvidia.com/gpu": gpus, "vpc.amazonaws.com/efa": "32"}
+	if p.ordinal == 0 {
+		lim = map[string]string{"cpu": "2", "memory": "4Gi"}
+	}
+	c := container{Name: name, Image: j.image,
+		Command: []string{"torchrun"},
+		Args:    []string{fmt.Sprintf("--nnodes=%d", j.workers), "--nproc-per-node=" + gpus, "train.py", "--config=/etc/trainer/train.yaml"},
+		Env: []envVar{
+			{Name: "WORLD_SIZE", Value: strconv.Itoa(j.workers * j.gpus)},
+			{Name: "NCCL_DEBUG", Value: "WARN"},
+			{Name: "POD_NAME", ValueFrom: &envSource{FieldRef: &fieldRef{APIVersion: "v1", FieldPath: "metadata.name"}}},
+			{Name: "HF_TOKEN", ValueFrom: &envSource{SecretKeyRef: &keyRef{Name: "hf-token", Key: "token"}}},
+			{Name: "WANDB_API_KEY", ValueFrom: &envSource{SecretKeyRef: &keyRef{Name: "wandb-api-key", Key: "api-key"}}},
+		},
+		Resources: resources{Limits: lim, Requests: lim},
+		VolumeMounts: append([]volumeMount{
+			{Name: "config", MountPath: "/etc/trainer"}, {Name: "ssh-auth", MountPath: "/etc/mpi-ssh", ReadOnly: true}, {Name: "dshm", MountPath: "/dev/shm"},
+		}, mounts...),
+	}
+	vols = append([]json.RawMessage{
+		json.RawMessage(fmt.Sprintf(`{"name":"config","configMap":{"name":%q,"defaultMode":420}}`, j.name+"-config")),
+		json.RawMessage(fmt.Sprintf(`{"name":"ssh-auth","secret":{"secretName":%q,"defaultMode":384}}`, j.name+"-ssh")),
+		json.RawMessage(`{"name":"dshm","emptyDir":{"medium":"Memory","sizeLimit":"256Gi"}}`),
+	}, vols...)
+	o.Spec.ServiceAccountName, o.Spec.PriorityClassName, o.Spec.Priority = "trainer", "training-high", 100000
+	o.Spec.Tolerations = []toleration{{Key: "nvidia.com/gpu", Operator: "Exists", Effect: "NoSchedule"}}
+	return c, vols
+}
+
+// daemonPod fills in o, the pod p of a daemon set: labels, owner,
+// scheduling; it returns the pod's container.
+func (g *generator) daemonPod(o *podObject, p pod, mounts []volumeMount) container {
+	ds := p.ds
+	yes := true
+	o.Metadata.Labels = map[string]string{"controller-revision-hash": g.suffix("rev", ds.name) + "d8f", "k8s-app": ds.name, "pod-template-generation": "1"}
+	o.Metadata.OwnerReferences = []ownerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.name, UID: g.uid("daemonsets", ds.ns, ds.name), Controller: &yes, BlockOwnerDeletion: &yes}}
+	c := container{Name: ds.name, Image: ds.image, Resources: resources{Requests: map[string]string{"cpu": "100m", "memory": "128Mi"}}, VolumeMounts: mounts}
+	if ds.name == "kube-proxy" {
+		c.Command = []string{"/usr/local/bin/kube-proxy", "--config=/var/lib/kube-proxy/config.conf", "--hostname-override=$(NODE_NAME)"}
+		c.Env = []envVar{{Name: "NODE_NAME", ValueFrom: &envSource{FieldRef: &fieldRef{APIVersion: "v1", FieldPath: "spec.nodeName"}}}}
+		c.SecurityContext = map[string]any{"privileged": true}
+		o.Spec.HostNetwork = true
+	}
+	o.Spec.ServiceAccountName, o.Spec.PriorityClassName, o.Spec.Priority = ds.sa, "system-node-critical", 2000001000
+	o.Spec.Tolerations = []toleration{{Operator: "Exists"}}
+	return c
 }
 
 func (g *generator) podStatus(p pod, c container, at int64) podStatus {

@@ -12,15 +12,34 @@ import (
 // emit decides the request's outcome and schedules its lines; it returns the
 // number of lines scheduled.
 func (g *generator) emit(r *request, budget int) int {
-	burst := g.inBurst(r.at)
-	out := g.outcome(r, burst)
-	level := "Metadata"
-	if u := g.rng.Float64(); u < g.opts.rr {
-		level = "RequestResponse"
-	} else if u < g.opts.rr+requestLevelShare {
-		level = "Request"
+	out := g.outcome(r, g.inBurst(r.at))
+	ev := g.responseComplete(r, out, g.level())
+	cur, next, sentRV := g.moveRV(r, out)
+	g.refFromBody(ev, r, out, sentRV)
+	if ev.Level != "Metadata" && r.path == "" && !r.longRunning && out.code != 403 && out.code != 429 {
+		ev.RequestObject = g.requestBody(r, sentRV)
 	}
+	if ev.Level == "RequestResponse" && r.path == "" && !r.longRunning && out.code != 429 {
+		ev.ResponseObject = g.responseBody(r, out, cur, next)
+	}
+	g.annotate(ev, r, out)
+	return g.scheduleStages(ev, r, out, budget)
+}
 
+// level picks the request's audit level: -rr of them at RequestResponse,
+// requestLevelShare at Request, the rest at Metadata.
+func (g *generator) level() string {
+	if u := g.rng.Float64(); u < g.opts.rr {
+		return "RequestResponse"
+	} else if u < g.opts.rr+requestLevelShare {
+		return "Request"
+	}
+	return "Metadata"
+}
+
+// responseComplete is the request's ResponseComplete line, without bodies
+// or annotations.
+func (g *generator) responseComplete(r *request, out outcome, level string) *event {
 	ev := &event{
 		Kind: "Event", APIVersion: "audit.k8s.io/v1",
 		Level:                    level,
@@ -39,10 +58,15 @@ func (g *generator) emit(r *request, budget int) int {
 	if r.path == "" {
 		ev.ObjectRef = g.objectRef(r)
 	}
+	return ev
+}
 
-	// Object versions: writes move the cluster's resourceVersion on.
-	cur := g.currentRV(r)
-	var next uint64
+// moveRV moves the cluster's resourceVersion on for a write. It returns the
+// object's resourceVersion before the request (cur), after it (next, 0 when
+// the request wrote nothing) and the one the client sent (sentRV: stale on
+// a 409 update).
+func (g *generator) moveRV(r *request, out outcome) (cur, next, sentRV uint64) {
+	cur = g.currentRV(r)
 	mutating := r.verb == "create" || r.verb == "update" || r.verb == "patch" || r.verb == "delete"
 	if mutating && out.code < 300 {
 		g.rv += 1 + g.rng.Uint64N(4)
@@ -55,33 +79,36 @@ func (g *generator) emit(r *request, budget int) int {
 	} else if mutating {
 		g.rv += g.rng.Uint64N(3) // other writers
 	}
-	sentRV := cur
+	sentRV = cur
 	if out.code == 409 && r.verb == "update" {
 		sentRV = cur - 1 - g.rng.Uint64N(50) // the client's copy was stale
 	}
-	// The apiserver fills uid and resourceVersion from the body of a create or
-	// update (logged at Metadata level too), and the name of a create.
+	return cur, next, sentRV
+}
+
+// refFromBody fills in what the apiserver takes into the objectRef from the
+// body of a create or update (logged at Metadata level too): uid and
+// resourceVersion, and the name of a create.
+func (g *generator) refFromBody(ev *event, r *request, out outcome, sentRV uint64) {
 	hasBody := (r.verb == "create" || r.verb == "update") && out.code != 403 && out.code != 429
-	if hasBody && ev.ObjectRef != nil {
-		if r.verb == "update" {
-			ev.ObjectRef.UID = g.uid(r.t.resource, r.t.ns, r.t.name)
-			ev.ObjectRef.ResourceVersion = strconv.FormatUint(sentRV, 10)
-		}
-		if r.t.sub == "binding" {
-			ev.ObjectRef.UID = g.uid("pods", r.t.ns, r.t.name)
-		}
-		if r.verb == "create" && r.generateName == "" {
-			ev.ObjectRef.Name = r.t.name
-		}
+	if !hasBody || ev.ObjectRef == nil {
+		return
 	}
+	if r.verb == "update" {
+		ev.ObjectRef.UID = g.uid(r.t.resource, r.t.ns, r.t.name)
+		ev.ObjectRef.ResourceVersion = strconv.FormatUint(sentRV, 10)
+	}
+	if r.t.sub == "binding" {
+		ev.ObjectRef.UID = g.uid("pods", r.t.ns, r.t.name)
+	}
+	if r.verb == "create" && r.generateName == "" {
+		ev.ObjectRef.Name = r.t.name
+	}
+}
 
-	if level != "Metadata" && r.path == "" && !r.longRunning && out.code != 403 && out.code != 429 {
-		ev.RequestObject = g.requestBody(r, sentRV)
-	}
-	if level == "RequestResponse" && r.path == "" && !r.longRunning && out.code != 429 {
-		ev.ResponseObject = g.responseBody(r, out, cur, next)
-	}
-
+// annotate sets the line's annotations: the authorization decision, the
+// pod-security policy enforced, and the latency trackers of a slow request.
+func (g *generator) annotate(ev *event, r *request, out outcome) {
 	ev.Annotations = map[string]string{"authorization.k8s.io/decision": "allow", "authorization.k8s.io/reason": r.actor.reason}
 	if out.code == 403 {
 		ev.Annotations["authorization.k8s.io/decision"] = "forbid"
@@ -93,23 +120,16 @@ func (g *generator) emit(r *request, budget int) int {
 	if out.latency > int64(500*time.Millisecond) {
 		g.latencyAnnotations(r, out, ev.Annotations)
 	}
+}
 
+// scheduleStages schedules the request's lines: RequestReceived (for
+// -stages of them, budget allowing), ResponseStarted (long-running requests)
+// and ev, the ResponseComplete; it returns how many.
+func (g *generator) scheduleStages(ev *event, r *request, out outcome, budget int) int {
 	lines := 1
 	received := budget > 1+btoi(r.longRunning) && g.rng.Float64() < g.opts.stages
 	if received {
-		rr := *ev
-		rr.Stage = "RequestReceived"
-		rr.StageTimestamp = rr.RequestReceivedTimestamp
-		rr.ResponseStatus, rr.RequestObject, rr.ResponseObject, rr.Annotations = nil, nil, nil, nil
-		if ev.ObjectRef != nil { // logged before the body is read
-			ref := *ev.ObjectRef
-			ref.UID, ref.ResourceVersion = "", ""
-			if r.verb == "create" && r.t.sub == "" {
-				ref.Name = ""
-			}
-			rr.ObjectRef = &ref
-		}
-		g.schedule(r.at, &rr)
+		g.schedule(r.at, requestReceived(ev, r))
 		lines++
 	}
 	if r.longRunning {
@@ -129,6 +149,25 @@ func (g *generator) emit(r *request, budget int) int {
 	return lines
 }
 
+// requestReceived is ev's RequestReceived line: logged before the body is
+// read, so with no status, bodies, annotations, nor what the body gives the
+// objectRef.
+func requestReceived(ev *event, r *request) *event {
+	rr := *ev
+	rr.Stage = "RequestReceived"
+	rr.StageTimestamp = rr.RequestReceivedTimestamp
+	rr.ResponseStatus, rr.RequestObject, rr.ResponseObject, rr.Annotations = nil, nil, nil, nil
+	if ev.ObjectRef != nil { // logged before the body is read
+		ref := *ev.ObjectRef
+		ref.UID, ref.ResourceVersion = "", ""
+		if r.verb == "create" && r.t.sub == "" {
+			ref.Name = ""
+		}
+		rr.ObjectRef = &ref
+	}
+	return &rr
+}
+
 func btoi(b bool) int {
 	if b {
 		return 1
@@ -136,6 +175,7 @@ func btoi(b bool) int {
 	return 0
 }
 
+// outcome is what became of a request.
 type outcome struct {
 	code    int
 	status  *status
@@ -144,26 +184,43 @@ type outcome struct {
 	etcd    bool  // the request reached storage
 }
 
+// outcome decides what becomes of the request: its code and status, how
+// long it takes, how long it waited in APF and whether it reached etcd.
 func (g *generator) outcome(r *request, burst bool) outcome {
-	fr := baseFailures
-	if burst {
-		fr = burstFailures
-	}
 	o := outcome{code: 200, etcd: !r.cached && r.path == "" && !r.longRunning}
 	if r.verb == "create" {
 		o.code = 201
 	}
-	apfExempt := r.actor.user == g.actors.apiserver.user || (r.t.sub == "log") // system:masters is exempt; pods/log is not queued
-	if !apfExempt {
+	if !g.apfExempt(r) {
 		o.apfWait = g.lognormal(25*time.Microsecond, 0.8)
 		if burst {
 			o.apfWait = g.lognormal(120*time.Millisecond, 1.2)
 		}
 	}
 
+	if g.serverFailure(r, burst, &o) || g.clientFailure(r, &o) {
+		return o
+	}
+	g.served(r, burst, &o)
+	return o
+}
+
+// apfExempt says whether the request skips APF's queues: system:masters
+// (the apiserver itself) is exempt, and pods/log is not queued.
+func (g *generator) apfExempt(r *request) bool {
+	return r.actor.user == g.actors.apiserver.user || (r.t.sub == "log")
+}
+
+// serverFailure decides whether the request fails on the server's side
+// (429, 500, 503, 504, each more likely in a burst) and sets o if so.
+func (g *generator) serverFailure(r *request, burst bool, o *outcome) bool {
+	fr := baseFailures
+	if burst {
+		fr = burstFailures
+	}
 	u := g.rng.Float64()
 	switch {
-	case !apfExempt && u < fr.tooMany:
+	case !g.apfExempt(r) && u < fr.tooMany:
 		o.code, o.status, o.etcd = 429, codeStatus(429), false
 		if g.rng.IntN(2) == 0 { // queues full: rejected at once
 			o.apfWait = 0
@@ -172,7 +229,7 @@ func (g *generator) outcome(r *request, burst bool) outcome {
 			o.apfWait = int64(15*time.Second) + g.lognormal(2*time.Millisecond, 0.5)
 			o.latency = o.apfWait + g.lognormal(300*time.Microsecond, 0.5)
 		}
-		return o
+		return true
 	case r.path == "" && r.verb != "watch" && u < fr.tooMany+fr.internal: // watch errors travel inside a 200 stream
 		o.code = 500
 		o.latency = o.apfWait + g.lognormal(1500*time.Millisecond, 0.6)
@@ -187,26 +244,32 @@ func (g *generator) outcome(r *request, burst bool) outcome {
 				Message: fmt.Sprintf("The %s operation against %s could not be completed at this time, please try again.", r.verb, r.t.qualified()),
 				Details: &statusDetails{Name: r.verb, Kind: r.t.qualified(), RetryAfterSeconds: 2}}
 		}
-		return o
+		return true
 	case u < fr.tooMany+fr.internal+fr.unavailable:
 		o.code, o.etcd = 503, false
 		o.status = &status{Status: "Failure", Message: "service unavailable", Reason: "ServiceUnavailable", Code: 503}
 		o.latency = o.apfWait + g.lognormal(2*time.Millisecond, 0.5)
-		return o
+		return true
 	case !r.longRunning && u < fr.tooMany+fr.internal+fr.unavailable+fr.timeout:
 		o.code, o.status = 504, timeoutStatus()
 		o.latency = int64(r.timeout) + g.lognormal(3*time.Millisecond, 0.5)
-		return o
+		return true
 	}
+	return false
+}
 
-	u = g.rng.Float64()
+// clientFailure decides whether the request is refused (403), or addresses
+// a missing object (404) or a stale or taken one (409), and sets o's code
+// and status if so; only a 403 is final: it returns true for it.
+func (g *generator) clientFailure(r *request, o *outcome) bool {
+	u := g.rng.Float64()
 	name := r.t.name
 	switch {
 	case u < r.pForbid:
 		o.code, o.etcd = 403, false
 		o.status = g.forbidden(r)
 		o.latency = o.apfWait + g.lognormal(400*time.Microsecond, 0.5)
-		return o
+		return true
 	case u < r.pForbid+r.pNotFound && r.verb != "create":
 		o.code = 404
 		o.status = &status{Status: "Failure", Reason: "NotFound", Code: 404,
@@ -230,7 +293,14 @@ func (g *generator) outcome(r *request, burst bool) outcome {
 				Details: &statusDetails{Name: name, Group: r.t.group, Kind: r.t.resource}}
 		}
 	}
+	return false
+}
 
+// served sets o's latency (and a status when none is set yet): a watch is
+// open until its timeout or until the client goes away; any other request
+// takes a log-normal time, three times more in a burst, sometimes stalls,
+// and past its timeout becomes a 504.
+func (g *generator) served(r *request, burst bool, o *outcome) {
 	if r.verb == "watch" {
 		o.etcd = false
 		if o.code == 200 {
@@ -240,7 +310,7 @@ func (g *generator) outcome(r *request, burst bool) outcome {
 				o.latency = int64(r.watchTimeout)*int64(time.Second) + g.lognormal(3*time.Millisecond, 0.6)
 			}
 			o.status = codeStatus(200)
-			return o
+			return
 		}
 	}
 	lat := g.lognormal(r.median, r.sigma)
@@ -261,7 +331,6 @@ func (g *generator) outcome(r *request, burst bool) outcome {
 	if o.status == nil {
 		o.status = g.successStatus(r, o.code)
 	}
-	return o
 }
 
 // timeoutStatus is what the apiserver's request finisher returns when the
