@@ -94,14 +94,7 @@ func runWatchRestartStorm(ctx context.Context, c *Cluster, e *Expected) (string,
 		return "", err
 	}
 	defer stop()
-	// Each watcher: LIST the resource cluster-wide from etcd, WATCH from
-	// there, and when the watch breaks, the same again at once; a failed
-	// attempt is retried a second later. The pods come up over a minute or
-	// so, as a rollout does.
-	op := apiload.Op{Verb: "watch", Resource: ws.resource}
-	wait := cr.run(wctx, func(i int, w *apiload.Worker) {
-		w.Delay, w.Watch, w.Tries, w.Pause, w.WaitForServer = c.Dur(0, ws.ramp), []apiload.Op{op}, ws.tries, time.Second, true
-	}, fail)
+	wait := ws.startWatchers(wctx, c, cr, fail)
 	defer wait()
 	if err := ws.waitWatching(ctx, cr); err != nil {
 		return "", err
@@ -138,6 +131,15 @@ func runWatchRestartStorm(ctx context.Context, c *Cluster, e *Expected) (string,
 		return "", err
 	}
 
+	if err := ws.truth(e, cr, created, lastGood, stormEnd, failed); err != nil {
+		return "", err
+	}
+	return ws.story(failed, cr.firstError()), nil
+}
+
+// truth sets the change (the restart, at lastGood), the storm's truth
+// (stormTruth) and the mitigation of the agent created.
+func (ws *watchStorm) truth(e *Expected, cr *crew, created Change, lastGood, stormEnd time.Time, failed int) error {
 	e.Changes = []Change{{Ref: "kube-apiserver", Dimension: "restart", At: lastGood}}
 	image := agentImage(ws.name, ws.version)
 	classes := []map[string]any{
@@ -145,7 +147,7 @@ func runWatchRestartStorm(ctx context.Context, c *Cluster, e *Expected) (string,
 		{"verb": "list", "resource": ws.resource, "scope": "cluster", "etcd": true},
 	}
 	if err := stormTruth(e, cr, image, lastGood, stormEnd, classes, []string{"jitter", "watch-cache"}); err != nil {
-		return "", err
+		return err
 	}
 	e.Mitigation = []Action{{Action: "set", Target: created.Ref,
 		To:      "relist from the watch cache (resourceVersion=0) after a jittered backoff when a watch breaks",
@@ -154,8 +156,7 @@ func runWatchRestartStorm(ctx context.Context, c *Cluster, e *Expected) (string,
 	e.extra("resource", ws.resource)
 	e.extra("downFor", ws.down)
 	e.extra("agentCreated", created)
-
-	return ws.story(failed, cr.firstError()), nil
+	return nil
 }
 
 // startNeighbour starts the neighbour, which watches its own objects,
@@ -170,6 +171,17 @@ func (ws *watchStorm) startNeighbour(ctx context.Context, c *Cluster, fleet *Fle
 		w.Delay, w.Watch, w.Jitter = c.Dur(0, 10*time.Second), []apiload.Op{nbOp}, ws.nbBackoff
 	})
 	return stopNb, err
+}
+
+// startWatchers starts the agent's watchers. Each: LIST the resource
+// cluster-wide from etcd, WATCH from there, and when the watch breaks, the
+// same again at once; a failed attempt is retried a second later. The pods
+// come up over a minute or so, as a rollout does.
+func (ws *watchStorm) startWatchers(wctx context.Context, c *Cluster, cr *crew, fail func(int, error)) (wait func()) {
+	op := apiload.Op{Verb: "watch", Resource: ws.resource}
+	return cr.run(wctx, func(i int, w *apiload.Worker) {
+		w.Delay, w.Watch, w.Tries, w.Pause, w.WaitForServer = c.Dur(0, ws.ramp), []apiload.Op{op}, ws.tries, time.Second, true
+	}, fail)
 }
 
 // waitWatching waits until every watcher of the agent watches; one giving
