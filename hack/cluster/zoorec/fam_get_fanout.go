@@ -82,18 +82,8 @@ func runGetFanout(ctx context.Context, c *Cluster, e *Expected) (string, error) 
 	defer stop()
 	lastGood := Now()
 	g.storm(wctx, cr, fail, cms, secrets)
-	stormEnd := Now()
-	gave, _ := cr.failures()
-	c.log.Info("storm over", "requests", cr.counter.Requests(), "429s", cr.counter.Count(429), "gaveUp", len(gave), "err", cr.firstError())
-	failed := 0
-	if len(gave) > 0 {
-		if failed, _, err = c.waitFailedPods(ctx, g.ns, "app="+g.name, 1); err != nil {
-			return "", err
-		}
-	}
-	Sleep(ctx, c.Dur(10*time.Second, 15*time.Second))
-	stopNb()
-	if failed, _, err = c.failedPods(ctx, g.ns, "app="+g.name); err != nil {
+	stormEnd, failed, err := c.stormOver(ctx, cr, g.ns, g.name, stopNb)
+	if err != nil {
 		return "", err
 	}
 

@@ -114,20 +114,8 @@ func runWatchRestartStorm(ctx context.Context, c *Cluster, e *Expected) (string,
 	_ = until(wctx, 2*time.Minute, "watchers back", func() (bool, error) {
 		return cr.progress.Watching.Load()+cr.progress.GaveUp.Load() >= int64(ws.workers), nil
 	})
-	stormEnd := Now()
-	gave, _ := cr.failures()
-	c.log.Info("storm over", "requests", cr.counter.Requests(), "429s", cr.counter.Count(429), "gaveUp", len(gave), "err", cr.firstError())
-	failed := 0
-	if len(gave) > 0 {
-		if failed, _, err = c.waitFailedPods(ctx, ws.ns, "app="+ws.name, 1); err != nil {
-			return "", err
-		}
-	}
-	Sleep(ctx, c.Dur(10*time.Second, 15*time.Second))
-	stop()
-	wait()
-	stopNb()
-	if failed, _, err = c.failedPods(ctx, ws.ns, "app="+ws.name); err != nil {
+	stormEnd, failed, err := c.stormOver(ctx, cr, ws.ns, ws.name, stop, wait, stopNb)
+	if err != nil {
 		return "", err
 	}
 
