@@ -197,13 +197,9 @@ func runKeyChange(ctx context.Context, c *Cluster, e *Expected, kind string) (st
 	if err := k.decoyChange(ctx, c, e, actor); err != nil {
 		return "", err
 	}
-	before := map[string]map[string]bool{}
-	for _, cs := range k.consumers {
-		pods, err := c.Pods(ctx, k.ns, "app="+cs.name)
-		if err != nil {
-			return "", err
-		}
-		before[cs.name] = podNames(pods)
+	before, err := k.podsBefore(ctx, c)
+	if err != nil {
+		return "", err
 	}
 	lastGood := Now()
 	Sleep(ctx, time.Second)
@@ -245,6 +241,19 @@ func runKeyChange(ctx context.Context, c *Cluster, e *Expected, kind string) (st
 	e.Boundary = crashBoundary(lastGood, firstBad)
 	k.truth(e, ch, badPods)
 	return k.story(msg), nil
+}
+
+// podsBefore returns the names of each consumer's pods, by consumer.
+func (k *keyChange) podsBefore(ctx context.Context, c *Cluster) (map[string]map[string]bool, error) {
+	before := map[string]map[string]bool{}
+	for _, cs := range k.consumers {
+		pods, err := c.Pods(ctx, k.ns, "app="+cs.name)
+		if err != nil {
+			return nil, err
+		}
+		before[cs.name] = podNames(pods)
+	}
+	return before, nil
 }
 
 // decoyChange has the actor change another service's key first; that
