@@ -67,21 +67,44 @@ func Load(ctx context.Context, s Store) (*Evidence, error) {
 	if err != nil {
 		return nil, fmt.Errorf("control plane: %w", err)
 	}
-	// Normal ranges are what the system did before the cause arrived: with a
-	// confident cause that came before the last known-good instant (a
-	// workload whose load took a while to build), the known-good window
-	// ends at the cause, not at the first bad request.
+	ev := &Evidence{Start: inv.Window.Start, End: inv.Window.End, LastGood: knownGoodEnd(inv),
+		FirstBad: inv.Boundary.FirstBad, IncidentEnd: inv.Boundary.IncidentEnd, Investigation: inv, ControlPlane: cp,
+		units: map[string]*outcome.Unit{}, pools: map[string]string{}}
+	status, err := ev.statusRecords(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := ev.storedRecords(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	ev.records = merge(stored, status)
+	if err := ev.readPools(ctx, s); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// knownGoodEnd is where the known-good window ends. Normal ranges are what
+// the system did before the cause arrived: with a confident cause that came
+// before the last known-good instant (a workload whose load took a while to
+// build), the known-good window ends at the cause, not at the first bad
+// request.
+func knownGoodEnd(inv *investigate.Report) time.Time {
 	lastGood := inv.Boundary.LastGood
 	if inv.Verdict == investigate.VerdictCause && len(inv.Changes) > 0 {
 		if at := inv.Changes[0].At; inv.Changes[0].Confidence >= investigate.Confident && !at.IsZero() && at.Before(lastGood) && at.After(inv.Window.Start) {
 			lastGood = at
 		}
 	}
-	ev := &Evidence{Start: inv.Window.Start, End: inv.Window.End, LastGood: lastGood,
-		FirstBad: inv.Boundary.FirstBad, IncidentEnd: inv.Boundary.IncidentEnd, Investigation: inv, ControlPlane: cp,
-		units: map[string]*outcome.Unit{}, pools: map[string]string{}}
+	return lastGood
+}
 
-	// Every object state, as a record of source "status".
+// statusRecords reads every object state, as a record of source "status",
+// and the units (pods) they belong to. A pod's first Running or Ready
+// carries its start-up latency; a failed Job from the last known-good
+// instant on is noticed.
+func (ev *Evidence) statusRecords(ctx context.Context, s Store) ([]*timeline.Record, error) {
 	states, err := outcome.Read(ctx, s, outcome.Options{Bad: `source == "status"`, Good: "false"})
 	if err != nil {
 		return nil, err
@@ -95,7 +118,6 @@ func Load(ctx context.Context, s Store) (*Evidence, error) {
 		r := &timeline.Record{Time: o.Time, Source: outcome.SourceStatus, Object: o.Object, Reason: o.Reason,
 			Message: o.Message, Code: o.Code, Evidence: o.Evidence}
 		r.Object.Resource = statusResource[o.Object.Kind]
-		// A pod's first Running or Ready carries its start-up latency.
 		if o.Object.Kind == "Pod" && (o.Reason == "Running" || o.Reason == "Ready") {
 			k := o.Object.Namespace + "/" + o.Object.Name
 			if u := ev.units[k]; u != nil && !started[k] && !u.Created.IsZero() && o.Time.After(u.Created) {
@@ -104,26 +126,44 @@ func Load(ctx context.Context, s Store) (*Evidence, error) {
 			started[k] = true
 		}
 		status = append(status, r)
-		if o.Object.Kind == "Job" && !o.Time.Before(ev.LastGood) && o.Reason != "Complete" && (ev.Noticed.IsZero() || o.Time.Before(ev.Noticed)) {
-			ev.Noticed, ev.NoticedBy = o.Time, fmt.Sprintf("Job/%s/%s %s", o.Object.Namespace, o.Object.Name, o.Reason)
+		if o.Object.Kind == "Job" && o.Reason != "Complete" {
+			ev.notice(o.Time, fmt.Sprintf("Job/%s/%s %s", o.Object.Namespace, o.Object.Name, o.Reason))
 		}
 	}
+	return status, nil
+}
+
+// storedRecords reads the timeline's records; a Warning event from the
+// last known-good instant on is noticed.
+func (ev *Evidence) storedRecords(ctx context.Context, s Store) ([]*timeline.Record, error) {
 	var stored []*timeline.Record
 	for r, err := range s.Records(ctx, timeline.Query{}) {
 		if err != nil {
 			return nil, err
 		}
 		stored = append(stored, r)
-		if r.Source == timeline.SourceEvent && r.Type == "Warning" && !r.Time.Before(ev.LastGood) &&
-			(ev.Noticed.IsZero() || r.Time.Before(ev.Noticed)) {
-			ev.Noticed, ev.NoticedBy = r.Time, fmt.Sprintf("Warning event %s on %s/%s", r.Reason, r.Object.Kind, r.Object.Name)
+		if r.Source == timeline.SourceEvent && r.Type == "Warning" {
+			ev.notice(r.Time, fmt.Sprintf("Warning event %s on %s/%s", r.Reason, r.Object.Kind, r.Object.Name))
 		}
 	}
-	ev.records = merge(stored, status)
+	return stored, nil
+}
 
+// notice makes t, seen through by, when a human could first have noticed,
+// if it is from the last known-good instant on and earlier than what was
+// noticed so far.
+func (ev *Evidence) notice(t time.Time, by string) {
+	if !t.Before(ev.LastGood) && (ev.Noticed.IsZero() || t.Before(ev.Noticed)) {
+		ev.Noticed, ev.NoticedBy = t, by
+	}
+}
+
+// readPools reads the pool of every node, and the label it was read from
+// (the first node's with one).
+func (ev *Evidence) readPools(ctx context.Context, s Store) error {
 	nodes, err := s.Versions(ctx, timeline.VersionQuery{Resource: "nodes"})
 	if err != nil {
-		return nil, fmt.Errorf("node versions: %w", err)
+		return fmt.Errorf("node versions: %w", err)
 	}
 	for _, n := range nodes {
 		if k, p := poolOf(n.Content); p != "" {
@@ -133,7 +173,7 @@ func Load(ctx context.Context, s Store) (*Evidence, error) {
 			}
 		}
 	}
-	return ev, nil
+	return nil
 }
 
 // merge joins two time-ordered record lists, stored records first on ties.

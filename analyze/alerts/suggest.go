@@ -109,19 +109,9 @@ type candidate struct {
 
 // candidates builds the definitions before learning.
 func (ev *Evidence) candidates(w time.Duration) []candidate {
-	inv, cp := ev.Investigation, ev.ControlPlane
+	inv := ev.Investigation
 	perWindow := 1 / w.Seconds() // one record more per window, as a rate
-	var out []candidate
-
-	// The burst the control plane blames, and the fix it simulated best.
-	var burst *controlplane.Burst
-	for i := range cp.Bursts {
-		b := &cp.Bursts[i]
-		if !b.Start.After(ev.IncidentEnd) && !b.End.Before(ev.LastGood) {
-			burst = b
-			break
-		}
-	}
+	burst := ev.blamedBurst()
 	workloadFix := strings.Join(actions(inv.Mitigation), "; then ")
 	loadFix := workloadFix
 	if burst != nil {
@@ -129,57 +119,95 @@ func (ev *Evidence) candidates(w time.Duration) []candidate {
 			loadFix = fx
 		}
 	}
+	// In order: the slice's pod failures, the blamed burst's class, the
+	// most throttled classes, pod start-up, the pools going NotReady.
+	var out []candidate
+	out = append(out, ev.podFailureCandidates(w, perWindow, workloadFix)...)
+	out = append(out, burstCandidates(burst, w, perWindow, loadFix)...)
+	out = append(out, ev.throttledCandidates(w, perWindow, loadFix)...)
+	out = append(out, podStartupCandidate(w, loadFix))
+	out = append(out, ev.notReadyCandidates(w, perWindow)...)
+	return out
+}
 
-	// 1. The slice's pod failures.
-	if inv.Slice != nil {
-		slice, cause := ev.workloadSlice(inv)
-		if len(slice) > 0 {
-			q, _ := PodFailuresPromQL(slice, w)
-			team := slice["namespace"]
-			if team == "" {
-				team = "platform"
-			}
-			name := pascal(slice["namespace"], ownerName(slice["owner"])) + "PodFailures"
-			out = append(out, candidate{floor: perWindow, def: Definition{
-				Name:    name,
-				Summary: fmt.Sprintf("pods of %s entering a failure state", describeSlice(slice)),
-				Signal: Signal{Kind: KindRate, Window: Duration(w), PromQL: q,
-					Count: `source == "status" && kind == "Pod" && reason in ` + celList(podFailureStates)},
-				Slice: slice, Severity: "page", Owner: owner(team),
-				Mitigation: orDefault(workloadFix, "roll back the change the investigation blames (faultline investigate)"),
-				Runbook:    RunbookBase + "pod-failures", Cause: cause,
-			}})
+// blamedBurst is the burst the control plane blames: the heaviest one that
+// overlaps the incident (from the last good to the incident's end); nil if
+// none does.
+func (ev *Evidence) blamedBurst() *controlplane.Burst {
+	cp := ev.ControlPlane
+	for i := range cp.Bursts {
+		b := &cp.Bursts[i]
+		if !b.Start.After(ev.IncidentEnd) && !b.End.Before(ev.LastGood) {
+			return b
 		}
 	}
+	return nil
+}
 
-	// 2. The request class of the top burst: its rate and latency.
-	if burst != nil {
-		c := burst.Class
-		slice := map[string]string{"verb": c.Verb, "resource": c.Resource, "subresource": c.Subresource, "scope": metricScopeOf(c.Scope)}
-		cls := pascal(c.Verb, c.Resource, c.Subresource, metricScopeOf(c.Scope))
-		team := teamOfUser(c.User)
-		cause := fmt.Sprintf("%s (client %s as %s)", burst.FanOut, c.Client, c.User)
-		out = append(out, candidate{floor: perWindow, def: Definition{
-			Name:    "Apiserver" + cls + "Rate",
-			Summary: fmt.Sprintf("%s requests per second", c.Key()),
-			Signal: Signal{Kind: KindRate, Window: Duration(w), PromQL: RequestRatePromQL(slice, w),
-				Count: `source == "audit" && stage != "RequestReceived"`},
-			Slice: slice, Severity: "page", Owner: owner(team), Mitigation: loadFix,
-			Runbook: RunbookBase + "request-rate", Cause: cause,
+// podFailureCandidates is candidate 1: the slice's pod failures (none when
+// the investigation found no slice, or the slice has no workload).
+func (ev *Evidence) podFailureCandidates(w time.Duration, perWindow float64, workloadFix string) []candidate {
+	inv := ev.Investigation
+	if inv.Slice == nil {
+		return nil
+	}
+	slice, cause := ev.workloadSlice(inv)
+	if len(slice) == 0 {
+		return nil
+	}
+	q, _ := PodFailuresPromQL(slice, w)
+	team := slice["namespace"]
+	if team == "" {
+		team = "platform"
+	}
+	name := pascal(slice["namespace"], ownerName(slice["owner"])) + "PodFailures"
+	return []candidate{{floor: perWindow, def: Definition{
+		Name:    name,
+		Summary: fmt.Sprintf("pods of %s entering a failure state", describeSlice(slice)),
+		Signal: Signal{Kind: KindRate, Window: Duration(w), PromQL: q,
+			Count: `source == "status" && kind == "Pod" && reason in ` + celList(podFailureStates)},
+		Slice: slice, Severity: "page", Owner: owner(team),
+		Mitigation: orDefault(workloadFix, "roll back the change the investigation blames (faultline investigate)"),
+		Runbook:    RunbookBase + "pod-failures", Cause: cause,
+	}}}
+}
+
+// burstCandidates are candidates 2: the request class of the blamed burst,
+// its rate and (but for a WATCH) its latency; none without a burst.
+func burstCandidates(burst *controlplane.Burst, w time.Duration, perWindow float64, loadFix string) []candidate {
+	if burst == nil {
+		return nil
+	}
+	c := burst.Class
+	slice := map[string]string{"verb": c.Verb, "resource": c.Resource, "subresource": c.Subresource, "scope": metricScopeOf(c.Scope)}
+	cls := pascal(c.Verb, c.Resource, c.Subresource, metricScopeOf(c.Scope))
+	team := teamOfUser(c.User)
+	cause := fmt.Sprintf("%s (client %s as %s)", burst.FanOut, c.Client, c.User)
+	out := []candidate{{floor: perWindow, def: Definition{
+		Name:    "Apiserver" + cls + "Rate",
+		Summary: fmt.Sprintf("%s requests per second", c.Key()),
+		Signal: Signal{Kind: KindRate, Window: Duration(w), PromQL: RequestRatePromQL(slice, w),
+			Count: `source == "audit" && stage != "RequestReceived"`},
+		Slice: slice, Severity: "page", Owner: owner(team), Mitigation: loadFix,
+		Runbook: RunbookBase + "request-rate", Cause: cause,
+	}}}
+	if c.Verb != "watch" {
+		out = append(out, candidate{floor: 0.1, def: Definition{
+			Name:    "Apiserver" + cls + "LatencyP99",
+			Summary: fmt.Sprintf("%s p99 latency in seconds", c.Key()),
+			Signal: Signal{Kind: KindQuantile, Quantile: 0.99, Window: Duration(w), PromQL: RequestLatencyPromQL(0.99, slice, w),
+				Count: `source == "audit" && stage == "ResponseComplete"`},
+			Slice: slice, Severity: "ticket", Owner: owner(team), Mitigation: loadFix,
+			Runbook: RunbookBase + "request-latency", Cause: cause,
 		}})
-		if c.Verb != "watch" {
-			out = append(out, candidate{floor: 0.1, def: Definition{
-				Name:    "Apiserver" + cls + "LatencyP99",
-				Summary: fmt.Sprintf("%s p99 latency in seconds", c.Key()),
-				Signal: Signal{Kind: KindQuantile, Quantile: 0.99, Window: Duration(w), PromQL: RequestLatencyPromQL(0.99, slice, w),
-					Count: `source == "audit" && stage == "ResponseComplete"`},
-				Slice: slice, Severity: "ticket", Owner: owner(team), Mitigation: loadFix,
-				Runbook: RunbookBase + "request-latency", Cause: cause,
-			}})
-		}
 	}
+	return out
+}
 
-	// 3. 429s per request class, the classes most throttled in the incident.
+// throttledCandidates are candidates 3: 429s per request class, the classes
+// most throttled in the incident.
+func (ev *Evidence) throttledCandidates(w time.Duration, perWindow float64, loadFix string) []candidate {
+	var out []candidate
 	for _, t := range ev.throttled(3) {
 		slice := map[string]string{"verb": t.verb, "resource": t.resource, "subresource": t.subresource, "scope": t.scope, "code": "429"}
 		out = append(out, candidate{floor: perWindow, def: Definition{
@@ -191,20 +219,28 @@ func (ev *Evidence) candidates(w time.Duration) []candidate {
 			Runbook: RunbookBase + "throttling-429",
 		}})
 	}
+	return out
+}
 
-	// 4. Pod start-up p99 over the cluster (the kubelet's histogram).
-	out = append(out, candidate{floor: 1, def: Definition{
+// podStartupCandidate is candidate 4: pod start-up p99 over the cluster
+// (the kubelet's histogram).
+func podStartupCandidate(w time.Duration, loadFix string) candidate {
+	return candidate{floor: 1, def: Definition{
 		Name:    "PodStartupP99",
 		Summary: "p99 seconds from pod creation to running",
 		Signal: Signal{Kind: KindQuantile, Quantile: 0.99, Window: Duration(w), PromQL: PodStartupPromQL(0.99, w),
 			Count: `source == "status" && kind == "Pod" && latency > duration("0s")`},
 		Severity: "ticket", Owner: owner("platform"), Mitigation: loadFix, Runbook: RunbookBase + "pod-startup",
-	}})
+	}}
+}
 
-	// 5. Nodes going NotReady, per pool that did in the incident.
+// notReadyCandidates are candidates 5: nodes going NotReady, per pool that
+// did in the incident.
+func (ev *Evidence) notReadyCandidates(w time.Duration, perWindow float64) []candidate {
+	var out []candidate
 	for _, pool := range ev.notReadyPools() {
 		fix := "cordon node.pool=" + pool + " and move its work to a healthy pool"
-		for _, a := range inv.Mitigation {
+		for _, a := range ev.Investigation.Mitigation {
 			if a.Action == "cordon" {
 				fix = actions([]investigate.Action{a})[0]
 			}

@@ -69,21 +69,53 @@ func Find(times []time.Time, from, to time.Time) Result {
 		return Result{Found: true, First: 0, Last: n - 1, FirstBad: times[0], End: times[n-1]}
 	}
 
-	// Counts per bin, and their prefix sums.
-	bins := min(maxBins, max(1, n*4))
-	width := span / float64(bins)
-	count := make([]int, bins)
+	count, prefix, width := bin(times, from, span)
+	best, bi, bj := scan(count, prefix, span, width)
+	if bi < 0 {
+		return Result{Found: true, First: 0, Last: n - 1, FirstBad: times[0], End: times[n-1]}
+	}
+	first := prefix[bi]
+	last := prefix[bj+1] - 1
+	inside := float64(last - first + 1)
+	length := math.Max(times[last].Sub(times[first]).Seconds(), width)
+	// The baseline is the rate before the window: what came after an
+	// incident (its aftermath, a recovery's own failures) says nothing about
+	// what was normal before it. One observation is added, so that a quiet
+	// stretch is "at most one per stretch", not "never".
+	before := times[first].Sub(from).Seconds()
+	baseline := (float64(first) + 1) / math.Max(before, width)
+	first = carryBack(times, first, baseline)
+	return Result{
+		Found: true, First: first, Last: last, FirstBad: times[first], End: times[last],
+		BaselineRate: baseline, IncidentRate: inside / length, Score: best,
+	}
+}
+
+// bin counts the observations in bins of equal width over the span from
+// from (at most maxBins, four per observation), with the counts' prefix
+// sums.
+func bin(times []time.Time, from time.Time, span float64) (count, prefix []int, width float64) {
+	bins := min(maxBins, max(1, len(times)*4))
+	width = span / float64(bins)
+	count = make([]int, bins)
 	for _, t := range times {
 		b := int(t.Sub(from).Seconds() / width)
 		count[min(max(b, 0), bins-1)]++
 	}
-	prefix := make([]int, bins+1)
+	prefix = make([]int, len(count)+1)
 	for i, c := range count {
 		prefix[i+1] = prefix[i] + c
 	}
+	return count, prefix, width
+}
 
-	N := float64(n)
-	best, bi, bj := 0.0, -1, -1
+// scan returns the window of bins [bi, bj], starting and ending on a bad
+// observation, with the highest log-likelihood ratio (best) of a higher
+// rate inside it; bi is -1 when no window holds more than the mean.
+func scan(count, prefix []int, span, width float64) (best float64, bi, bj int) {
+	N := float64(prefix[len(prefix)-1])
+	bins := len(count)
+	best, bi, bj = 0.0, -1, -1
 	for i := 0; i < bins; i++ {
 		if count[i] == 0 {
 			continue // a window starts on a bad observation
@@ -109,21 +141,13 @@ func Find(times []time.Time, from, to time.Time) Result {
 			}
 		}
 	}
-	if bi < 0 {
-		return Result{Found: true, First: 0, Last: n - 1, FirstBad: times[0], End: times[n-1]}
-	}
-	first := prefix[bi]
-	last := prefix[bj+1] - 1
-	inside := float64(last - first + 1)
-	length := math.Max(times[last].Sub(times[first]).Seconds(), width)
-	// The baseline is the rate before the window: what came after an
-	// incident (its aftermath, a recovery's own failures) says nothing about
-	// what was normal before it. One observation is added, so that a quiet
-	// stretch is "at most one per stretch", not "never".
-	before := times[first].Sub(from).Seconds()
-	baseline := (float64(first) + 1) / math.Max(before, width)
+	return best, bi, bj
+}
 
-	// Carry the start back over bad observations too close to be baseline.
+// carryBack carries the window's start back over bad observations too
+// close to one another to be the baseline's: each gap shorter than the
+// baseline rate would give with probability Alpha.
+func carryBack(times []time.Time, first int, baseline float64) int {
 	for first > 0 {
 		gap := times[first].Sub(times[first-1]).Seconds()
 		if 1-math.Exp(-baseline*gap) >= Alpha {
@@ -131,8 +155,5 @@ func Find(times []time.Time, from, to time.Time) Result {
 		}
 		first--
 	}
-	return Result{
-		Found: true, First: first, Last: last, FirstBad: times[first], End: times[last],
-		BaselineRate: baseline, IncidentRate: inside / length, Score: best,
-	}
+	return first
 }

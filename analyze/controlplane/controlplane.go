@@ -290,9 +290,23 @@ func Analyze(ctx context.Context, s Store, opt Options) (*Report, error) {
 // fold merges the store's classes that share a folded identity, and sums
 // their seconds and minutes.
 func fold(st *timeline.RequestStats) []*Class {
-	byKey := map[string]*Class{}
-	byID := map[int64]*Class{}
-	for _, rc := range st.Classes {
+	byKey, byID := foldClasses(st.Classes)
+	foldSeconds(byID, st.Seconds)
+	foldStats(byID, st.Stats)
+	foldUsers(byID, st.Clients)
+	out := make([]*Class, 0, len(byKey))
+	for _, c := range byKey {
+		c.summarize()
+		out = append(out, c)
+	}
+	return out
+}
+
+// foldClasses gives each folded identity one Class, and maps every store
+// class to the Class it folds into.
+func foldClasses(rcs []timeline.RequestClass) (byKey map[string]*Class, byID map[int64]*Class) {
+	byKey, byID = map[string]*Class{}, map[int64]*Class{}
+	for _, rc := range rcs {
 		c := &Class{Verb: rc.Verb, Group: rc.Group, Resource: rc.Resource, Subresource: rc.Subresource, Scope: rc.Scope,
 			Client: rc.UserAgent, User: rc.User}
 		k := c.Key() + "\x00" + c.Group
@@ -305,8 +319,15 @@ func fold(st *timeline.RequestStats) []*Class {
 		c.ids = append(c.ids, rc.ID)
 		byID[rc.ID] = c
 	}
+	return byKey, byID
+}
+
+// foldSeconds appends each second to its Class's series; a Class that
+// several store classes fold into has its series sorted and its equal
+// seconds summed.
+func foldSeconds(byID map[int64]*Class, secs []timeline.RequestSecond) {
 	merged := map[*Class]bool{} // classes that several store classes fold into
-	for _, sec := range st.Seconds {
+	for _, sec := range secs {
 		if c := byID[sec.Class]; c != nil {
 			if len(c.ids) > 1 {
 				merged[c] = true
@@ -326,7 +347,12 @@ func fold(st *timeline.RequestStats) []*Class {
 		}
 		c.series = out
 	}
-	for _, x := range st.Stats {
+}
+
+// foldStats adds the store's counts, codes, etcd LISTs and latencies to
+// their Classes.
+func foldStats(byID map[int64]*Class, stats []timeline.RequestStat) {
+	for _, x := range stats {
 		c := byID[x.Class]
 		if c == nil {
 			continue
@@ -342,7 +368,11 @@ func fold(st *timeline.RequestStats) []*Class {
 		c.MaxMs = math.Max(c.MaxMs, float64(x.LatencyMaxNs)/1e6)
 		c.APFWaitMs = math.Max(c.APFWaitMs, float64(x.APFQueueWaitMaxNs)/1e6)
 	}
-	for _, cl := range st.Clients {
+}
+
+// foldUsers widens each raw user's span of minutes on its Class.
+func foldUsers(byID map[int64]*Class, clients []timeline.RequestClient) {
+	for _, cl := range clients {
 		if c := byID[cl.Class]; c != nil {
 			last := max(cl.LastMinute, cl.Minute)
 			if span, ok := c.users[cl.User]; ok {
@@ -351,26 +381,26 @@ func fold(st *timeline.RequestStats) []*Class {
 			c.users[cl.User] = [2]int64{cl.Minute, last}
 		}
 	}
-	out := make([]*Class, 0, len(byKey))
-	for _, c := range byKey {
-		c.prefix = make([]int64, len(c.series)+1)
-		for i, x := range c.series {
-			c.prefix[i+1] = c.prefix[i] + x.Count
-			if r := float64(x.Count); r > c.PeakRps {
-				c.PeakRps, c.PeakAt = r, time.Unix(x.Sec, 0).UTC()
-			}
+}
+
+// summarize computes a folded Class's prefix sums, peak second and
+// latency percentiles (capped at the largest latency seen).
+func (c *Class) summarize() {
+	c.prefix = make([]int64, len(c.series)+1)
+	for i, x := range c.series {
+		c.prefix[i+1] = c.prefix[i] + x.Count
+		if r := float64(x.Count); r > c.PeakRps {
+			c.PeakRps, c.PeakAt = r, time.Unix(x.Sec, 0).UTC()
 		}
-		c.P50Ms = percentile(c.buckets, c.Count, 0.50)
-		c.P99Ms = percentile(c.buckets, c.Count, 0.99)
-		if c.P99Ms > c.MaxMs && c.MaxMs > 0 {
-			c.P99Ms = c.MaxMs // a bucket's upper bound can pass the true max
-		}
-		if c.P50Ms > c.MaxMs && c.MaxMs > 0 {
-			c.P50Ms = c.MaxMs
-		}
-		out = append(out, c)
 	}
-	return out
+	c.P50Ms = percentile(c.buckets, c.Count, 0.50)
+	c.P99Ms = percentile(c.buckets, c.Count, 0.99)
+	if c.P99Ms > c.MaxMs && c.MaxMs > 0 {
+		c.P99Ms = c.MaxMs // a bucket's upper bound can pass the true max
+	}
+	if c.P50Ms > c.MaxMs && c.MaxMs > 0 {
+		c.P50Ms = c.MaxMs
+	}
 }
 
 // percentile reads a quantile off latency buckets (their upper bounds).

@@ -3,6 +3,8 @@ package controlplane
 import (
 	"fmt"
 	"math"
+
+	"github.com/faultline/faultline/timeline"
 )
 
 // etcdReadWeight is what a LIST that reads etcd counts on top of its
@@ -104,4 +106,17 @@ func (l Load) String() string {
 		s += "; how long they stayed open is not load"
 	}
 	return s
+}
+
+func meanLatency(c *Class) float64 {
+	var n int64
+	var sum float64
+	for b, k := range c.buckets {
+		sum += float64(timeline.LatencyBucketUpper(b)) / 1e9 * float64(k)
+		n += k
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
 }

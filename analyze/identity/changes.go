@@ -24,6 +24,35 @@ type ObjectChange struct {
 // template images); an object first seen in the window is "created".
 // Refs of other kinds (pods) are ignored: their changes are their units'.
 func Changes(ctx context.Context, s Store, refs []Ref, since, until time.Time) ([]ObjectChange, error) {
+	byResource := refsByResource(refs)
+	var out []ObjectChange
+	keys := make([]string, 0, len(byResource))
+	for k := range byResource {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		cs, err := resourceChanges(ctx, s, key, byResource[key], since, until)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cs...)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].When.Equal(out[j].When) {
+			return out[i].When.Before(out[j].When)
+		}
+		if out[i].Ref != out[j].Ref {
+			return out[i].Ref < out[j].Ref
+		}
+		return out[i].Dimension < out[j].Dimension
+	})
+	return out, nil
+}
+
+// refsByResource groups the refs Changes follows by group/resource, then by
+// namespace/name; pods and kinds without identity dimensions are left out.
+func refsByResource(refs []Ref) map[string]map[string]Ref {
 	byResource := map[string]map[string]Ref{} // group/resource -> ns/name -> ref
 	for _, r := range refs {
 		if r.Kind == "Pod" {
@@ -46,70 +75,59 @@ func Changes(ctx context.Context, s Store, refs []Ref, since, until time.Time) (
 		}
 		byResource[key][r.Namespace+"/"+r.Name] = r
 	}
-	var out []ObjectChange
-	keys := make([]string, 0, len(byResource))
-	for k := range byResource {
-		keys = append(keys, k)
+	return byResource
+}
+
+// resourceChanges returns the changes of the wanted objects of one
+// group/resource (key), in the order of their versions.
+func resourceChanges(ctx context.Context, s Store, key string, want map[string]Ref, since, until time.Time) ([]ObjectChange, error) {
+	group, resource := splitKey(key)
+	q := timeline.VersionQuery{Group: group, Resource: resource, History: true}
+	if len(want) == 1 { // one object: ask for it alone
+		for _, r := range want {
+			q.Namespace, q.Name = r.Namespace, r.Name
+		}
 	}
-	sort.Strings(keys)
-	for _, key := range keys {
-		want := byResource[key]
-		group, resource := splitKey(key)
-		q := timeline.VersionQuery{Group: group, Resource: resource, History: true}
-		if len(want) == 1 { // one object: ask for it alone
-			for _, r := range want {
-				q.Namespace, q.Name = r.Namespace, r.Name
-			}
+	vs, err := s.Versions(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("%s versions: %w", resource, err)
+	}
+	var out []ObjectChange
+	var prev map[string]Dimension
+	var prevKey string
+	for i := range vs {
+		v := &vs[i]
+		ref, ok := want[v.Object.Namespace+"/"+v.Object.Name]
+		if !ok || (!until.IsZero() && v.Time.After(until)) {
+			continue
 		}
-		vs, err := s.Versions(ctx, q)
-		if err != nil {
-			return nil, fmt.Errorf("%s versions: %w", resource, err)
+		o := &obj{v: *v}
+		if json.Unmarshal(v.Content, &o.m) != nil {
+			continue
 		}
-		var prev map[string]Dimension
-		var prevKey string
-		for i := range vs {
-			v := &vs[i]
-			ref, ok := want[v.Object.Namespace+"/"+v.Object.Name]
-			if !ok || (!until.IsZero() && v.Time.After(until)) {
-				continue
-			}
-			o := &obj{v: *v}
-			if json.Unmarshal(v.Content, &o.m) != nil {
-				continue
-			}
-			dims := map[string]Dimension{}
-			for _, d := range objectDims(ref.Kind, o) {
-				dims[d.Name] = d
-			}
-			k := objectKey(*v)
-			if k != prevKey {
-				prevKey = k
-				if !since.IsZero() && v.Time.After(since) {
-					ev := o.evidence()
-					out = append(out, ObjectChange{Ref: ref.String(), Change: Change{Dimension: "created", To: ref.Kind, When: v.Time, Evidence: ev}})
-				}
-				prev = dims
-				continue
-			}
-			if since.IsZero() || v.Time.After(since) {
-				for _, c := range Diff(&Identity{Ref: "a", Dimensions: values(prev)}, &Identity{Ref: "a", Dimensions: values(dims)}) {
-					c.When = v.Time
-					c.Evidence = o.evidence()
-					out = append(out, ObjectChange{Ref: ref.String(), Change: c})
-				}
+		dims := map[string]Dimension{}
+		for _, d := range objectDims(ref.Kind, o) {
+			dims[d.Name] = d
+		}
+		k := objectKey(*v)
+		if k != prevKey {
+			prevKey = k
+			if !since.IsZero() && v.Time.After(since) {
+				ev := o.evidence()
+				out = append(out, ObjectChange{Ref: ref.String(), Change: Change{Dimension: "created", To: ref.Kind, When: v.Time, Evidence: ev}})
 			}
 			prev = dims
+			continue
 		}
+		if since.IsZero() || v.Time.After(since) {
+			for _, c := range Diff(&Identity{Ref: "a", Dimensions: values(prev)}, &Identity{Ref: "a", Dimensions: values(dims)}) {
+				c.When = v.Time
+				c.Evidence = o.evidence()
+				out = append(out, ObjectChange{Ref: ref.String(), Change: c})
+			}
+		}
+		prev = dims
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].When.Equal(out[j].When) {
-			return out[i].When.Before(out[j].When)
-		}
-		if out[i].Ref != out[j].Ref {
-			return out[i].Ref < out[j].Ref
-		}
-		return out[i].Dimension < out[j].Dimension
-	})
 	return out, nil
 }
 

@@ -34,19 +34,51 @@ func perPod(name string) bool {
 	return name == "rank" || name == "node" || name == "run"
 }
 
+// dimList collects dimensions in order; add leaves out empty values.
+type dimList []Dimension
+
+func (d *dimList) add(name, value string, e Evidence) {
+	if value != "" {
+		*d = append(*d, Dimension{Name: name, Value: value, Evidence: e})
+	}
+}
+
 // pod returns the dimensions of one pod version.
 func (r *Resolver) pod(ctx context.Context, p *obj) ([]Dimension, error) {
 	ev := p.evidence()
-	var dims []Dimension
-	add := func(name, value string, e Evidence) {
-		if value != "" {
-			dims = append(dims, Dimension{Name: name, Value: value, Evidence: e})
+	var dims dimList
+	spec := mapAt(p.m, "spec")
+	imageDims(&dims, spec, mapAt(p.m, "status"), ev)
+	placementDims(&dims, p, spec, ev)
+	if err := r.ownerChainDims(ctx, &dims, p); err != nil {
+		return nil, err
+	}
+	if err := r.configDims(ctx, &dims, p, spec, ev); err != nil {
+		return nil, err
+	}
+	if err := r.podNodeDims(ctx, &dims, p, spec, ev); err != nil {
+		return nil, err
+	}
+
+	// What the pod's job run consumed, as the ML platform recorded it.
+	rd, err := r.runDims(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	dims = append(dims, rd...)
+
+	// Declared artifacts.
+	for _, rule := range r.rules {
+		if v, ok := rule.eval(p.m); ok {
+			dims.add(rule.Dimension, v, ev)
 		}
 	}
-	spec := mapAt(p.m, "spec")
-	status := mapAt(p.m, "status")
+	return dims, nil
+}
 
-	// Images: the tag asked for, and the digest that ran.
+// imageDims adds the pod's images: the tag asked for, and the digest that
+// ran.
+func imageDims(dims *dimList, spec, status map[string]any, ev Evidence) {
 	digests := map[string]string{}
 	for _, field := range []string{"containerStatuses", "initContainerStatuses"} {
 		for _, x := range list(status, field) {
@@ -62,13 +94,15 @@ func (r *Resolver) pod(ctx context.Context, p *obj) ([]Dimension, error) {
 		for _, x := range list(spec, field) {
 			c, _ := x.(map[string]any)
 			name := str(c, "name")
-			add(prefix+".tag/"+name, str(c, "image"), ev)
-			add(prefix+".digest/"+name, digests[name], ev)
+			dims.add(prefix+".tag/"+name, str(c, "image"), ev)
+			dims.add(prefix+".digest/"+name, digests[name], ev)
 		}
 	}
+}
 
-	// Scheduling and place in the job.
-	add("schedulerName", str(spec, "schedulerName"), ev)
+// placementDims adds the pod's scheduling and its place in the job.
+func placementDims(dims *dimList, p *obj, spec map[string]any, ev Evidence) {
+	dims.add("schedulerName", str(spec, "schedulerName"), ev)
 	// What the pod may do and where it may run: the ServiceAccount its
 	// requests are authorized as, the node labels it requires and the
 	// taints it tolerates.
@@ -76,32 +110,35 @@ func (r *Resolver) pod(ctx context.Context, p *obj) ([]Dimension, error) {
 	if sa == "" {
 		sa = "default"
 	}
-	add("serviceAccount", sa, ev)
+	dims.add("serviceAccount", sa, ev)
 	for k, v := range strMap(spec, "nodeSelector") {
-		add("nodeSelector/"+k, v, ev)
+		dims.add("nodeSelector/"+k, v, ev)
 	}
-	add("tolerations", tolerations(spec), ev)
-	add("priorityClassName", str(spec, "priorityClassName"), ev)
+	dims.add("tolerations", tolerations(spec), ev)
+	dims.add("priorityClassName", str(spec, "priorityClassName"), ev)
 	labels := strMap(p.m, "metadata", "labels")
 	annotations := strMap(p.m, "metadata", "annotations")
 	for _, l := range rankLabels {
 		if v := labels[l]; v != "" {
-			add("rank", v, ev)
+			dims.add("rank", v, ev)
 			break
 		}
 		if v := annotations[l]; v != "" {
-			add("rank", v, ev)
+			dims.add("rank", v, ev)
 			break
 		}
 	}
 	if h := labels["pod-template-hash"]; h != "" {
-		add("owner.podTemplateHash", h, ev)
+		dims.add("owner.podTemplateHash", h, ev)
 	}
 	if h := labels["controller-revision-hash"]; h != "" {
-		add("owner.controllerRevision", h, ev)
+		dims.add("owner.controllerRevision", h, ev)
 	}
+}
 
-	// The owner chain, with each owner's generation at the instant.
+// ownerChainDims adds the pod's owner chain (four owners at most), with
+// each owner's generation at the instant.
+func (r *Resolver) ownerChainDims(ctx context.Context, dims *dimList, p *obj) error {
 	cur := p
 	for depth := 0; depth < 4; depth++ {
 		refs := ownerRefs(cur.m)
@@ -117,17 +154,21 @@ func (r *Resolver) pod(ctx context.Context, p *obj) ([]Dimension, error) {
 			}
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if owner == nil {
-			add("owner/"+o.kind, o.name, cur.evidence())
+			dims.add("owner/"+o.kind, o.name, cur.evidence())
 			break
 		}
-		dims = append(dims, ownerDims(owner)...)
+		*dims = append(*dims, ownerDims(owner)...)
 		cur = owner
 	}
+	return nil
+}
 
-	// Config read through volumes, envFrom and env, as content hashes.
+// configDims adds the config the pod reads through volumes, envFrom and
+// env, as content hashes.
+func (r *Resolver) configDims(ctx context.Context, dims *dimList, p *obj, spec map[string]any, ev Evidence) error {
 	cms, secrets := configRefs(spec)
 	for _, ref := range []struct {
 		resource, dim string
@@ -143,57 +184,48 @@ func (r *Resolver) pod(ctx context.Context, p *obj) ([]Dimension, error) {
 				o, err = r.get(ctx, "", ref.resource, p.v.Object.Namespace, name)
 			}
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if o == nil {
-				add(ref.dim+"/"+name, "(not in the timeline)", ev)
+				dims.add(ref.dim+"/"+name, "(not in the timeline)", ev)
 				continue
 			}
 			// The object as a whole by its content alone: the same bytes in
 			// every namespace (kube-root-ca.crt) are one value, so an object
 			// every pod mounts never stands in for the namespace.
 			read := cr.only(o.m)
-			add(ref.dim+"/"+name, contentHash(read), o.evidence())
+			dims.add(ref.dim+"/"+name, contentHash(read), o.evidence())
 			for _, field := range []string{"data", "binaryData", "stringData"} {
 				for k, v := range strMap(read, field) {
-					add(ref.dim+"/"+name+"/"+k, v, o.evidence())
+					dims.add(ref.dim+"/"+name+"/"+k, v, o.evidence())
 				}
 			}
 		}
 	}
+	return nil
+}
 
-	// The node, as it was.
-	if node := str(spec, "nodeName"); node != "" {
-		add("node", node, ev)
-		var n *obj
-		var err error
-		if r.pinStart {
-			n, err = r.nodeAtStart(ctx, node, p)
-		} else {
-			n, err = r.get(ctx, "", "nodes", "", node)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if n != nil {
-			dims = append(dims, nodeDims(n)...)
-		}
+// podNodeDims adds the pod's node, as it was.
+func (r *Resolver) podNodeDims(ctx context.Context, dims *dimList, p *obj, spec map[string]any, ev Evidence) error {
+	node := str(spec, "nodeName")
+	if node == "" {
+		return nil
 	}
-
-	// What the pod's job run consumed, as the ML platform recorded it.
-	rd, err := r.runDims(ctx, p)
+	dims.add("node", node, ev)
+	var n *obj
+	var err error
+	if r.pinStart {
+		n, err = r.nodeAtStart(ctx, node, p)
+	} else {
+		n, err = r.get(ctx, "", "nodes", "", node)
+	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	dims = append(dims, rd...)
-
-	// Declared artifacts.
-	for _, rule := range r.rules {
-		if v, ok := rule.eval(p.m); ok {
-			add(rule.Dimension, v, ev)
-		}
+	if n != nil {
+		*dims = append(*dims, nodeDims(n)...)
 	}
-	return dims, nil
+	return nil
 }
 
 // digestOf keeps the digest of an imageID ("docker-pullable://repo@sha256:..").

@@ -295,26 +295,7 @@ func normalize(v any) any {
 		if v == nil {
 			return nil
 		}
-		m := make(map[string]any, len(v))
-		var invalid []string
-		for k, e := range v {
-			if !utf8.ValidString(k) {
-				invalid = append(invalid, k)
-				continue
-			}
-			m[k] = normalize(e)
-		}
-		// Keys that are not UTF-8 become what encoding/json makes of them
-		// (U+FFFD per bad byte) and may then collide: a valid key wins,
-		// then the smallest original, so the result does not depend on
-		// map order.
-		slices.Sort(invalid)
-		for _, k := range invalid {
-			if _, dup := m[validUTF8(k)]; !dup {
-				m[validUTF8(k)] = normalize(v[k])
-			}
-		}
-		return m
+		return normalizeMap(v)
 	case []any:
 		if v == nil {
 			return nil
@@ -358,20 +339,48 @@ func normalize(v any) any {
 	case uint64:
 		return uintNumber(v)
 	default:
-		// Other Go values ([]string, map[string]string, structs...) go
-		// through their JSON form.
-		data, err := json.Marshal(v)
-		if err != nil {
-			return fmt.Sprintf("!(%T: %v)", v, err)
-		}
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.UseNumber()
-		var d any
-		if err := dec.Decode(&d); err != nil {
-			return fmt.Sprintf("!(%T: %v)", v, err)
-		}
-		return normalize(d)
+		return normalizeJSON(v)
 	}
+}
+
+// normalizeMap normalizes a JSON object (not nil).
+func normalizeMap(v map[string]any) map[string]any {
+	m := make(map[string]any, len(v))
+	var invalid []string
+	for k, e := range v {
+		if !utf8.ValidString(k) {
+			invalid = append(invalid, k)
+			continue
+		}
+		m[k] = normalize(e)
+	}
+	// Keys that are not UTF-8 become what encoding/json makes of them
+	// (U+FFFD per bad byte) and may then collide: a valid key wins,
+	// then the smallest original, so the result does not depend on
+	// map order.
+	slices.Sort(invalid)
+	for _, k := range invalid {
+		if _, dup := m[validUTF8(k)]; !dup {
+			m[validUTF8(k)] = normalize(v[k])
+		}
+	}
+	return m
+}
+
+// normalizeJSON normalizes other Go values ([]string, map[string]string,
+// structs...) through their JSON form.
+func normalizeJSON(v any) any {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("!(%T: %v)", v, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var d any
+	if err := dec.Decode(&d); err != nil {
+		return fmt.Sprintf("!(%T: %v)", v, err)
+	}
+	return normalize(d)
 }
 
 // validUTF8 replaces each byte of s that is not UTF-8 by U+FFFD, as

@@ -45,47 +45,10 @@ func LoadCSV(r io.Reader, name string, opt CSVOptions) (*Cube, error) {
 	}
 	cr := csv.NewReader(r)
 	cr.ReuseRecord = true
-	header, err := cr.Read()
+	l, err := newCubeLoader(cr, name, opt, measures)
 	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: empty file, want a header row", name)
-		}
-		return nil, csvError(name, err)
+		return nil, err
 	}
-	header = slices.Clone(header)
-	col := map[string]int{}
-	var attrs []int
-	for i, h := range header {
-		if h == "" {
-			return nil, fmt.Errorf("%s:1: column %d has no name", name, i+1)
-		}
-		if _, dup := col[h]; dup {
-			return nil, fmt.Errorf("%s:1: column %q appears twice", name, h)
-		}
-		col[h] = i
-		if !slices.Contains(measures, h) {
-			attrs = append(attrs, i)
-		}
-	}
-	for _, m := range measures {
-		if _, ok := col[m]; !ok {
-			return nil, fmt.Errorf("%s:1: no column %q (have %s)", name, m, strings.Join(header, ","))
-		}
-	}
-	c := &Cube{}
-	for _, i := range attrs {
-		c.Dims = append(c.Dims, header[i])
-	}
-	switch {
-	case opt.Value != "":
-		c.Measure = Volume
-	case opt.Time != "":
-		c.Baseline = true
-	}
-
-	leafOf := map[string]int{}
-	history := map[string]map[int64]stepSum{} // leaf key -> time step -> sums
-	var key strings.Builder
 	for {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -95,85 +58,166 @@ func LoadCSV(r io.Reader, name string, opt CSVOptions) (*Cube, error) {
 			return nil, csvError(name, err)
 		}
 		line, _ := cr.FieldPos(0)
-		num := func(column string) (float64, error) {
-			v := rec[col[column]]
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-				return 0, fmt.Errorf("%s:%d: column %q: %q is not a number", name, line, column, v)
-			}
-			if f < 0 {
-				return 0, fmt.Errorf("%s:%d: column %q: %v is negative", name, line, column, f)
-			}
-			return f, nil
+		if err := l.row(rec, line); err != nil {
+			return nil, err
 		}
-		key.Reset()
-		for _, i := range attrs {
-			key.WriteString(strconv.Quote(rec[i]))
-		}
-		k := key.String()
-
-		var leaf Leaf
-		var t int64
-		if c.Measure == Volume {
-			if leaf.Bad, err = num(opt.Value); err != nil {
-				return nil, err
-			}
-			if leaf.Expected, err = num(opt.Baseline); err != nil {
-				return nil, err
-			}
-		} else {
-			if leaf.Bad, err = num(opt.Bad); err != nil {
-				return nil, err
-			}
-			if leaf.Total, err = num(opt.Total); err != nil {
-				return nil, err
-			}
-			if leaf.Bad > leaf.Total {
-				return nil, fmt.Errorf("%s:%d: column %q: %v exceeds column %q: %v", name, line, opt.Bad, leaf.Bad, opt.Total, leaf.Total)
-			}
-		}
-		if c.Baseline {
-			v := rec[col[opt.Time]]
-			if t, err = strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil {
-				return nil, fmt.Errorf("%s:%d: column %q: %q is not an integer time", name, line, opt.Time, v)
-			}
-			if t != opt.At {
-				if t < opt.At {
-					h := history[k]
-					if h == nil {
-						h = map[int64]stepSum{}
-						history[k] = h
-					}
-					x := h[t]
-					x.bad += leaf.Bad
-					x.total += leaf.Total
-					h[t] = x
-				}
-				continue
-			}
-		}
-		i, ok := leafOf[k]
-		if !ok {
-			i = len(c.Leaves)
-			leafOf[k] = i
-			vals := make([]string, len(attrs))
-			for j, a := range attrs {
-				vals[j] = rec[a]
-			}
-			c.Leaves = append(c.Leaves, Leaf{Values: vals})
-		}
-		l := &c.Leaves[i]
-		l.Bad += leaf.Bad
-		l.Total += leaf.Total
-		l.Expected += leaf.Expected
 	}
+	c := l.c
 	if c.Baseline {
 		if len(c.Leaves) == 0 {
 			return nil, fmt.Errorf("%s: no rows at %s = %d", name, opt.Time, opt.At)
 		}
-		setBaseline(c, leafOf, history, opt.History)
+		setBaseline(c, l.leafOf, l.history, opt.History)
 	}
 	return c, nil
+}
+
+// cubeLoader builds a Cube from a CSV file's rows, one at a time.
+type cubeLoader struct {
+	name    string
+	opt     CSVOptions
+	c       *Cube
+	col     map[string]int               // column name -> index
+	attrs   []int                        // the attribute columns
+	leafOf  map[string]int               // leaf key -> index in c.Leaves
+	history map[string]map[int64]stepSum // leaf key -> time step -> sums
+	key     strings.Builder
+}
+
+// newCubeLoader reads the header row: every column named once, every
+// measure present; the other columns are the cube's dimensions.
+func newCubeLoader(cr *csv.Reader, name string, opt CSVOptions, measures []string) (*cubeLoader, error) {
+	header, err := cr.Read()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s: empty file, want a header row", name)
+		}
+		return nil, csvError(name, err)
+	}
+	header = slices.Clone(header)
+	l := &cubeLoader{name: name, opt: opt, c: &Cube{}, col: map[string]int{},
+		leafOf: map[string]int{}, history: map[string]map[int64]stepSum{}}
+	for i, h := range header {
+		if h == "" {
+			return nil, fmt.Errorf("%s:1: column %d has no name", name, i+1)
+		}
+		if _, dup := l.col[h]; dup {
+			return nil, fmt.Errorf("%s:1: column %q appears twice", name, h)
+		}
+		l.col[h] = i
+		if !slices.Contains(measures, h) {
+			l.attrs = append(l.attrs, i)
+		}
+	}
+	for _, m := range measures {
+		if _, ok := l.col[m]; !ok {
+			return nil, fmt.Errorf("%s:1: no column %q (have %s)", name, m, strings.Join(header, ","))
+		}
+	}
+	for _, i := range l.attrs {
+		l.c.Dims = append(l.c.Dims, header[i])
+	}
+	switch {
+	case opt.Value != "":
+		l.c.Measure = Volume
+	case opt.Time != "":
+		l.c.Baseline = true
+	}
+	return l, nil
+}
+
+// row adds one row (line of the file): to its leaf, or, for an earlier
+// time step, to its leaf's history; rows of later steps are skipped.
+func (l *cubeLoader) row(rec []string, line int) error {
+	l.key.Reset()
+	for _, i := range l.attrs {
+		l.key.WriteString(strconv.Quote(rec[i]))
+	}
+	k := l.key.String()
+	leaf, err := l.measures(rec, line)
+	if err != nil {
+		return err
+	}
+	if l.c.Baseline {
+		v := rec[l.col[l.opt.Time]]
+		t, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return fmt.Errorf("%s:%d: column %q: %q is not an integer time", l.name, line, l.opt.Time, v)
+		}
+		if t != l.opt.At {
+			if t < l.opt.At {
+				l.addHistory(k, t, leaf)
+			}
+			return nil
+		}
+	}
+	i, ok := l.leafOf[k]
+	if !ok {
+		i = len(l.c.Leaves)
+		l.leafOf[k] = i
+		vals := make([]string, len(l.attrs))
+		for j, a := range l.attrs {
+			vals[j] = rec[a]
+		}
+		l.c.Leaves = append(l.c.Leaves, Leaf{Values: vals})
+	}
+	x := &l.c.Leaves[i]
+	x.Bad += leaf.Bad
+	x.Total += leaf.Total
+	x.Expected += leaf.Expected
+	return nil
+}
+
+// measures reads a row's measures: value and baseline (a Volume cube), or
+// bad and total (bad no more than total).
+func (l *cubeLoader) measures(rec []string, line int) (Leaf, error) {
+	var leaf Leaf
+	var err error
+	if l.c.Measure == Volume {
+		if leaf.Bad, err = l.num(rec, line, l.opt.Value); err != nil {
+			return leaf, err
+		}
+		if leaf.Expected, err = l.num(rec, line, l.opt.Baseline); err != nil {
+			return leaf, err
+		}
+		return leaf, nil
+	}
+	if leaf.Bad, err = l.num(rec, line, l.opt.Bad); err != nil {
+		return leaf, err
+	}
+	if leaf.Total, err = l.num(rec, line, l.opt.Total); err != nil {
+		return leaf, err
+	}
+	if leaf.Bad > leaf.Total {
+		return leaf, fmt.Errorf("%s:%d: column %q: %v exceeds column %q: %v", l.name, line, l.opt.Bad, leaf.Bad, l.opt.Total, leaf.Total)
+	}
+	return leaf, nil
+}
+
+// num reads a column of a row as a finite number of 0 or more.
+func (l *cubeLoader) num(rec []string, line int, column string) (float64, error) {
+	v := rec[l.col[column]]
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("%s:%d: column %q: %q is not a number", l.name, line, column, v)
+	}
+	if f < 0 {
+		return 0, fmt.Errorf("%s:%d: column %q: %v is negative", l.name, line, column, f)
+	}
+	return f, nil
+}
+
+// addHistory adds a row of an earlier time step t to its leaf's history.
+func (l *cubeLoader) addHistory(k string, t int64, leaf Leaf) {
+	h := l.history[k]
+	if h == nil {
+		h = map[int64]stepSum{}
+		l.history[k] = h
+	}
+	x := h[t]
+	x.bad += leaf.Bad
+	x.total += leaf.Total
+	h[t] = x
 }
 
 func (o CSVOptions) columns() ([]string, error) {

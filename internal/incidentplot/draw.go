@@ -267,78 +267,103 @@ func incidentPlot(d *Data) (*plot.Plot, error) {
 	p.Y.Min, p.Y.Max = 0, ymax*1.3
 	p.Y.Scale = sqrtScale{}
 	p.Y.Tick.Marker = sqrtTicks{}
-	if len(d.Buckets) > 0 {
-		all, bad := steps(d, false), steps(d, true)
-		for _, s := range []struct {
-			xy   plotter.XYs
-			c    color.Color
-			name string
-		}{{all, colAll, "all observations"}, {bad, colBad, "bad observations"}} {
-			l, err := plotter.NewLine(s.xy)
-			if err != nil {
-				return nil, err
-			}
-			l.StepStyle = plotter.PostStep
-			l.FillColor = s.c
-			l.LineStyle.Width = 0
-			p.Add(l)
-			p.Legend.Add(s.name, l)
-		}
+	if err := addBars(p, d); err != nil {
+		return nil, err
 	}
 	// The spans after the bars: translucent, they tint the bars they cover.
-	if b := r.Boundary; b != nil {
-		if err := span(p, b.FirstBad, b.IncidentEnd, p.Y.Max, colIncident); err != nil {
-			return nil, err
-		}
-		for i, e := range r.Episodes {
-			if e.Boundary == nil {
-				continue
-			}
-			if err := span(p, e.Boundary.FirstBad, e.Boundary.IncidentEnd, p.Y.Max, colEpisode); err != nil {
-				return nil, err
-			}
-			if err := label(p, e.Boundary.FirstBad, ymax*1.05, fmt.Sprintf("episode %d", i+2)); err != nil {
-				return nil, err
-			}
-		}
+	if err := addBoundary(p, r, ymax); err != nil {
+		return nil, err
 	}
-	if b := r.Boundary; b != nil {
-		if !b.LastGood.IsZero() {
-			if err := vline(p, b.LastGood, p.Y.Max, colGood, "last good "+b.LastGood.UTC().Format("15:04:05.000")); err != nil {
-				return nil, err
-			}
-		}
-		if err := vline(p, b.FirstBad, p.Y.Max, colBad, "first bad "+b.FirstBad.UTC().Format("15:04:05.000")); err != nil {
-			return nil, err
-		}
-	}
-	ms := markers(r)
-	if len(ms) > 0 {
-		xy := make(plotter.XYs, len(ms))
-		names := make([]string, len(ms))
-		for i, s := range ms {
-			xy[i] = plotter.XY{X: secs(s.At), Y: ymax * 1.18}
-			names[i] = fmt.Sprintf("#%d", i+1)
-		}
-		sc, err := plotter.NewScatter(xy)
-		if err != nil {
-			return nil, err
-		}
-		sc.GlyphStyle = draw.GlyphStyle{Color: colChange, Radius: vg.Points(4), Shape: draw.TriangleGlyph{}}
-		p.Add(sc)
-		p.Legend.Add("ranked change (key below)", sc)
-		lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xy, Labels: names})
-		if err != nil {
-			return nil, err
-		}
-		for i := range lb.TextStyle {
-			lb.TextStyle[i].Color = colChange
-			lb.TextStyle[i].Font.Size = vg.Points(9)
-		}
-		lb.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(-3)}
-		p.Add(lb)
+	if err := addMarkers(p, r, ymax); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// addBars draws all and bad observations per bucket, as filled steps.
+func addBars(p *plot.Plot, d *Data) error {
+	if len(d.Buckets) == 0 {
+		return nil
+	}
+	all, bad := steps(d, false), steps(d, true)
+	for _, s := range []struct {
+		xy   plotter.XYs
+		c    color.Color
+		name string
+	}{{all, colAll, "all observations"}, {bad, colBad, "bad observations"}} {
+		l, err := plotter.NewLine(s.xy)
+		if err != nil {
+			return err
+		}
+		l.StepStyle = plotter.PostStep
+		l.FillColor = s.c
+		l.LineStyle.Width = 0
+		p.Add(l)
+		p.Legend.Add(s.name, l)
+	}
+	return nil
+}
+
+// addBoundary draws the incident's span and each later episode's, then the
+// last good and first bad instants.
+func addBoundary(p *plot.Plot, r *investigate.Report, ymax float64) error {
+	b := r.Boundary
+	if b == nil {
+		return nil
+	}
+	if err := span(p, b.FirstBad, b.IncidentEnd, p.Y.Max, colIncident); err != nil {
+		return err
+	}
+	for i, e := range r.Episodes {
+		if e.Boundary == nil {
+			continue
+		}
+		if err := span(p, e.Boundary.FirstBad, e.Boundary.IncidentEnd, p.Y.Max, colEpisode); err != nil {
+			return err
+		}
+		if err := label(p, e.Boundary.FirstBad, ymax*1.05, fmt.Sprintf("episode %d", i+2)); err != nil {
+			return err
+		}
+	}
+	if !b.LastGood.IsZero() {
+		if err := vline(p, b.LastGood, p.Y.Max, colGood, "last good "+b.LastGood.UTC().Format("15:04:05.000")); err != nil {
+			return err
+		}
+	}
+	return vline(p, b.FirstBad, p.Y.Max, colBad, "first bad "+b.FirstBad.UTC().Format("15:04:05.000"))
+}
+
+// addMarkers marks the ranked changes, numbered as in the key below the
+// plot.
+func addMarkers(p *plot.Plot, r *investigate.Report, ymax float64) error {
+	ms := markers(r)
+	if len(ms) == 0 {
+		return nil
+	}
+	xy := make(plotter.XYs, len(ms))
+	names := make([]string, len(ms))
+	for i, s := range ms {
+		xy[i] = plotter.XY{X: secs(s.At), Y: ymax * 1.18}
+		names[i] = fmt.Sprintf("#%d", i+1)
+	}
+	sc, err := plotter.NewScatter(xy)
+	if err != nil {
+		return err
+	}
+	sc.GlyphStyle = draw.GlyphStyle{Color: colChange, Radius: vg.Points(4), Shape: draw.TriangleGlyph{}}
+	p.Add(sc)
+	p.Legend.Add("ranked change (key below)", sc)
+	lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xy, Labels: names})
+	if err != nil {
+		return err
+	}
+	for i := range lb.TextStyle {
+		lb.TextStyle[i].Color = colChange
+		lb.TextStyle[i].Font.Size = vg.Points(9)
+	}
+	lb.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(-3)}
+	p.Add(lb)
+	return nil
 }
 
 // steps returns a bucket series as step points, closed at the last end.

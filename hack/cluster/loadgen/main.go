@@ -64,52 +64,50 @@ func main() {
 	}
 }
 
-func run(ctx context.Context) error {
-	kubeconfig := flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "admin kubeconfig")
-	ns := flag.String("namespace", "ml", "the job's namespace")
-	job := flag.String("job", "trainer", "the job's name: ConfigMap JOB-env, Secret JOB-creds, ServiceAccounts JOB-worker-NNNN")
-	workers := flag.Int("workers", 1000, "workers")
-	watchFor := flag.Duration("watch-for", 20*time.Second, "how long each worker watches")
-	timeout := flag.Duration("timeout", 15*time.Second, "per-request timeout; a worker whose request fails is a failed worker")
-	jitter := flag.Duration("jitter", 0, "spread the starts uniformly over this window")
-	scoped := flag.Bool("scoped", false, "read as the fix would: namespace+label scoped, resourceVersion=0")
-	seed := flag.Uint64("seed", 1, "seed for the jitter")
-	setup := flag.Bool("setup-only", false, "create ServiceAccounts, tokens and RBAC, write the tokens to -tokens, then exit")
-	tokenFile := flag.String("tokens", "", "the workers' tokens, one per line: written by -setup-only, read otherwise")
-	ua := flag.String("user-agent", "trainer/2.3 (linux/amd64) client-go/v0.37.2", "the workers' user agent")
-	failPods := flag.Bool("fail-pods", false, "when a worker gives up, its pod (label app=JOB, completion index = worker) exits 1 at once (through kwok's chaos stage)")
-	flag.Parse()
+// options are the command's flag values.
+type options struct {
+	kubeconfig, ns, job string
+	workers             int
+	watchFor, timeout   time.Duration
+	jitter              time.Duration
+	scoped              bool
+	seed                uint64
+	setup               bool
+	tokenFile           string
+	ua                  string
+	failPods            bool
+}
 
-	admin, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+func parseFlags() options {
+	var o options
+	flag.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "admin kubeconfig")
+	flag.StringVar(&o.ns, "namespace", "ml", "the job's namespace")
+	flag.StringVar(&o.job, "job", "trainer", "the job's name: ConfigMap JOB-env, Secret JOB-creds, ServiceAccounts JOB-worker-NNNN")
+	flag.IntVar(&o.workers, "workers", 1000, "workers")
+	flag.DurationVar(&o.watchFor, "watch-for", 20*time.Second, "how long each worker watches")
+	flag.DurationVar(&o.timeout, "timeout", 15*time.Second, "per-request timeout; a worker whose request fails is a failed worker")
+	flag.DurationVar(&o.jitter, "jitter", 0, "spread the starts uniformly over this window")
+	flag.BoolVar(&o.scoped, "scoped", false, "read as the fix would: namespace+label scoped, resourceVersion=0")
+	flag.Uint64Var(&o.seed, "seed", 1, "seed for the jitter")
+	flag.BoolVar(&o.setup, "setup-only", false, "create ServiceAccounts, tokens and RBAC, write the tokens to -tokens, then exit")
+	flag.StringVar(&o.tokenFile, "tokens", "", "the workers' tokens, one per line: written by -setup-only, read otherwise")
+	flag.StringVar(&o.ua, "user-agent", "trainer/2.3 (linux/amd64) client-go/v0.37.2", "the workers' user agent")
+	flag.BoolVar(&o.failPods, "fail-pods", false, "when a worker gives up, its pod (label app=JOB, completion index = worker) exits 1 at once (through kwok's chaos stage)")
+	flag.Parse()
+	return o
+}
+
+func run(ctx context.Context) error {
+	o := parseFlags()
+	admin, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
-		return fmt.Errorf("kubeconfig %s: %w", *kubeconfig, err)
+		return fmt.Errorf("kubeconfig %s: %w", o.kubeconfig, err)
 	}
 	admin.QPS, admin.Burst = 50, 100
-	var tokens []string
-	if *setup || *tokenFile == "" {
-		if tokens, err = prepare(ctx, admin, *ns, *job, *workers); err != nil {
-			return err
-		}
-		if *setup {
-			return os.WriteFile(*tokenFile, []byte(strings.Join(tokens, "\n")+"\n"), 0o600)
-		}
-	} else {
-		b, err := os.ReadFile(*tokenFile)
-		if err != nil {
-			return err
-		}
-		tokens = strings.Fields(string(b))
-		if len(tokens) < *workers {
-			return fmt.Errorf("%s: %d tokens for %d workers", *tokenFile, len(tokens), *workers)
-		}
+	tokens, err := workerTokens(ctx, admin, o)
+	if err != nil || o.setup {
+		return err
 	}
-
-	var (
-		s       = summary{Workers: *workers, UserAgent: *ua, UserPrefix: apiload.UserPrefix(*ns, *job+"-worker-")}
-		counter apiload.Counter
-		mu      sync.Mutex
-		wg      sync.WaitGroup
-	)
 	// Pods fail as their workers give up, not at the admin's rate.
 	unlimited := rest.CopyConfig(admin)
 	unlimited.QPS = -1
@@ -118,38 +116,87 @@ func run(ctx context.Context) error {
 		return err
 	}
 	var podOf map[int]string
-	if *failPods {
-		if podOf, err = apiload.PodsByIndex(ctx, cs, *ns, *job); err != nil {
+	if o.failPods {
+		if podOf, err = apiload.PodsByIndex(ctx, cs, o.ns, o.job); err != nil {
 			return err
 		}
 	}
-	rng := rand.New(rand.NewPCG(*seed, 0))
-	delays := make([]time.Duration, *workers)
+	s, err := runWorkers(ctx, admin, cs, o, tokens, podOf)
+	if err != nil {
+		return err
+	}
+	slog.Info("done", "workers", o.workers, "failed", len(s.Failed), "requests", s.Requests, "429s", s.Throttled, "took", s.End.Sub(s.Start))
+	return json.NewEncoder(os.Stdout).Encode(s)
+}
+
+// workerTokens creates the workers' identities (prepare) and, with
+// -setup-only, writes their tokens to -tokens; or, given -tokens, reads
+// them from it.
+func workerTokens(ctx context.Context, admin *rest.Config, o options) ([]string, error) {
+	if o.setup || o.tokenFile == "" {
+		tokens, err := prepare(ctx, admin, o.ns, o.job, o.workers)
+		if err != nil {
+			return nil, err
+		}
+		if o.setup {
+			return tokens, os.WriteFile(o.tokenFile, []byte(strings.Join(tokens, "\n")+"\n"), 0o600)
+		}
+		return tokens, nil
+	}
+	b, err := os.ReadFile(o.tokenFile)
+	if err != nil {
+		return nil, err
+	}
+	tokens := strings.Fields(string(b))
+	if len(tokens) < o.workers {
+		return nil, fmt.Errorf("%s: %d tokens for %d workers", o.tokenFile, len(tokens), o.workers)
+	}
+	return tokens, nil
+}
+
+// startDelays draws each worker's delay before its first request: uniform
+// over -jitter, none without it.
+func startDelays(o options) []time.Duration {
+	rng := rand.New(rand.NewPCG(o.seed, 0))
+	delays := make([]time.Duration, o.workers)
 	for i := range delays {
-		if *jitter > 0 {
-			delays[i] = time.Duration(rng.Int64N(int64(*jitter)))
+		if o.jitter > 0 {
+			delays[i] = time.Duration(rng.Int64N(int64(o.jitter)))
 		}
 	}
+	return delays
+}
+
+// runWorkers runs the workers at once and sums up what became of them. A
+// worker that gives up has its pod (podOf) fail, with -fail-pods.
+func runWorkers(ctx context.Context, admin *rest.Config, cs *kubernetes.Clientset, o options, tokens []string, podOf map[int]string) (summary, error) {
+	var (
+		s       = summary{Workers: o.workers, UserAgent: o.ua, UserPrefix: apiload.UserPrefix(o.ns, o.job+"-worker-")}
+		counter apiload.Counter
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+	)
+	delays := startDelays(o)
 	// What a naive worker does at start-up: GET its ConfigMap and Secret,
 	// LIST pods, then WATCH them from the list's resourceVersion for
 	// -watch-for (client-go's per-request -timeout cuts it shorter). Any
 	// failure is fatal.
 	pods := apiload.Op{Verb: "watch", Resource: "pods"}
-	if *scoped {
-		pods = apiload.Op{Verb: "watch", Resource: "pods", Namespace: *ns, Selector: "app=" + *job, Cached: true}
+	if o.scoped {
+		pods = apiload.Op{Verb: "watch", Resource: "pods", Namespace: o.ns, Selector: "app=" + o.job, Cached: true}
 	}
 	start := []apiload.Op{
-		{Verb: "get", Resource: "configmaps", Namespace: *ns, Names: []string{*job + "-env"}},
-		{Verb: "get", Resource: "secrets", Namespace: *ns, Names: []string{*job + "-creds"}},
+		{Verb: "get", Resource: "configmaps", Namespace: o.ns, Names: []string{o.job + "-env"}},
+		{Verb: "get", Resource: "secrets", Namespace: o.ns, Names: []string{o.job + "-creds"}},
 	}
 	s.Start = time.Now().UTC()
-	for i := range *workers {
-		cfg, err := counter.Config(admin, tokens[i], *ua, *timeout)
+	for i := range o.workers {
+		cfg, err := counter.Config(admin, tokens[i], o.ua, o.timeout)
 		if err != nil {
-			return err
+			return s, err
 		}
 		w := &apiload.Worker{Config: cfg, Delay: delays[i], Start: start, Watch: []apiload.Op{pods},
-			WatchFor: *watchFor, Tries: 1}
+			WatchFor: o.watchFor, Tries: 1}
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
@@ -159,7 +206,7 @@ func run(ctx context.Context) error {
 				s.FailedError = append(s.FailedError, fmt.Sprintf("%d: %v", i, err))
 				mu.Unlock()
 				if pod := podOf[i]; pod != "" {
-					if err := apiload.ExitPod(ctx, cs, *ns, pod, apiload.GiveUpMessage(err)); err != nil {
+					if err := apiload.ExitPod(ctx, cs, o.ns, pod, apiload.GiveUpMessage(err)); err != nil {
 						slog.Warn("could not fail pod", "pod", pod, "err", err)
 					}
 				}
@@ -171,8 +218,7 @@ func run(ctx context.Context) error {
 	s.Requests, s.Throttled, s.First429 = counter.Requests(), counter.Count(http.StatusTooManyRequests), counter.First(http.StatusTooManyRequests, time.Time{})
 	sort.Ints(s.Failed)
 	sort.Strings(s.FailedError)
-	slog.Info("done", "workers", *workers, "failed", len(s.Failed), "requests", s.Requests, "429s", s.Throttled, "took", s.End.Sub(s.Start))
-	return json.NewEncoder(os.Stdout).Encode(s)
+	return s, nil
 }
 
 // prepare creates the job's Secret, one ServiceAccount per worker with a

@@ -454,3 +454,26 @@ func (c *Cluster) stormAgent(ctx context.Context, a Actor, ns, name, version str
 	c.cancelWhenJobFails(wctx, ns, name, stop)
 	return cr, created, fail, wctx, stop, nil
 }
+
+// stormOver ends a storm whose agent's workers are done (or back): it
+// notes the storm's end, waits for a first failed pod if a worker gave up,
+// lets the cluster settle, calls stops in order, and counts the agent's
+// failed pods.
+func (c *Cluster) stormOver(ctx context.Context, cr *crew, ns, name string, stops ...func()) (stormEnd time.Time, failed int, err error) {
+	stormEnd = Now()
+	gave, _ := cr.failures()
+	c.log.Info("storm over", "requests", cr.counter.Requests(), "429s", cr.counter.Count(429), "gaveUp", len(gave), "err", cr.firstError())
+	if len(gave) > 0 {
+		if _, _, err = c.waitFailedPods(ctx, ns, "app="+name, 1); err != nil {
+			return stormEnd, 0, err
+		}
+	}
+	Sleep(ctx, c.Dur(10*time.Second, 15*time.Second))
+	for _, stop := range stops {
+		stop()
+	}
+	if failed, _, err = c.failedPods(ctx, ns, "app="+name); err != nil {
+		return stormEnd, 0, err
+	}
+	return stormEnd, failed, nil
+}

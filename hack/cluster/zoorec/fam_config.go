@@ -189,34 +189,17 @@ func runKeyChange(ctx context.Context, c *Cluster, e *Expected, kind string) (st
 	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
 
 	actor := c.DrawActor()
-	victim, decoy := k.consumers[k.victim], k.consumers[k.decoy]
+	victim := k.consumers[k.victim]
 	bad := fmt.Sprintf("0.%d", 5+c.Intn(4))
 	if kind == "secrets" {
 		bad = fmt.Sprintf("pw-%s-2026b-%d", victim.name, c.Intn(1000))
 	}
-	// The decoy: the same actor changes another service's key first; that
-	// service restarts on it and stays healthy.
-	decoyTo := "0.002"
-	if kind == "secrets" {
-		decoyTo = "pw-" + decoy.name + "-2026b"
-	}
-	decoyFrom := "0.001"
-	if kind == "secrets" {
-		decoyFrom = "pw-" + decoy.name + "-2026a"
-	}
-	dch, err := k.change(ctx, c, actor, decoy, decoyFrom, decoyTo)
-	if err != nil {
+	if err := k.decoyChange(ctx, c, e, actor); err != nil {
 		return "", err
 	}
-	e.Decoys = append(e.Decoys, dch)
-	Sleep(ctx, c.Dur(3*time.Second, 15*time.Second))
-	before := map[string]map[string]bool{}
-	for _, cs := range k.consumers {
-		pods, err := c.Pods(ctx, k.ns, "app="+cs.name)
-		if err != nil {
-			return "", err
-		}
-		before[cs.name] = podNames(pods)
+	before, err := k.podsBefore(ctx, c)
+	if err != nil {
+		return "", err
 	}
 	lastGood := Now()
 	Sleep(ctx, time.Second)
@@ -239,8 +222,7 @@ func runKeyChange(ctx context.Context, c *Cluster, e *Expected, kind string) (st
 		msg = "FATAL password authentication failed for user " + victim.name
 	}
 	crash := c.StartCrasher(ctx, k.ns, "app="+victim.name, before[victim.name], "registry.example/trainer:2.3", "", msg)
-	if err := crash.WaitFor(ctx, added[victim.name], 2*time.Minute); err != nil {
-		crash.Stop()
+	if err := crash.WaitOrStop(ctx, added[victim.name], 2*time.Minute); err != nil {
 		return "", err
 	}
 	// The other consumers' new pods start and stay healthy.
@@ -256,15 +238,56 @@ func runKeyChange(ctx context.Context, c *Cluster, e *Expected, kind string) (st
 	if err != nil {
 		return "", err
 	}
+	e.Boundary = crashBoundary(lastGood, firstBad)
+	k.truth(e, ch, badPods)
+	return k.story(msg), nil
+}
 
-	e.Boundary = &Boundary{LastGood: lastGood, FirstBad: firstBad, Tolerance: "2s"}
+// podsBefore returns the names of each consumer's pods, by consumer.
+func (k *keyChange) podsBefore(ctx context.Context, c *Cluster) (map[string]map[string]bool, error) {
+	before := map[string]map[string]bool{}
+	for _, cs := range k.consumers {
+		pods, err := c.Pods(ctx, k.ns, "app="+cs.name)
+		if err != nil {
+			return nil, err
+		}
+		before[cs.name] = podNames(pods)
+	}
+	return before, nil
+}
+
+// decoyChange has the actor change another service's key first; that
+// service restarts on it and stays healthy.
+func (k *keyChange) decoyChange(ctx context.Context, c *Cluster, e *Expected, actor Actor) error {
+	decoy := k.consumers[k.decoy]
+	decoyTo := "0.002"
+	if k.kind == "secrets" {
+		decoyTo = "pw-" + decoy.name + "-2026b"
+	}
+	decoyFrom := "0.001"
+	if k.kind == "secrets" {
+		decoyFrom = "pw-" + decoy.name + "-2026a"
+	}
+	dch, err := k.change(ctx, c, actor, decoy, decoyFrom, decoyTo)
+	if err != nil {
+		return err
+	}
+	e.Decoys = append(e.Decoys, dch)
+	Sleep(ctx, c.Dur(3*time.Second, 15*time.Second))
+	return nil
+}
+
+// truth sets the slice, the population, the counterexample and the
+// mitigation of the change ch, whose new pods crashed (badPods).
+func (k *keyChange) truth(e *Expected, ch Change, badPods []corev1.Pod) {
+	victim := k.consumers[k.victim]
 	e.Slice = map[string]string{ch.Dimension: ch.To}
 	e.SliceEquivalents = []map[string]string{}
 	if k.trigger == "restart" && len(badPods) > 0 {
 		e.SliceEquivalents = append(e.SliceEquivalents, map[string]string{"owner/Deployment": victim.name,
 			"owner.podTemplateHash": badPods[0].Labels["pod-template-hash"]})
 	}
-	if kind == "secrets" && len(badPods) > 0 {
+	if k.kind == "secrets" && len(badPods) > 0 {
 		// No value to name (a Secret's values are never stored): the slice
 		// is the pods the reloader started after the rotation.
 		e.Slice = map[string]string{"owner.podTemplateHash": badPods[0].Labels["pod-template-hash"]}
@@ -277,7 +300,7 @@ func runKeyChange(ctx context.Context, c *Cluster, e *Expected, kind string) (st
 		// value with.
 		e.CounterexampleDiffersIn = append(e.CounterexampleDiffersIn, "owner.podTemplateHash")
 	}
-	if kind == "secrets" {
+	if k.kind == "secrets" {
 		e.Mitigation = []Action{{Action: "rollback", Target: ch.Ref}}
 	} else {
 		e.Mitigation = []Action{{Action: "rollback", Target: ch.Ref, To: ch.From}}
@@ -285,19 +308,21 @@ func runKeyChange(ctx context.Context, c *Cluster, e *Expected, kind string) (st
 	e.extra("mode", k.mode)
 	e.extra("trigger", k.trigger)
 	e.extra("badPods", len(badPods))
+}
 
+// story is what on-call saw; msg is what the crashing pods log.
+func (k *keyChange) story(msg string) string {
 	what := "ConfigMap"
-	if kind == "secrets" {
+	if k.kind == "secrets" {
 		what = "Secret"
 	}
-	story := fmt.Sprintf(`New pods of one service crash-loop in namespace %s; the other services there are healthy.
+	return fmt.Sprintf(`New pods of one service crash-loop in namespace %s; the other services there are healthy.
 
 ## What on-call saw
 %d services in %s (%s) read their settings from %ss. Since a few minutes ago the new
 pods of one of them go into CrashLoopBackOff ("%s"), while its older pods and the
 other services keep running. Several people and bots changed things in the last hour.`,
 		k.ns, len(k.consumers), k.ns, consumerNames(k.consumers), what, msg)
-	return story, nil
 }
 
 func consumerNames(cs []consumer) string {

@@ -17,41 +17,44 @@ func init() {
 		Run: runDigestDrift})
 }
 
+// digestDrift is what a seed draws for the family.
+type digestDrift struct {
+	ns, name, other string // the broken service and the healthy one
+	repo, image     string // the broken service's repository and tag
+	otherImage      string
+	good, bad       string // the digests before and after the re-push
+	otherDigest     string
+	replicas        int
+	trigger         string // scale or restart
+}
+
+func drawDigestDrift(c *Cluster) *digestDrift {
+	d := &digestDrift{ns: Pick(c, []string{"serve", "inference", "search", "ads"})}
+	names := []string{"api", "ranker-serve", "embed-serve", "gateway"}
+	perm := c.rng.Perm(len(names))
+	d.name, d.other = names[perm[0]], names[perm[1]]
+	d.repo = "registry.example/" + d.name
+	d.image = fmt.Sprintf("%s:%d.%d", d.repo, 1+c.Intn(3), c.Intn(10))
+	d.otherImage = fmt.Sprintf("registry.example/%s:2.%d", d.other, c.Intn(10))
+	d.good, d.bad = sha(fmt.Sprintf("%s-%d-a", d.image, c.seed)), sha(fmt.Sprintf("%s-%d-b", d.image, c.seed))
+	d.otherDigest = sha(d.otherImage)
+	d.replicas = c.Between(10, 30)
+	d.trigger = Pick(c, []string{"scale", "restart"})
+	return d
+}
+
 func runDigestDrift(ctx context.Context, c *Cluster, e *Expected) (string, error) {
 	e.Nodes = Scale(c, e.Family)
 	fleet, err := c.Nodes(ctx, e.Nodes)
 	if err != nil {
 		return "", err
 	}
-	ns := Pick(c, []string{"serve", "inference", "search", "ads"})
-	names := []string{"api", "ranker-serve", "embed-serve", "gateway"}
-	perm := c.rng.Perm(len(names))
-	name, other := names[perm[0]], names[perm[1]]
-	repo := "registry.example/" + name
-	image := fmt.Sprintf("%s:%d.%d", repo, 1+c.Intn(3), c.Intn(10))
-	otherImage := fmt.Sprintf("registry.example/%s:2.%d", other, c.Intn(10))
-	good, bad := sha(fmt.Sprintf("%s-%d-a", image, c.seed)), sha(fmt.Sprintf("%s-%d-b", image, c.seed))
-	otherDigest := sha(otherImage)
-	replicas := c.Between(10, 30)
-	trigger := Pick(c, []string{"scale", "restart"})
+	d := drawDigestDrift(c)
 	if err := c.Background(ctx); err != nil {
 		return "", err
 	}
-	t := Template{Image: image, Container: "server"}
-	if err := c.Deployment(ctx, routineActor, ns, name, replicas, t); err != nil {
+	if err := d.setUp(ctx, c); err != nil {
 		return "", err
-	}
-	if err := c.Deployment(ctx, routineActor, ns, other, c.Between(4, 10), Template{Image: otherImage, Container: "server"}); err != nil {
-		return "", err
-	}
-	for _, d := range []struct{ app, image, digest string }{{name, image, good}, {other, otherImage, otherDigest}} {
-		pods, err := c.Running(ctx, ns, "app="+d.app)
-		if err != nil {
-			return "", err
-		}
-		if err := c.ReportImage(ctx, ns, pods, d.image, repoOf(d.image)+"@"+d.digest); err != nil {
-			return "", err
-		}
 	}
 	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
 		return "", err
@@ -61,10 +64,10 @@ func runDigestDrift(ctx context.Context, c *Cluster, e *Expected) (string, error
 	// The other service is scaled too (its pods start fine): a decoy by the
 	// same actor that scales the broken one.
 	actor := Actor{User: "platform-automation", UserAgent: "horizontal-pod-autoscaler/v1.37.2"}
-	if trigger == "restart" {
+	if d.trigger == "restart" {
 		actor = c.DrawActor()
 	}
-	pods, err := c.Pods(ctx, ns, "app="+name)
+	pods, err := c.Pods(ctx, d.ns, "app="+d.name)
 	if err != nil {
 		return "", err
 	}
@@ -72,36 +75,21 @@ func runDigestDrift(ctx context.Context, c *Cluster, e *Expected) (string, error
 	lastGood := Now()
 	Sleep(ctx, time.Second)
 	pushedAt := Now() // the registry: nothing in the cluster records it
-	c.log.Info("registry re-push", "image", image, "from", good, "to", bad)
+	c.log.Info("registry re-push", "image", d.image, "from", d.good, "to", d.bad)
 	Sleep(ctx, c.Dur(2*time.Second, 8*time.Second))
-	crash := c.StartCrasher(ctx, ns, "app="+name, before, image, repo+"@"+bad, "fatal: model schema v7 not supported by this build")
-	otherPods, _ := c.Pods(ctx, ns, "app="+other)
+	crash := c.StartCrasher(ctx, d.ns, "app="+d.name, before, d.image, d.repo+"@"+d.bad, "fatal: model schema v7 not supported by this build")
+	otherPods, _ := c.Pods(ctx, d.ns, "app="+d.other)
 	otherBefore := podNames(otherPods)
-	more := c.Between(5, 12)
-	switch trigger {
-	case "scale":
-		if err := c.Scale(ctx, actor, ns, other, len(otherPods)+c.Between(2, 4)); err != nil {
-			return "", err
-		}
-		if err := c.Scale(ctx, actor, ns, name, replicas+more); err != nil {
-			return "", err
-		}
-	default:
-		if err := c.RolloutRestart(ctx, actor, ns, other); err != nil {
-			return "", err
-		}
-		if err := c.RolloutRestart(ctx, actor, ns, name); err != nil {
-			return "", err
-		}
-		more = (replicas + 3) / 4
+	more, err := d.startNewPods(ctx, c, actor, len(otherPods))
+	if err != nil {
+		return "", err
 	}
-	if err := crash.WaitFor(ctx, more, 2*time.Minute); err != nil {
-		crash.Stop()
+	if err := crash.WaitOrStop(ctx, more, 2*time.Minute); err != nil {
 		return "", err
 	}
 	// The other service's new pods report their (unchanged) digest and run.
-	if _, err := c.NewPods(ctx, ns, "app="+other, otherBefore, 1, time.Minute, func(p []corev1.Pod) error {
-		return c.ReportImage(ctx, ns, p, otherImage, repoOf(otherImage)+"@"+otherDigest)
+	if _, err := c.NewPods(ctx, d.ns, "app="+d.other, otherBefore, 1, time.Minute, func(p []corev1.Pod) error {
+		return c.ReportImage(ctx, d.ns, p, d.otherImage, repoOf(d.otherImage)+"@"+d.otherDigest)
 	}); err != nil {
 		return "", err
 	}
@@ -110,27 +98,84 @@ func runDigestDrift(ctx context.Context, c *Cluster, e *Expected) (string, error
 	if err != nil {
 		return "", err
 	}
-	e.Boundary = &Boundary{LastGood: lastGood, FirstBad: firstBad, Tolerance: "2s"}
-	dim := "image.digest/server"
-	e.Changes = []Change{{Ref: "Deployment/" + ns + "/" + name, Dimension: dim, From: good, To: bad, At: pushedAt}}
-	e.Slice = map[string]string{dim: bad}
-	e.SliceEquivalents = []map[string]string{}
-	if trigger == "restart" && len(badPods) > 0 {
-		e.SliceEquivalents = append(e.SliceEquivalents, map[string]string{"owner/Deployment": name, "owner.podTemplateHash": badPods[0].Labels["pod-template-hash"]})
+	e.Boundary = crashBoundary(lastGood, firstBad)
+	d.truth(e, pushedAt, badPods)
+	return d.story(), nil
+}
+
+// setUp deploys both services and has their pods report the digests they
+// run.
+func (d *digestDrift) setUp(ctx context.Context, c *Cluster) error {
+	t := Template{Image: d.image, Container: "server"}
+	if err := c.Deployment(ctx, routineActor, d.ns, d.name, d.replicas, t); err != nil {
+		return err
 	}
-	e.Population = map[string]string{"owner/Deployment": name}
+	if err := c.Deployment(ctx, routineActor, d.ns, d.other, c.Between(4, 10), Template{Image: d.otherImage, Container: "server"}); err != nil {
+		return err
+	}
+	for _, x := range []struct{ app, image, digest string }{{d.name, d.image, d.good}, {d.other, d.otherImage, d.otherDigest}} {
+		pods, err := c.Running(ctx, d.ns, "app="+x.app)
+		if err != nil {
+			return err
+		}
+		if err := c.ReportImage(ctx, d.ns, pods, x.image, repoOf(x.image)+"@"+x.digest); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// trigger_ starts new pods of both services, the other first: it scales
+// them up, or restarts their rollouts. It returns how many of the broken
+// service's new pods to wait for.
+func (d *digestDrift) startNewPods(ctx context.Context, c *Cluster, actor Actor, otherPods int) (int, error) {
+	more := c.Between(5, 12)
+	switch d.trigger {
+	case "scale":
+		if err := c.Scale(ctx, actor, d.ns, d.other, otherPods+c.Between(2, 4)); err != nil {
+			return 0, err
+		}
+		if err := c.Scale(ctx, actor, d.ns, d.name, d.replicas+more); err != nil {
+			return 0, err
+		}
+	default:
+		if err := c.RolloutRestart(ctx, actor, d.ns, d.other); err != nil {
+			return 0, err
+		}
+		if err := c.RolloutRestart(ctx, actor, d.ns, d.name); err != nil {
+			return 0, err
+		}
+		more = (d.replicas + 3) / 4
+	}
+	return more, nil
+}
+
+// truth sets the change (the re-push, at pushedAt), the slice, the
+// population, the counterexample and the mitigation.
+func (d *digestDrift) truth(e *Expected, pushedAt time.Time, badPods []corev1.Pod) {
+	dim := "image.digest/server"
+	e.Changes = []Change{{Ref: "Deployment/" + d.ns + "/" + d.name, Dimension: dim, From: d.good, To: d.bad, At: pushedAt}}
+	e.Slice = map[string]string{dim: d.bad}
+	e.SliceEquivalents = []map[string]string{}
+	if d.trigger == "restart" && len(badPods) > 0 {
+		e.SliceEquivalents = append(e.SliceEquivalents, map[string]string{"owner/Deployment": d.name, "owner.podTemplateHash": badPods[0].Labels["pod-template-hash"]})
+	}
+	e.Population = map[string]string{"owner/Deployment": d.name}
 	e.CounterexampleDiffersIn = []string{dim}
-	e.Mitigation = []Action{{Action: "set", Target: "Deployment/" + ns + "/" + name + " image", To: repo + "@" + good}}
-	e.extra("tagUnchanged", image)
-	e.extra("trigger", trigger)
+	e.Mitigation = []Action{{Action: "set", Target: "Deployment/" + d.ns + "/" + d.name + " image", To: d.repo + "@" + d.good}}
+	e.extra("tagUnchanged", d.image)
+	e.extra("trigger", d.trigger)
 	e.extra("crashLooping", len(badPods))
-	story := fmt.Sprintf(`New replicas of %s/%s crash-loop, though nobody changed its Deployment.
+}
+
+// story is what on-call saw.
+func (d *digestDrift) story() string {
+	return fmt.Sprintf(`New replicas of %s/%s crash-loop, though nobody changed its Deployment.
 
 ## What on-call saw
 %s/%s (image %s) got new pods a moment ago (%s). Every new pod goes into
 CrashLoopBackOff with exit 1; the old ones keep serving. The Deployment's image tag is
-the same as last week, and %s in the same namespace is fine.`, ns, name, ns, name, image, trigger, other)
-	return story, nil
+the same as last week, and %s in the same namespace is fine.`, d.ns, d.name, d.ns, d.name, d.image, d.trigger, d.other)
 }
 
 // repoOf is an image reference without its tag.

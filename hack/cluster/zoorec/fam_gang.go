@@ -67,15 +67,7 @@ func runGangRankDeath(ctx context.Context, c *Cluster, e *Expected) (string, err
 	if err != nil {
 		return "", err
 	}
-	var first corev1.Pod
-	var peers []string
-	for _, p := range pods {
-		if p.Labels["batch.kubernetes.io/job-completion-index"] == strconv.Itoa(victim) {
-			first = p
-		} else {
-			peers = append(peers, p.Name)
-		}
-	}
+	first, peers := rankPod(pods, victim)
 	if first.Name == "" {
 		return "", fmt.Errorf("rank %d of %s has no running pod", victim, name)
 	}
@@ -89,41 +81,20 @@ func runGangRankDeath(ctx context.Context, c *Cluster, e *Expected) (string, err
 	}
 	lead := c.Dur(2*time.Second, 6*time.Second)
 	Sleep(ctx, lead)
-	waves := c.Between(2, 4)
-	for w := range waves {
-		part := cascade[w*len(cascade)/waves : (w+1)*len(cascade)/waves]
-		if _, err := c.FailPods(ctx, ns, part, "Error", 1, "NCCL error, remote process exited or there was a network error"); err != nil {
-			c.log.Warn("cascade wave", "err", err) // the controller may already be tearing down
-		}
-		Sleep(ctx, c.Dur(1*time.Second, 3*time.Second))
-	}
-	if err := until(ctx, 90*time.Second, "job "+name+" failed", func() (bool, error) {
-		j, err := c.Admin.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, cond := range j.Status.Conditions {
-			if cond.Type == batchv1.JobFailed && cond.Status == corev1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	}); err != nil {
+	c.cascade(ctx, ns, cascade)
+	if err := c.waitJobFailed(ctx, ns, name); err != nil {
 		return "", err
 	}
 	Sleep(ctx, c.Dur(6*time.Second, 10*time.Second))
 
-	e.Boundary = &Boundary{LastGood: lastGood, FirstBad: firstBad, Tolerance: "2s"}
+	e.Boundary = crashBoundary(lastGood, firstBad)
 	e.Changes = []Change{}
 	e.Slice = map[string]string{"owner/Job": name}
 	e.SliceEquivalents = []map[string]string{}
 	e.Population = map[string]string{}
 	e.CounterexampleDiffersIn = []string{"owner/Job"}
-	switch {
-	case death.reason == "OOMKilled":
-		e.Mitigation = []Action{{Action: "set", Target: fmt.Sprintf("Job/%s/%s rank %d memory", ns, name, victim), To: "a higher memory limit, then restart from the last checkpoint"}}
-	case death.code == 1:
-		e.Mitigation = []Action{{Action: "cordon", Target: "Node/" + first.Spec.NodeName}}
+	if m := death.mitigation(ns, name, victim, first.Spec.NodeName); m != nil {
+		e.Mitigation = m
 	}
 	e.extra("firstRank", map[string]any{"pod": "Pod/" + ns + "/" + first.Name, "rank": victim, "reason": death.reason,
 		"exitCode": death.code, "at": firstBad, "node": first.Spec.NodeName})
@@ -137,4 +108,59 @@ func runGangRankDeath(ctx context.Context, c *Cluster, e *Expected) (string, err
 "NCCL error, remote process exited or there was a network error", the rest were
 terminated by the Job controller. %s/%s on the same fleet kept running. Which rank
 started it, and why?`, ranks, ns, name, ranks, ns, other), nil
+}
+
+// mitigation is what would have worked against the death of rank victim
+// of Job ns/name, on node: more memory for an OOM kill, cordoning the node
+// for a CUDA error; nil for a segmentation fault.
+func (d rankDeath) mitigation(ns, name string, victim int, node string) []Action {
+	switch {
+	case d.reason == "OOMKilled":
+		return []Action{{Action: "set", Target: fmt.Sprintf("Job/%s/%s rank %d memory", ns, name, victim), To: "a higher memory limit, then restart from the last checkpoint"}}
+	case d.code == 1:
+		return []Action{{Action: "cordon", Target: "Node/" + node}}
+	}
+	return nil
+}
+
+// rankPod returns the pod of rank victim (by completion index) among a
+// Job's pods, and the names of the others.
+func rankPod(pods []corev1.Pod, victim int) (first corev1.Pod, peers []string) {
+	for _, p := range pods {
+		if p.Labels["batch.kubernetes.io/job-completion-index"] == strconv.Itoa(victim) {
+			first = p
+		} else {
+			peers = append(peers, p.Name)
+		}
+	}
+	return first, peers
+}
+
+// cascade fails the pods in two to four waves, a second or so apart, as
+// the ranks waiting on a dead one give up with an NCCL error.
+func (c *Cluster) cascade(ctx context.Context, ns string, pods []string) {
+	waves := c.Between(2, 4)
+	for w := range waves {
+		part := pods[w*len(pods)/waves : (w+1)*len(pods)/waves]
+		if _, err := c.FailPods(ctx, ns, part, "Error", 1, "NCCL error, remote process exited or there was a network error"); err != nil {
+			c.log.Warn("cascade wave", "err", err) // the controller may already be tearing down
+		}
+		Sleep(ctx, c.Dur(1*time.Second, 3*time.Second))
+	}
+}
+
+// waitJobFailed waits (90 s at most) for Job ns/name to fail.
+func (c *Cluster) waitJobFailed(ctx context.Context, ns, name string) error {
+	return until(ctx, 90*time.Second, "job "+name+" failed", func() (bool, error) {
+		j, err := c.Admin.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, cond := range j.Status.Conditions {
+			if cond.Type == batchv1.JobFailed && cond.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 }

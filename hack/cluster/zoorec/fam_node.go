@@ -95,25 +95,10 @@ func runNodeChange(ctx context.Context, c *Cluster, e *Expected) (string, error)
 	// something harmless on other nodes (or the kubelets of other nodes
 	// report a new OS image).
 	actor := c.DrawActor()
-	others := fleet.Filter(func(n Node) bool { return !nodeSet(s.Nodes)[n.Name] })
-	var decoyNodes []string
-	for i := 0; i < len(others) && len(decoyNodes) < 6; i += 1 + c.Intn(5) {
-		decoyNodes = append(decoyNodes, others[i].Name)
+	decoy, err := c.nodeDecoy(ctx, &actor, attr, pickDecoyNodes(c, fleet, s, 6, 5))
+	if err != nil {
+		return "", err
 	}
-	decoyAt := Now()
-	var decoy Change
-	if attr.label != "" {
-		if err := c.LabelNodes(ctx, actor, decoyNodes, "nvidia.com/mig.config", "all-disabled"); err != nil {
-			return "", err
-		}
-		decoy = Change{Ref: "Node/" + decoyNodes[0], Dimension: "node.label/nvidia.com/mig.config", To: "all-disabled", At: decoyAt, Actor: &actor}
-	} else {
-		if err := c.ReportNodeInfo(ctx, decoyNodes, "osImage", "Ubuntu 24.04.2 LTS"); err != nil {
-			return "", err
-		}
-		decoy = Change{Ref: "Node/" + decoyNodes[0], Dimension: "node.osImage", From: "Ubuntu 24.04.1 LTS", To: "Ubuntu 24.04.2 LTS", At: decoyAt}
-	}
-	decoy.Objects = prefixed("Node/", decoyNodes)
 	e.Decoys = []Change{decoy}
 	Sleep(ctx, c.Dur(3*time.Second, 10*time.Second))
 	pods, err := c.Pods(ctx, ns, "app="+name)
@@ -122,15 +107,9 @@ func runNodeChange(ctx context.Context, c *Cluster, e *Expected) (string, error)
 	}
 	lastGood := Now()
 	Sleep(ctx, time.Second)
-	at := Now()
-	if err := attr.apply(ctx, c, actor, s.Names()); err != nil {
+	ch, err := attr.change(ctx, c, &actor, s)
+	if err != nil {
 		return "", err
-	}
-	ch := Change{Ref: s.Selector(), Selector: s.Selector(), Objects: s.Refs(), Dimension: attr.dim, From: attr.from, To: attr.to, At: at}
-	if attr.label != "" {
-		ch.Actor = &actor
-	} else {
-		ch.Actor = &Actor{User: "kwok"} // the nodes' kubelets report what they run
 	}
 	e.Changes = []Change{ch}
 	Sleep(ctx, c.Dur(2*time.Second, 8*time.Second))
@@ -141,8 +120,7 @@ func runNodeChange(ctx context.Context, c *Cluster, e *Expected) (string, error)
 	if err := c.RolloutRestart(ctx, routineActor, ns, name); err != nil {
 		return "", err
 	}
-	if err := crash.WaitFor(ctx, 3, 2*time.Minute); err != nil {
-		crash.Stop()
+	if err := crash.WaitOrStop(ctx, 3, 2*time.Minute); err != nil {
 		return "", err
 	}
 	Sleep(ctx, c.Dur(6*time.Second, 10*time.Second))
@@ -150,17 +128,8 @@ func runNodeChange(ctx context.Context, c *Cluster, e *Expected) (string, error)
 	if err != nil {
 		return "", err
 	}
-	e.Boundary = &Boundary{LastGood: lastGood, FirstBad: firstBad, Tolerance: "2s"}
-	e.Slice = map[string]string{attr.dim: attr.to}
-	e.SliceEquivalents = []map[string]string{}
-	if still, err := c.goodOn(ctx, ns, "app="+name, changed, badPods); err == nil && still == 0 {
-		e.SliceEquivalents = append(e.SliceEquivalents, map[string]string{s.Dimension: s.Value})
-	}
-	e.Population = map[string]string{"owner/Deployment": name}
-	e.CounterexampleDiffersIn = []string{attr.dim, s.Dimension}
-	e.Mitigation = []Action{{Action: "cordon", Target: s.Selector(), Targets: []string{s.Dimension + "=" + s.Value}}}
-	e.extra("subset", map[string]any{"selector": s.Selector(), "nodes": len(s.Nodes)})
-	e.extra("badPods", len(badPods))
+	e.Boundary = crashBoundary(lastGood, firstBad)
+	c.nodeChangeTruth(ctx, e, ns, name, s, attr, badPods)
 	return fmt.Sprintf(`Pods of %s/%s crash at start on some nodes and run fine on others.
 
 ## What on-call saw
@@ -168,6 +137,22 @@ func runNodeChange(ctx context.Context, c *Cluster, e *Expected) (string, error)
 part of the new pods exit at once with "CUDA error - system not yet initialized"; the
 rest start normally. The platform team and the node automation both changed things
 in the last hour.`, ns, name, ns, name, replicas, len(fleet.Nodes)), nil
+}
+
+// nodeChangeTruth sets the slice (the attribute's new value; the subset
+// too when no good pod runs on it), the population, the counterexample and
+// the mitigation of a node change whose pods crashed (badPods).
+func (c *Cluster) nodeChangeTruth(ctx context.Context, e *Expected, ns, name string, s Subset, attr nodeAttr, badPods []corev1.Pod) {
+	e.Slice = map[string]string{attr.dim: attr.to}
+	e.SliceEquivalents = []map[string]string{}
+	if still, err := c.goodOn(ctx, ns, "app="+name, nodeSet(s.Nodes), badPods); err == nil && still == 0 {
+		e.SliceEquivalents = append(e.SliceEquivalents, map[string]string{s.Dimension: s.Value})
+	}
+	e.Population = map[string]string{"owner/Deployment": name}
+	e.CounterexampleDiffersIn = []string{attr.dim, s.Dimension}
+	e.Mitigation = []Action{{Action: "cordon", Target: s.Selector(), Targets: []string{s.Dimension + "=" + s.Value}}}
+	e.extra("subset", map[string]any{"selector": s.Selector(), "nodes": len(s.Nodes)})
+	e.extra("badPods", len(badPods))
 }
 
 // goodOn counts the selector's pods on the nodes that run and are not
@@ -228,11 +213,7 @@ func runTaintEvict(ctx context.Context, c *Cluster, e *Expected) (string, error)
 	actor := c.DrawActor()
 	// A decoy: the same actor cordons a few other nodes first (nothing is
 	// evicted by a cordon).
-	others := fleet.Filter(func(n Node) bool { return !nodeSet(s.Nodes)[n.Name] })
-	var decoyNodes []string
-	for i := 0; i < len(others) && len(decoyNodes) < 4; i += 1 + c.Intn(7) {
-		decoyNodes = append(decoyNodes, others[i].Name)
-	}
+	decoyNodes := pickDecoyNodes(c, fleet, s, 4, 7)
 	decoyAt := Now()
 	for _, n := range decoyNodes {
 		if err := c.PatchAs(ctx, actor, "nodes", "", n, map[string]any{"spec": map[string]any{"unschedulable": true}}); err != nil {
@@ -243,22 +224,9 @@ func runTaintEvict(ctx context.Context, c *Cluster, e *Expected) (string, error)
 	Sleep(ctx, c.Dur(3*time.Second, 10*time.Second))
 	lastGood := Now()
 	Sleep(ctx, time.Second)
-	at := Now()
-	ch := Change{Ref: s.Selector(), Selector: s.Selector(), Objects: s.Refs(), At: at, Actor: &actor}
-	switch how {
-	case "taint":
-		ch.Dimension, ch.To = "node.taints", "maintenance=planned:NoExecute"
-		for _, n := range s.Names() {
-			taint := map[string]any{"spec": map[string]any{"taints": []map[string]string{{"key": "maintenance", "value": "planned", "effect": "NoExecute"}}}}
-			if err := c.PatchAs(ctx, actor, "nodes", "", n, taint); err != nil {
-				return "", err
-			}
-		}
-	default:
-		ch.Dimension, ch.To = "node.unschedulable", "true"
-		if err := c.Drain(ctx, actor, s.Names()); err != nil {
-			return "", err
-		}
+	ch, err := c.evict(ctx, &actor, s, how)
+	if err != nil {
+		return "", err
 	}
 	e.Changes = []Change{ch}
 	firstBad, err := c.Gone(ctx, ns, victims, 2*time.Minute)
@@ -266,7 +234,7 @@ func runTaintEvict(ctx context.Context, c *Cluster, e *Expected) (string, error)
 		return "", err
 	}
 	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
-	e.Boundary = &Boundary{LastGood: lastGood, FirstBad: firstBad, Tolerance: "2s"}
+	e.Boundary = crashBoundary(lastGood, firstBad)
 	e.Slice = map[string]string{s.Dimension: s.Value}
 	e.SliceEquivalents = []map[string]string{{s.Dimension: s.Value, "owner/Job": name}}
 	e.Population = map[string]string{"owner/Job": name}
@@ -280,6 +248,78 @@ func runTaintEvict(ctx context.Context, c *Cluster, e *Expected) (string, error)
 %s/%s (%d workers) lost %d workers within seconds: they were terminated and the Job
 controller is replacing them elsewhere. The rest kept running. Several people were
 doing node maintenance today.`, ns, name, pods, len(victims)), nil
+}
+
+// change applies the attribute's change to the nodes of s, by the actor
+// when it is a label (else the nodes' kubelets report what they run), and
+// returns it.
+func (a nodeAttr) change(ctx context.Context, c *Cluster, actor *Actor, s Subset) (Change, error) {
+	at := Now()
+	if err := a.apply(ctx, c, *actor, s.Names()); err != nil {
+		return Change{}, err
+	}
+	ch := Change{Ref: s.Selector(), Selector: s.Selector(), Objects: s.Refs(), Dimension: a.dim, From: a.from, To: a.to, At: at}
+	if a.label != "" {
+		ch.Actor = actor
+	} else {
+		ch.Actor = &Actor{User: "kwok"} // the nodes' kubelets report what they run
+	}
+	return ch, nil
+}
+
+// pickDecoyNodes picks up to n nodes outside s, walking the fleet in
+// random steps of 1 to step nodes.
+func pickDecoyNodes(c *Cluster, fleet *Fleet, s Subset, n, step int) []string {
+	others := fleet.Filter(func(x Node) bool { return !nodeSet(s.Nodes)[x.Name] })
+	var nodes []string
+	for i := 0; i < len(others) && len(nodes) < n; i += 1 + c.Intn(step) {
+		nodes = append(nodes, others[i].Name)
+	}
+	return nodes
+}
+
+// nodeDecoy is the decoy of a node change, on other nodes: the actor
+// changes a harmless label when the change is a driver's (a label), or
+// else the kubelets of other nodes report a new OS image.
+func (c *Cluster) nodeDecoy(ctx context.Context, actor *Actor, attr nodeAttr, nodes []string) (Change, error) {
+	at := Now()
+	var decoy Change
+	if attr.label != "" {
+		if err := c.LabelNodes(ctx, *actor, nodes, "nvidia.com/mig.config", "all-disabled"); err != nil {
+			return decoy, err
+		}
+		decoy = Change{Ref: "Node/" + nodes[0], Dimension: "node.label/nvidia.com/mig.config", To: "all-disabled", At: at, Actor: actor}
+	} else {
+		if err := c.ReportNodeInfo(ctx, nodes, "osImage", "Ubuntu 24.04.2 LTS"); err != nil {
+			return decoy, err
+		}
+		decoy = Change{Ref: "Node/" + nodes[0], Dimension: "node.osImage", From: "Ubuntu 24.04.1 LTS", To: "Ubuntu 24.04.2 LTS", At: at}
+	}
+	decoy.Objects = prefixed("Node/", nodes)
+	return decoy, nil
+}
+
+// evict has the actor taint the nodes of s NoExecute, or drain them; it
+// returns the change.
+func (c *Cluster) evict(ctx context.Context, actor *Actor, s Subset, how string) (Change, error) {
+	at := Now()
+	ch := Change{Ref: s.Selector(), Selector: s.Selector(), Objects: s.Refs(), At: at, Actor: actor}
+	switch how {
+	case "taint":
+		ch.Dimension, ch.To = "node.taints", "maintenance=planned:NoExecute"
+		for _, n := range s.Names() {
+			taint := map[string]any{"spec": map[string]any{"taints": []map[string]string{{"key": "maintenance", "value": "planned", "effect": "NoExecute"}}}}
+			if err := c.PatchAs(ctx, *actor, "nodes", "", n, taint); err != nil {
+				return ch, err
+			}
+		}
+	default:
+		ch.Dimension, ch.To = "node.unschedulable", "true"
+		if err := c.Drain(ctx, *actor, s.Names()); err != nil {
+			return ch, err
+		}
+	}
+	return ch, nil
 }
 
 // Drain cordons the nodes and evicts their pods through the Eviction API,

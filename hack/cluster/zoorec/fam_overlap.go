@@ -28,10 +28,7 @@ func runOverlap(ctx context.Context, c *Cluster, e *Expected) (string, error) {
 	}
 	k := drawKeyChange(c, "configmaps")
 	k.trigger = "restart"
-	s := c.DrawSubset(fleet, "rack", "zone")
-	for len(s.Nodes) > len(fleet.Nodes)/2 || len(s.Nodes) < 4 {
-		s = c.DrawSubset(fleet, "rack", "zone")
-	}
+	s := drawRackOrZone(c, fleet)
 	nodeFirst := c.Intn(2) == 0
 	gap := c.Dur(3*time.Second, 12*time.Second)
 	if err := c.Background(ctx); err != nil {
@@ -48,13 +45,9 @@ func runOverlap(ctx context.Context, c *Cluster, e *Expected) (string, error) {
 	// The config episode.
 	victim := k.consumers[k.victim]
 	actor := c.DrawActor()
-	before := map[string]map[string]bool{}
-	for _, cs := range k.consumers {
-		pods, err := c.Pods(ctx, k.ns, "app="+cs.name)
-		if err != nil {
-			return "", err
-		}
-		before[cs.name] = podNames(pods)
+	before, err := k.podsBefore(ctx, c)
+	if err != nil {
+		return "", err
 	}
 	var cfg, node Episode
 	var cfgLastGood, nodeLastGood, nodeFirstBad time.Time
@@ -73,30 +66,19 @@ func runOverlap(ctx context.Context, c *Cluster, e *Expected) (string, error) {
 		_, err = k.restartConsumers(ctx, c)
 		return err
 	}
-	doNodes := func() error {
-		nodeLastGood = Now()
-		Sleep(ctx, time.Second)
-		at, err := c.NotReady(ctx, s.Names())
-		if err != nil {
-			return err
-		}
-		node.Changes = []Change{{Ref: s.Selector(), Selector: s.Selector(), Objects: s.Refs(), Dimension: "node.ready", From: "True", To: "False", At: at}}
-		nodeFirstBad, err = c.NodeReadyFalseAt(ctx, s.Names())
+	doNodes := func() (err error) {
+		nodeLastGood, nodeFirstBad, err = c.nodesDown(ctx, s, &node)
 		return err
 	}
-	steps := []func() error{doConfig, doNodes}
 	if nodeFirst {
-		steps = []func() error{doNodes, doConfig}
+		err = inTurn(ctx, gap, doNodes, doConfig)
+	} else {
+		err = inTurn(ctx, gap, doConfig, doNodes)
 	}
-	if err := steps[0](); err != nil {
+	if err != nil {
 		return "", err
 	}
-	Sleep(ctx, gap)
-	if err := steps[1](); err != nil {
-		return "", err
-	}
-	if err := crash.WaitFor(ctx, 1, 2*time.Minute); err != nil {
-		crash.Stop()
+	if err := crash.WaitOrStop(ctx, 1, 2*time.Minute); err != nil {
 		return "", err
 	}
 	Sleep(ctx, c.Dur(15*time.Second, 25*time.Second))
@@ -104,35 +86,83 @@ func runOverlap(ctx context.Context, c *Cluster, e *Expected) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cfg.EpisodeBoundary = &Boundary{LastGood: cfgLastGood, FirstBad: cfgFirstBad, Tolerance: "2s"}
-	cfg.Slice = map[string]string{cfg.Changes[0].Dimension: cfg.Changes[0].To}
-	cfg.SliceEquivalents = []map[string]string{}
-	if len(badPods) > 0 {
-		cfg.SliceEquivalents = append(cfg.SliceEquivalents, map[string]string{"owner/Deployment": victim.name, "owner.podTemplateHash": badPods[0].Labels["pod-template-hash"]})
-	}
-	cfg.Population = map[string]string{}
-	cfg.CounterexampleDiffersIn = []string{cfg.Changes[0].Dimension, "owner/Deployment", "owner.podTemplateHash"}
-	cfg.Mitigation = []Action{{Action: "rollback", Target: cfg.Changes[0].Ref, To: cfg.Changes[0].From}}
-	node.EpisodeBoundary = &Boundary{LastGood: nodeLastGood, FirstBad: nodeFirstBad, Tolerance: "2s"}
-	node.Slice = map[string]string{s.Dimension: s.Value}
-	node.SliceEquivalents = []map[string]string{}
-	node.Population = map[string]string{}
-	node.CounterexampleDiffersIn = []string{s.Dimension}
-	node.Mitigation = []Action{{Action: "cordon", Target: s.Selector(), Targets: []string{s.Dimension + "=" + s.Value}}}
-
-	// The main episode is the one that went bad first.
-	eps := []Episode{cfg, node}
-	sort.SliceStable(eps, func(i, j int) bool { return eps[i].EpisodeBoundary.FirstBad.Before(eps[j].EpisodeBoundary.FirstBad) })
-	e.Boundary = eps[0].EpisodeBoundary
-	e.Episode = eps[0]
-	e.Episode.EpisodeBoundary = nil
-	e.OtherEpisodes = eps[1:]
+	configTruth(&cfg, victim.name, crashBoundary(cfgLastGood, cfgFirstBad), badPods)
+	nodeTruth(&node, s, crashBoundary(nodeLastGood, nodeFirstBad))
+	setEpisodes(e, cfg, node)
 	e.extra("nodeFirst", nodeFirst)
 	return fmt.Sprintf(`Pods crash-loop in %s while nodes drop out elsewhere: one incident or two?
 
 ## What on-call saw
 New pods of a service in %s crash-loop, and at about the same time %d nodes stopped
 reporting (%s). Both pages fired within a minute of each other.`, k.ns, k.ns, len(s.Nodes), s.Selector()), nil
+}
+
+// drawRackOrZone draws a rack or a zone of at least four nodes and at
+// most half the fleet.
+func drawRackOrZone(c *Cluster, fleet *Fleet) Subset {
+	s := c.DrawSubset(fleet, "rack", "zone")
+	for len(s.Nodes) > len(fleet.Nodes)/2 || len(s.Nodes) < 4 {
+		s = c.DrawSubset(fleet, "rack", "zone")
+	}
+	return s
+}
+
+// nodesDown makes the nodes of s stop reporting, a second after the last
+// good instant, and records the change in node; it returns the last good
+// instant and when the nodes went NotReady.
+func (c *Cluster) nodesDown(ctx context.Context, s Subset, node *Episode) (lastGood, firstBad time.Time, err error) {
+	lastGood = Now()
+	Sleep(ctx, time.Second)
+	at, err := c.NotReady(ctx, s.Names())
+	if err != nil {
+		return lastGood, firstBad, err
+	}
+	node.Changes = []Change{{Ref: s.Selector(), Selector: s.Selector(), Objects: s.Refs(), Dimension: "node.ready", From: "True", To: "False", At: at}}
+	firstBad, err = c.NodeReadyFalseAt(ctx, s.Names())
+	return lastGood, firstBad, err
+}
+
+// inTurn runs first, waits gap, then runs second.
+func inTurn(ctx context.Context, gap time.Duration, first, second func() error) error {
+	if err := first(); err != nil {
+		return err
+	}
+	Sleep(ctx, gap)
+	return second()
+}
+
+// configTruth completes the config episode (its change set) whose new
+// pods of the victim service crashed (badPods).
+func configTruth(cfg *Episode, victim string, b *Boundary, badPods []corev1.Pod) {
+	cfg.EpisodeBoundary = b
+	cfg.Slice = map[string]string{cfg.Changes[0].Dimension: cfg.Changes[0].To}
+	cfg.SliceEquivalents = []map[string]string{}
+	if len(badPods) > 0 {
+		cfg.SliceEquivalents = append(cfg.SliceEquivalents, map[string]string{"owner/Deployment": victim, "owner.podTemplateHash": badPods[0].Labels["pod-template-hash"]})
+	}
+	cfg.Population = map[string]string{}
+	cfg.CounterexampleDiffersIn = []string{cfg.Changes[0].Dimension, "owner/Deployment", "owner.podTemplateHash"}
+	cfg.Mitigation = []Action{{Action: "rollback", Target: cfg.Changes[0].Ref, To: cfg.Changes[0].From}}
+}
+
+// nodeTruth completes the node episode: the subset s went NotReady.
+func nodeTruth(node *Episode, s Subset, b *Boundary) {
+	node.EpisodeBoundary = b
+	node.Slice = map[string]string{s.Dimension: s.Value}
+	node.SliceEquivalents = []map[string]string{}
+	node.Population = map[string]string{}
+	node.CounterexampleDiffersIn = []string{s.Dimension}
+	node.Mitigation = []Action{{Action: "cordon", Target: s.Selector(), Targets: []string{s.Dimension + "=" + s.Value}}}
+}
+
+// setEpisodes makes the episode that went bad first the main one, and the
+// others e's OtherEpisodes.
+func setEpisodes(e *Expected, eps ...Episode) {
+	sort.SliceStable(eps, func(i, j int) bool { return eps[i].EpisodeBoundary.FirstBad.Before(eps[j].EpisodeBoundary.FirstBad) })
+	e.Boundary = eps[0].EpisodeBoundary
+	e.Episode = eps[0]
+	e.Episode.EpisodeBoundary = nil
+	e.OtherEpisodes = eps[1:]
 }
 
 func runControl(ctx context.Context, c *Cluster, e *Expected) (string, error) {

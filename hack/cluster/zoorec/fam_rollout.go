@@ -61,23 +61,9 @@ func runSchedulingBreak(ctx context.Context, c *Cluster, e *Expected) (string, e
 	Sleep(ctx, c.Dur(3*time.Second, 10*time.Second))
 	lastGood := Now()
 	Sleep(ctx, time.Second)
-	at := Now()
-	ch := Change{Ref: s.Selector(), Selector: s.Selector(), Objects: s.Refs(), At: at, Actor: &actor}
-	switch how {
-	case "relabel": // a new naming scheme: the old value goes
-		newValue := value + "-v2"
-		if err := c.LabelNodes(ctx, actor, s.Names(), key, newValue); err != nil {
-			return "", err
-		}
-		ch.Dimension, ch.From, ch.To = "node.label/"+key, value, newValue
-	default:
-		for _, n := range s.Names() {
-			taint := map[string]any{"spec": map[string]any{"taints": []map[string]string{{"key": "reserved", "value": "capacity-test", "effect": "NoSchedule"}}}}
-			if err := c.PatchAs(ctx, actor, "nodes", "", n, taint); err != nil {
-				return "", err
-			}
-		}
-		ch.Dimension, ch.To = "node.taints", "reserved=capacity-test:NoSchedule"
+	ch, err := breakScheduling(ctx, c, &actor, s, how, key, value)
+	if err != nil {
+		return "", err
 	}
 	e.Changes = []Change{ch}
 	Sleep(ctx, c.Dur(2*time.Second, 8*time.Second))
@@ -86,39 +72,16 @@ func runSchedulingBreak(ctx context.Context, c *Cluster, e *Expected) (string, e
 	if err := c.RolloutRestart(ctx, c.DrawActor(), ns, name); err != nil {
 		return "", err
 	}
-	var pending []corev1.Pod
-	var firstBad time.Time
-	if err := until(ctx, 2*time.Minute, "FailedScheduling", func() (bool, error) {
-		evs, err := c.Admin.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedScheduling"})
-		if err != nil {
-			return false, err
-		}
-		for _, ev := range evs.Items {
-			t := ev.EventTime.Time
-			if t.IsZero() {
-				t = ev.FirstTimestamp.Time
-			}
-			if firstBad.IsZero() || t.Before(firstBad) {
-				firstBad = t.UTC()
-			}
-		}
-		return !firstBad.IsZero(), nil
-	}); err != nil {
-		return "", err
-	}
-	Sleep(ctx, c.Dur(6*time.Second, 10*time.Second))
-	pods, err := c.Pods(ctx, ns, "app="+name)
+	firstBad, err := c.firstFailedScheduling(ctx, ns)
 	if err != nil {
 		return "", err
 	}
-	hash := ""
-	for _, p := range pods {
-		if p.Status.Phase == corev1.PodPending && p.Spec.NodeName == "" {
-			pending = append(pending, p)
-			hash = p.Labels["pod-template-hash"]
-		}
+	Sleep(ctx, c.Dur(6*time.Second, 10*time.Second))
+	pending, hash, err := c.unscheduled(ctx, ns, name)
+	if err != nil {
+		return "", err
 	}
-	e.Boundary = &Boundary{LastGood: lastGood, FirstBad: firstBad, Tolerance: "2s"}
+	e.Boundary = crashBoundary(lastGood, firstBad)
 	e.Slice = map[string]string{"owner/Deployment": name, "owner.podTemplateHash": hash}
 	e.SliceEquivalents = []map[string]string{{"owner.podTemplateHash": hash}}
 	e.Population = map[string]string{"owner/Deployment": name}
@@ -152,13 +115,7 @@ func runCanaryPartial(ctx context.Context, c *Cluster, e *Expected) (string, err
 	if err := c.Background(ctx); err != nil {
 		return "", err
 	}
-	tmpl := Template{Image: image + ":" + v1, Container: "server"}
-	if err := c.Deployment(ctx, routineActor, ns, name, replicas, tmpl); err != nil {
-		return "", err
-	}
-	// A slow rollout: one new pod at a time, none taken down before it is ready.
-	strategy := `{"spec":{"strategy":{"type":"RollingUpdate","rollingUpdate":{"maxSurge":2,"maxUnavailable":0}}}}`
-	if _, err := c.Admin.AppsV1().Deployments(ns).Patch(ctx, name, types.MergePatchType, []byte(strategy), metav1.PatchOptions{}); err != nil {
+	if err := c.slowRollout(ctx, ns, name, replicas, Template{Image: image + ":" + v1, Container: "server"}); err != nil {
 		return "", err
 	}
 	otherImage := "registry.example/" + other
@@ -195,8 +152,7 @@ func runCanaryPartial(ctx context.Context, c *Cluster, e *Expected) (string, err
 		return "", err
 	}
 	e.Changes = []Change{{Ref: "Deployment/" + ns + "/" + name, Dimension: "image.tag/server", From: image + ":" + v1, To: image + ":" + v2, At: at, Actor: &actor}}
-	if err := crash.WaitFor(ctx, 1, 3*time.Minute); err != nil {
-		crash.Stop()
+	if err := crash.WaitOrStop(ctx, 1, 3*time.Minute); err != nil {
 		return "", err
 	}
 	Sleep(ctx, c.Dur(20*time.Second, 30*time.Second))
@@ -204,20 +160,8 @@ func runCanaryPartial(ctx context.Context, c *Cluster, e *Expected) (string, err
 	if err != nil {
 		return "", err
 	}
-	e.Boundary = &Boundary{LastGood: lastGood, FirstBad: firstBad, Tolerance: "2s"}
-	hash := ""
-	if len(badPods) > 0 {
-		hash = badPods[0].Labels["pod-template-hash"]
-	}
-	if fraction == "all" {
-		e.Slice = map[string]string{"image.tag/server": image + ":" + v2}
-		e.SliceEquivalents = []map[string]string{{"owner.podTemplateHash": hash}, {"owner/Deployment": name, "owner.podTemplateHash": hash}}
-		e.CounterexampleDiffersIn = []string{"image.tag/server", "owner.podTemplateHash"}
-	} else {
-		e.Slice = map[string]string{"image.tag/server": image + ":" + v2, "node.pool": pool}
-		e.SliceEquivalents = []map[string]string{{"owner.podTemplateHash": hash, "node.pool": pool}}
-		e.CounterexampleDiffersIn = []string{"image.tag/server", "node.pool", "owner.podTemplateHash"}
-	}
+	e.Boundary = crashBoundary(lastGood, firstBad)
+	canarySlice(e, fraction, name, image+":"+v2, pool, badPods)
 	e.Population = map[string]string{"owner/Deployment": name}
 	e.Mitigation = []Action{{Action: "rollback", Target: "Deployment/" + ns + "/" + name, To: image + ":" + v1}}
 	e.extra("fraction", fraction)
@@ -228,6 +172,101 @@ func runCanaryPartial(ctx context.Context, c *Cluster, e *Expected) (string, err
 The rollout of %s/%s started a while ago and has not progressed much: %d of its new pods
 are in CrashLoopBackOff, and the old ReplicaSet still serves. Another rollout in %s went
 through fine earlier.`, ns, name, ns, name, len(badPods), ns), nil
+}
+
+// breakScheduling has the actor relabel the nodes of s (key=value goes,
+// key=value-v2 comes: a new naming scheme) or taint them NoSchedule; it
+// returns the change.
+func breakScheduling(ctx context.Context, c *Cluster, actor *Actor, s Subset, how, key, value string) (Change, error) {
+	at := Now()
+	ch := Change{Ref: s.Selector(), Selector: s.Selector(), Objects: s.Refs(), At: at, Actor: actor}
+	switch how {
+	case "relabel": // a new naming scheme: the old value goes
+		newValue := value + "-v2"
+		if err := c.LabelNodes(ctx, *actor, s.Names(), key, newValue); err != nil {
+			return ch, err
+		}
+		ch.Dimension, ch.From, ch.To = "node.label/"+key, value, newValue
+	default:
+		for _, n := range s.Names() {
+			taint := map[string]any{"spec": map[string]any{"taints": []map[string]string{{"key": "reserved", "value": "capacity-test", "effect": "NoSchedule"}}}}
+			if err := c.PatchAs(ctx, *actor, "nodes", "", n, taint); err != nil {
+				return ch, err
+			}
+		}
+		ch.Dimension, ch.To = "node.taints", "reserved=capacity-test:NoSchedule"
+	}
+	return ch, nil
+}
+
+// firstFailedScheduling waits for a FailedScheduling event in ns and
+// returns the earliest one's time.
+func (c *Cluster) firstFailedScheduling(ctx context.Context, ns string) (time.Time, error) {
+	var firstBad time.Time
+	err := until(ctx, 2*time.Minute, "FailedScheduling", func() (bool, error) {
+		evs, err := c.Admin.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedScheduling"})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range evs.Items {
+			t := ev.EventTime.Time
+			if t.IsZero() {
+				t = ev.FirstTimestamp.Time
+			}
+			if firstBad.IsZero() || t.Before(firstBad) {
+				firstBad = t.UTC()
+			}
+		}
+		return !firstBad.IsZero(), nil
+	})
+	return firstBad, err
+}
+
+// unscheduled returns the Deployment's pods that are Pending on no node,
+// and the pod-template-hash of the last of them.
+func (c *Cluster) unscheduled(ctx context.Context, ns, name string) ([]corev1.Pod, string, error) {
+	pods, err := c.Pods(ctx, ns, "app="+name)
+	if err != nil {
+		return nil, "", err
+	}
+	var pending []corev1.Pod
+	hash := ""
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodPending && p.Spec.NodeName == "" {
+			pending = append(pending, p)
+			hash = p.Labels["pod-template-hash"]
+		}
+	}
+	return pending, hash, nil
+}
+
+// slowRollout deploys a Deployment whose rollouts are slow: one new pod at
+// a time, none taken down before it is ready.
+func (c *Cluster) slowRollout(ctx context.Context, ns, name string, replicas int, t Template) error {
+	if err := c.Deployment(ctx, routineActor, ns, name, replicas, t); err != nil {
+		return err
+	}
+	strategy := `{"spec":{"strategy":{"type":"RollingUpdate","rollingUpdate":{"maxSurge":2,"maxUnavailable":0}}}}`
+	_, err := c.Admin.AppsV1().Deployments(ns).Patch(ctx, name, types.MergePatchType, []byte(strategy), metav1.PatchOptions{})
+	return err
+}
+
+// canarySlice sets the slice of a canary that broke (badPods, image bad)
+// on all nodes, or on one pool's.
+func canarySlice(e *Expected, fraction, name, bad, pool string, badPods []corev1.Pod) {
+	hash := ""
+	if len(badPods) > 0 {
+		hash = badPods[0].Labels["pod-template-hash"]
+	}
+	if fraction == "all" {
+		e.Slice = map[string]string{"image.tag/server": bad}
+		e.SliceEquivalents = []map[string]string{{"owner.podTemplateHash": hash}, {"owner/Deployment": name, "owner.podTemplateHash": hash}}
+		e.CounterexampleDiffersIn = []string{"image.tag/server", "owner.podTemplateHash"}
+	} else {
+		e.Slice = map[string]string{"image.tag/server": bad, "node.pool": pool}
+		e.SliceEquivalents = []map[string]string{{"owner.podTemplateHash": hash, "node.pool": pool}}
+		e.CounterexampleDiffersIn = []string{"image.tag/server", "node.pool", "owner.podTemplateHash"}
+	}
 }
 
 // SetImage sets a Deployment container's image as the actor (kubectl set image).

@@ -470,3 +470,9 @@ func fnv64(s string) uint64 {
 	}
 	return h
 }
+
+// crashBoundary is the boundary of an incident whose first bad is a
+// failure the family made: known to within two seconds.
+func crashBoundary(lastGood, firstBad time.Time) *Boundary {
+	return &Boundary{LastGood: lastGood, FirstBad: firstBad, Tolerance: "2s"}
+}

@@ -178,6 +178,16 @@ func (k *Crasher) WaitFor(ctx context.Context, n int, timeout time.Duration) err
 	})
 }
 
+// WaitOrStop waits as WaitFor does, and stops the crasher when the pods
+// do not crash in time.
+func (k *Crasher) WaitOrStop(ctx context.Context, n int, timeout time.Duration) error {
+	err := k.WaitFor(ctx, n, timeout)
+	if err != nil {
+		k.Stop()
+	}
+	return err
+}
+
 // Stop stops it and returns the pods it crashed and the first instant.
 func (k *Crasher) Stop() ([]corev1.Pod, time.Time, error) {
 	k.cancel()
