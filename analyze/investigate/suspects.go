@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/analyze/gang"
 	"github.com/faultline/faultline/analyze/identity"
 	"github.com/faultline/faultline/analyze/outcome"
 )
@@ -548,125 +549,160 @@ func advise(rep *Report) (mit []Action, conf []string) {
 		gangExplains = gangExplains || (g.Distinct && g.Cascade > 0)
 	}
 	if len(rep.Changes) > 0 && confidentChange(rep.Changes[0]) && !(gangExplains && rep.Changes[0].Dimension == "created") {
-		top := rep.Changes[0]
-		switch {
-		case strings.HasPrefix(top.Dimension, "configmap/") || strings.HasPrefix(top.Dimension, "secret/"):
-			kind := "ConfigMap"
-			if strings.HasPrefix(top.Dimension, "secret/") {
-				kind = "Secret"
+		mit = append(mit, undo(rep, rep.Changes[0])...)
+	}
+	gm, gc := gangAdvice(rep.Gangs)
+	mit, conf = append(mit, gm...), append(conf, gc...)
+	return mit, append(conf, confirmation(rep)...)
+}
+
+// undo is the mitigation of a confident leading change, top: by the kind
+// of change, what to roll back, set or cordon.
+func undo(rep *Report, top Suspect) []Action {
+	switch {
+	case strings.HasPrefix(top.Dimension, "configmap/") || strings.HasPrefix(top.Dimension, "secret/"):
+		return []Action{undoContent(rep, top)}
+	case top.restart != nil:
+		// The restart is over; what made it harm is how the slice's
+		// clients came back: every one of them at once, relisting.
+		if o := ownerOf(rep.typical, rep.ns); o != "" {
+			return []Action{{Action: "set", Target: o + " reads", To: "relist from the watch cache (resourceVersion=0) after a jittered backoff when a watch breaks",
+				Why: "the apiserver restarted and every client relisted at once: see faultline controlplane"}}
+		}
+		return nil
+	case top.unplaced:
+		// Pods that were never placed need the nodes back: undo the
+		// change on every node that made it (cordoning them would keep
+		// the pods away too).
+		a := Action{Action: "rollback", Target: nodeTarget(top), To: top.From,
+			Why: "undo " + top.Dimension + " on the nodes that got it, so the pending pods can be placed"}
+		a.Command, a.Verify = nodeRollback(top)
+		return []Action{a}
+	case top.Dimension == "node.taints" || top.Dimension == "node.unschedulable":
+		// A taint or a cordon pushed work away: undo it on every node
+		// that got it (cordoning them would keep it away).
+		a := Action{Action: "rollback", Target: nodeTarget(top), To: top.From,
+			Why: "undo " + top.Dimension + " on the nodes that got it, so the evicted work can come back"}
+		a.Command, a.Verify = nodeRollback(top)
+		return []Action{a}
+	case strings.HasPrefix(top.Dimension, "node."):
+		return undoNode(top)
+	case strings.HasPrefix(top.Dimension, "image.digest/"):
+		return []Action{pinDigest(rep, top)}
+	case strings.HasPrefix(top.Dimension, "image.tag/"):
+		// The workload's rollout back to its previous revision.
+		a := Action{Action: "rollback", Target: top.Ref, To: top.From,
+			Why: "back to the last-known-good image (the previous revision)"}
+		if kind, ns, name := splitRef(top.Ref); workloadResource(kind) != "" {
+			a.Command, a.Verify = rolloutUndoCommand(kind, ns, name, rep.undoRev), rolloutStatusCommand(kind, ns, name)
+			if rep.undoRev > 0 {
+				a.Why = fmt.Sprintf("back to the last-known-good image (revision %d ran it)", rep.undoRev)
 			}
-			parts := strings.SplitN(top.Dimension, "/", 3)
-			target := top.Ref
-			if !strings.HasPrefix(target, kind+"/") {
-				target = kind + "/" + parts[1]
-			}
-			key := ""
-			if len(parts) == 3 {
-				key = " key " + parts[2]
-			}
-			a := Action{Action: "rollback", Target: target, To: top.From,
-				Why: fmt.Sprintf("restore%s to its last-known-good content", key)}
-			if _, ns, name := splitRef(target); len(parts) == 3 {
-				if ns == "" && !strings.HasPrefix(top.Ref, kind+"/") {
-					ns = rep.ns
-				}
-				var known bool
-				a.Command, known = restoreKeyCommand(kind, ns, name, parts[2], top.From)
-				a.Verify = getKeyCommand(kind, ns, name, parts[2])
-				if !known {
-					a.Why += "; its previous value was not stored (only its hash): put it in place of the placeholder"
-				}
-			}
-			mit = append(mit, a)
-		case top.restart != nil:
-			// The restart is over; what made it harm is how the slice's
-			// clients came back: every one of them at once, relisting.
-			if o := ownerOf(rep.typical, rep.ns); o != "" {
-				mit = append(mit, Action{Action: "set", Target: o + " reads", To: "relist from the watch cache (resourceVersion=0) after a jittered backoff when a watch breaks",
-					Why: "the apiserver restarted and every client relisted at once: see faultline controlplane"})
-			}
-		case top.unplaced:
-			// Pods that were never placed need the nodes back: undo the
-			// change on every node that made it (cordoning them would keep
-			// the pods away too).
-			target := top.Ref
-			if top.Selector != "" {
-				target = top.Selector
-			}
-			a := Action{Action: "rollback", Target: target, To: top.From,
-				Why: "undo " + top.Dimension + " on the nodes that got it, so the pending pods can be placed"}
-			a.Command, a.Verify = nodeRollback(top)
-			mit = append(mit, a)
-		case top.Dimension == "node.taints" || top.Dimension == "node.unschedulable":
-			// A taint or a cordon pushed work away: undo it on every node
-			// that got it (cordoning them would keep it away).
-			target := top.Ref
-			if top.Selector != "" {
-				target = top.Selector
-			}
-			a := Action{Action: "rollback", Target: target, To: top.From,
-				Why: "undo " + top.Dimension + " on the nodes that got it, so the evicted work can come back"}
-			a.Command, a.Verify = nodeRollback(top)
-			mit = append(mit, a)
-		case strings.HasPrefix(top.Dimension, "node."):
-			// The change's scope: the selector of every node that made it,
-			// never one arbitrary member.
-			target := top.Ref
-			if top.Selector != "" {
-				target = top.Selector
-			}
-			mit = append(mit, Action{Action: "cordon", Target: target,
-				Why:     "stop new work landing where " + top.Dimension + "=" + top.To,
-				Command: nodesCommand("cordon", top.Selector, top.refs), Verify: getNodesCommand(top.Selector, top.refs, "")})
-			if top.From != "" && top.Dimension != "node.ready" {
-				a := Action{Action: "set", Target: target + " " + strings.TrimPrefix(top.Dimension, "node.label/"), To: top.From,
-					Why: "back to the last-known-good node identity"}
-				a.Command, a.Verify = nodeRollback(top)
-				mit = append(mit, a)
-			}
-		case strings.HasPrefix(top.Dimension, "image.digest/"):
-			repo := ""
-			if tag := typTag(rep, strings.TrimPrefix(top.Dimension, "image.digest/")); tag != "" {
-				repo = imageRepo(tag)
-			}
-			a := Action{Action: "set", Target: top.Ref + " image", To: repo + "@" + top.From,
-				Why: "pin the last-known-good digest: the tag now points at " + top.To}
-			if kind, ns, name := splitRef(top.Ref); workloadResource(kind) != "" {
-				if repo == "" {
-					repo = placeholder("repository")
-				}
-				a.Command = setImageCommand(kind, ns, name, strings.TrimPrefix(top.Dimension, "image.digest/"), repo+"@"+top.From)
-				a.Verify = rolloutStatusCommand(kind, ns, name)
-			}
-			mit = append(mit, a)
-		case strings.HasPrefix(top.Dimension, "image.tag/"):
-			// The workload's rollout back to its previous revision.
-			a := Action{Action: "rollback", Target: top.Ref, To: top.From,
-				Why: "back to the last-known-good image (the previous revision)"}
-			if kind, ns, name := splitRef(top.Ref); workloadResource(kind) != "" {
-				a.Command, a.Verify = rolloutUndoCommand(kind, ns, name, rep.undoRev), rolloutStatusCommand(kind, ns, name)
-				if rep.undoRev > 0 {
-					a.Why = fmt.Sprintf("back to the last-known-good image (revision %d ran it)", rep.undoRev)
-				}
-			}
-			mit = append(mit, a)
-		case top.Dimension == "created":
-			start := Action{Action: "set", Target: top.Ref + " start", To: "jittered or rate-limited start",
-				Why: "its arrival is the change: spread its units' start over a window (see faultline controlplane)"}
-			if kind, ns, name := splitRef(top.Ref); kind == "Job" {
-				start.Why += "; suspend it until then"
-				start.Command = command(append(append([]string{"kubectl", "patch", "job", name}, nsArgs(ns)...), "--type", "merge", "-p", `{"spec":{"suspend":true}}`)...)
-				start.Verify = "faultline controlplane"
-			}
-			mit = append(mit, start,
-				Action{Action: "set", Target: top.Ref + " reads", To: "namespace- and label-scoped reads from the watch cache or a shared informer",
-					Why: "what each unit reads at start is multiplied by the number of units"})
-		default:
-			mit = append(mit, Action{Action: "rollback", Target: top.Ref, To: top.From,
-				Why: "undo " + top.Dimension + " to its last-known-good value"})
+		}
+		return []Action{a}
+	case top.Dimension == "created":
+		return spreadArrival(top)
+	}
+	return []Action{{Action: "rollback", Target: top.Ref, To: top.From,
+		Why: "undo " + top.Dimension + " to its last-known-good value"}}
+}
+
+// undoContent restores a ConfigMap's or Secret's content, or one key of
+// it, to its last-known-good value.
+func undoContent(rep *Report, top Suspect) Action {
+	kind := "ConfigMap"
+	if strings.HasPrefix(top.Dimension, "secret/") {
+		kind = "Secret"
+	}
+	parts := strings.SplitN(top.Dimension, "/", 3)
+	target := top.Ref
+	if !strings.HasPrefix(target, kind+"/") {
+		target = kind + "/" + parts[1]
+	}
+	key := ""
+	if len(parts) == 3 {
+		key = " key " + parts[2]
+	}
+	a := Action{Action: "rollback", Target: target, To: top.From,
+		Why: fmt.Sprintf("restore%s to its last-known-good content", key)}
+	if _, ns, name := splitRef(target); len(parts) == 3 {
+		if ns == "" && !strings.HasPrefix(top.Ref, kind+"/") {
+			ns = rep.ns
+		}
+		var known bool
+		a.Command, known = restoreKeyCommand(kind, ns, name, parts[2], top.From)
+		a.Verify = getKeyCommand(kind, ns, name, parts[2])
+		if !known {
+			a.Why += "; its previous value was not stored (only its hash): put it in place of the placeholder"
 		}
 	}
-	for _, g := range rep.Gangs {
+	return a
+}
+
+// nodeTarget is a node change's scope: the selector of every node that
+// made it, when one label does, else its ref.
+func nodeTarget(top Suspect) string {
+	if top.Selector != "" {
+		return top.Selector
+	}
+	return top.Ref
+}
+
+// undoNode cordons the nodes that made a change of node identity and sets
+// it back to its last-known-good value.
+func undoNode(top Suspect) []Action {
+	// The change's scope: the selector of every node that made it,
+	// never one arbitrary member.
+	target := nodeTarget(top)
+	mit := []Action{{Action: "cordon", Target: target,
+		Why:     "stop new work landing where " + top.Dimension + "=" + top.To,
+		Command: nodesCommand("cordon", top.Selector, top.refs), Verify: getNodesCommand(top.Selector, top.refs, "")}}
+	if top.From != "" && top.Dimension != "node.ready" {
+		a := Action{Action: "set", Target: target + " " + strings.TrimPrefix(top.Dimension, "node.label/"), To: top.From,
+			Why: "back to the last-known-good node identity"}
+		a.Command, a.Verify = nodeRollback(top)
+		mit = append(mit, a)
+	}
+	return mit
+}
+
+// pinDigest pins a container's image to its last-known-good digest.
+func pinDigest(rep *Report, top Suspect) Action {
+	repo := ""
+	if tag := typTag(rep, strings.TrimPrefix(top.Dimension, "image.digest/")); tag != "" {
+		repo = imageRepo(tag)
+	}
+	a := Action{Action: "set", Target: top.Ref + " image", To: repo + "@" + top.From,
+		Why: "pin the last-known-good digest: the tag now points at " + top.To}
+	if kind, ns, name := splitRef(top.Ref); workloadResource(kind) != "" {
+		if repo == "" {
+			repo = placeholder("repository")
+		}
+		a.Command = setImageCommand(kind, ns, name, strings.TrimPrefix(top.Dimension, "image.digest/"), repo+"@"+top.From)
+		a.Verify = rolloutStatusCommand(kind, ns, name)
+	}
+	return a
+}
+
+// spreadArrival is the mitigation of a workload's arrival: spread its
+// units' start and scope what each reads.
+func spreadArrival(top Suspect) []Action {
+	start := Action{Action: "set", Target: top.Ref + " start", To: "jittered or rate-limited start",
+		Why: "its arrival is the change: spread its units' start over a window (see faultline controlplane)"}
+	if kind, ns, name := splitRef(top.Ref); kind == "Job" {
+		start.Why += "; suspend it until then"
+		start.Command = command(append(append([]string{"kubectl", "patch", "job", name}, nsArgs(ns)...), "--type", "merge", "-p", `{"spec":{"suspend":true}}`)...)
+		start.Verify = "faultline controlplane"
+	}
+	return []Action{start,
+		{Action: "set", Target: top.Ref + " reads", To: "namespace- and label-scoped reads from the watch cache or a shared informer",
+			Why: "what each unit reads at start is multiplied by the number of units"}}
+}
+
+// gangAdvice is, for each gang job whose first rank failed apart from the
+// cascade, the fix and the prediction that confirms it.
+func gangAdvice(gangs []gang.Finding) (mit []Action, conf []string) {
+	for _, g := range gangs {
 		if g.Distinct && g.Cascade > 0 {
 			what := ""
 			if g.First.Reason == "OOMKilled" {
@@ -685,25 +721,31 @@ func advise(rep *Report) (mit []Action, conf []string) {
 				g.First.Ref, g.First.Reason, g.First.ExitCode, g.Lead.Round(time.Millisecond), g.Cascade, reasons(g.CascadeReasons), g.First.At.Format(time.RFC3339)))
 		}
 	}
-	if ce := rep.Counterexample; ce != nil {
-		if ce.InSlice {
-			conf = append(conf, fmt.Sprintf("%s matches the whole bad slice and stayed good: identity alone does not explain the failure; compare timing and load (faultline controlplane).", ce.Ref))
-		} else {
-			var ds []string
-			for i, d := range ce.Differs {
-				if i == 3 {
-					ds = append(ds, fmt.Sprintf("and %d more", len(ce.Differs)-3))
-					break
-				}
-				ds = append(ds, fmt.Sprintf("%s (bad %s, good %s)", d.Dimension, ShortID(d.Bad), ShortID(d.Good)))
-			}
-			conf = append(conf, fmt.Sprintf("%s stayed good and differs from the bad slice in %s. Prediction to test: a unit like the bad ones with the counterexample's value stays good, and one like the counterexample with the bad value fails.",
-				ce.Ref, strings.Join(ds, ", ")))
-		}
-	} else if rep.Slice != nil {
-		conf = append(conf, "No known-good unit in the evidence resembles the bad slice: the root cause cannot be confirmed from this evidence alone.")
-	}
 	return mit, conf
+}
+
+// confirmation is the prediction the counterexample lets one test, or
+// why there is none.
+func confirmation(rep *Report) []string {
+	ce := rep.Counterexample
+	switch {
+	case ce == nil && rep.Slice != nil:
+		return []string{"No known-good unit in the evidence resembles the bad slice: the root cause cannot be confirmed from this evidence alone."}
+	case ce == nil:
+		return nil
+	case ce.InSlice:
+		return []string{fmt.Sprintf("%s matches the whole bad slice and stayed good: identity alone does not explain the failure; compare timing and load (faultline controlplane).", ce.Ref)}
+	}
+	var ds []string
+	for i, d := range ce.Differs {
+		if i == 3 {
+			ds = append(ds, fmt.Sprintf("and %d more", len(ce.Differs)-3))
+			break
+		}
+		ds = append(ds, fmt.Sprintf("%s (bad %s, good %s)", d.Dimension, ShortID(d.Bad), ShortID(d.Good)))
+	}
+	return []string{fmt.Sprintf("%s stayed good and differs from the bad slice in %s. Prediction to test: a unit like the bad ones with the counterexample's value stays good, and one like the counterexample with the bad value fails.",
+		ce.Ref, strings.Join(ds, ", "))}
 }
 
 func typTag(rep *Report, container string) string {
