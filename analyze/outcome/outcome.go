@@ -227,6 +227,30 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := classifyStates(out, states, opt); err != nil {
+		return nil, err
+	}
+	if opt.StatesOnly {
+		sortObs(out.Bad)
+		return out, nil
+	}
+	records, err := badRecords(ctx, s, opt, bad)
+	if err != nil {
+		return nil, err
+	}
+	out.Bad = append(out.Bad, records...)
+	sortObs(out.Bad)
+	sortObs(out.Good)
+	fold(units, out.Bad, out.Good)
+	out.Units = units
+	return out, nil
+}
+
+// classifyStates judges the object states seen in the window into out:
+// each is kept in States, and bad or (if not bad) good as its expressions
+// say.
+func classifyStates(out *Outcomes, states []Observation, opt Options) error {
+	bad, good := out.bad, out.good
 	inWindow := func(t time.Time) bool {
 		return (opt.Since.IsZero() || !t.Before(opt.Since)) && (opt.Until.IsZero() || t.Before(opt.Until))
 	}
@@ -238,7 +262,7 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 		r := o.Record()
 		isBad, err := bad.Match(r)
 		if err != nil {
-			return nil, fmt.Errorf("--bad on %s at %s: %w", o.Ref(), o.Time.Format(time.RFC3339), err)
+			return fmt.Errorf("--bad on %s at %s: %w", o.Ref(), o.Time.Format(time.RFC3339), err)
 		}
 		if isBad {
 			o.Bad = true
@@ -249,20 +273,19 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 		out.States = append(out.States, *o)
 		isGood, err := good.Match(r)
 		if err != nil {
-			return nil, fmt.Errorf("--good on %s at %s: %w", o.Ref(), o.Time.Format(time.RFC3339), err)
+			return fmt.Errorf("--good on %s at %s: %w", o.Ref(), o.Time.Format(time.RFC3339), err)
 		}
 		if isGood {
 			out.Good = append(out.Good, *o)
 		}
 	}
+	return nil
+}
 
-	if opt.StatesOnly {
-		sortObs(out.Bad)
-		return out, nil
-	}
-
-	// Records that report trouble: the filter runs in SQL where it can
-	// (the default's halves apart, each on its index).
+// badRecords are the records that report trouble, as bad observations:
+// the filter runs in SQL where it can (the default's halves apart, each
+// on its index).
+func badRecords(ctx context.Context, s Store, opt Options, bad *timeline.Filter) ([]Observation, error) {
 	queries := []*timeline.Filter{bad}
 	if opt.Bad == "" {
 		queries = queries[:0]
@@ -274,6 +297,7 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 			queries = append(queries, f)
 		}
 	}
+	var obs []Observation
 	seen := map[int64]bool{}
 	for _, q := range queries {
 		for r, err := range s.Records(ctx, timeline.Query{Since: opt.Since, Until: opt.Until, Where: q}) {
@@ -296,20 +320,21 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 					o.By = "Pod/" + pod
 				}
 			}
-			out.Bad = append(out.Bad, o)
+			obs = append(obs, o)
 		}
 	}
-	sortObs(out.Bad)
-	sortObs(out.Good)
+	return obs, nil
+}
 
-	// Fold into units: a pod goes bad at its first bad observation (its
-	// own state, or an event about it); it was good at its latest good one
-	// before that.
+// fold folds the observations, oldest first, into units: a pod goes bad
+// at its first bad observation (its own state, or an event about it); it
+// was good at its latest good one before that.
+func fold(units []*Unit, bad, good []Observation) {
 	byRef := map[string]*Unit{}
 	for _, u := range units {
 		byRef[u.Ref] = u
 	}
-	for _, o := range out.Bad {
+	for _, o := range bad {
 		u := byRef[o.Ref()]
 		if u == nil && o.By != "" {
 			u = byRef[o.By] // the pod's own request failed
@@ -323,7 +348,7 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 		}
 		u.BadAt, u.Reason, u.Message, u.ExitCode, u.Evidence, u.RecordID = o.Time, reason, o.Message, o.ExitCode, o.Evidence, o.RecordID
 	}
-	for _, o := range out.Good {
+	for _, o := range good {
 		u := byRef[o.Ref()]
 		if u == nil || (!u.BadAt.IsZero() && !o.Time.Before(u.BadAt)) {
 			continue
@@ -338,8 +363,6 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 			}
 		}
 	}
-	out.Units = units
-	return out, nil
 }
 
 func sortObs(obs []Observation) {
