@@ -478,117 +478,163 @@ var badWaiting = []string{"CrashLoopBackOff", "ErrImagePull", "ImagePullBackOff"
 // nothing to say).
 func stateOf(kind string, m map[string]any) state {
 	status, _ := m["status"].(map[string]any)
-	switch kind {
-	case "Pod":
-		phase := str(status, "phase")
-		var cs []map[string]any
-		for _, f := range []string{"initContainerStatuses", "containerStatuses"} {
-			for _, x := range slice(status, f) {
-				if c, ok := x.(map[string]any); ok {
-					cs = append(cs, c)
-				}
+	if f := statesOf[kind]; f != nil {
+		return f(status)
+	}
+	return state{}
+}
+
+// statesOf names the state of each kind of object read, from its status.
+var statesOf = map[string]func(status map[string]any) state{
+	"Pod":  podState,
+	"Node": nodeState,
+	"Job":  jobState,
+}
+
+// podState is a pod's state, the first that holds of: a container that
+// will not start; a disruption; the pod failed; a container OOM-killed
+// before; unschedulable; Succeeded, Ready or Running.
+func podState(status map[string]any) state {
+	phase := str(status, "phase")
+	var cs []map[string]any
+	for _, f := range []string{"initContainerStatuses", "containerStatuses"} {
+		for _, x := range slice(status, f) {
+			if c, ok := x.(map[string]any); ok {
+				cs = append(cs, c)
 			}
 		}
-		for _, c := range cs {
-			st, _ := c["state"].(map[string]any)
-			if w, ok := st["waiting"].(map[string]any); ok && slices.Contains(badWaiting, str(w, "reason")) {
-				s := state{reason: str(w, "reason"), message: str(w, "message")}
-				if last, ok := mapOf(c, "lastState", "terminated"); ok {
-					s.exitCode = num(last, "exitCode")
-					if msg := str(last, "message"); msg != "" {
-						s.message = msg
-					}
-				}
-				return s
-			}
+	}
+	if s, ok := waitingState(cs); ok {
+		return s
+	}
+	if s, ok := disruptedState(status); ok {
+		return s
+	}
+	if phase == "Failed" {
+		return failedState(status, cs)
+	}
+	for _, c := range cs {
+		if t, ok := mapOf(c, "lastState", "terminated"); ok && str(t, "reason") == "OOMKilled" {
+			return state{reason: "OOMKilled", exitCode: num(t, "exitCode"), message: str(t, "message")}
 		}
-		// A pod its node was taken from (a drain, a NoExecute taint, a
-		// preemption): the control plane marks it with a DisruptionTarget
-		// condition before it deletes it.
+	}
+	for _, cond := range slice(status, "conditions") {
+		c, _ := cond.(map[string]any)
+		if str(c, "type") == "PodScheduled" && str(c, "status") == "False" && str(c, "reason") == "Unschedulable" {
+			return state{reason: "FailedScheduling", message: str(c, "message")}
+		}
+	}
+	switch phase {
+	case "Succeeded":
+		return state{reason: "Succeeded"}
+	case "Running":
 		for _, cond := range slice(status, "conditions") {
 			c, _ := cond.(map[string]any)
-			if str(c, "type") == "DisruptionTarget" && str(c, "status") == "True" {
-				s := state{reason: "Evicted", message: strings.TrimSpace(str(c, "reason") + " " + str(c, "message"))}
-				if strings.HasPrefix(str(c, "reason"), "Preemption") {
-					s.reason = "Preempted"
-				}
-				s.at, _ = time.Parse(time.RFC3339, str(c, "lastTransitionTime"))
-				return s
-			}
-		}
-		if phase == "Failed" {
-			s := state{reason: "Failed", message: str(status, "message")}
-			if r := str(status, "reason"); r != "" {
-				s.reason = r // Evicted, DeadlineExceeded, ...
-			}
-			for _, c := range cs {
-				if t, ok := mapOf(c, "state", "terminated"); ok && (num(t, "exitCode") != 0 || str(t, "reason") == "OOMKilled") {
-					s.exitCode = num(t, "exitCode")
-					if r := str(t, "reason"); r != "" && s.reason == "Failed" {
-						s.reason = r
-					}
-					if msg := str(t, "message"); msg != "" {
-						s.message = msg
-					}
-					s.at, _ = time.Parse(time.RFC3339, str(t, "finishedAt"))
-					break
-				}
-			}
-			return s
-		}
-		for _, c := range cs {
-			if t, ok := mapOf(c, "lastState", "terminated"); ok && str(t, "reason") == "OOMKilled" {
-				return state{reason: "OOMKilled", exitCode: num(t, "exitCode"), message: str(t, "message")}
-			}
-		}
-		for _, cond := range slice(status, "conditions") {
-			c, _ := cond.(map[string]any)
-			if str(c, "type") == "PodScheduled" && str(c, "status") == "False" && str(c, "reason") == "Unschedulable" {
-				return state{reason: "FailedScheduling", message: str(c, "message")}
-			}
-		}
-		switch phase {
-		case "Succeeded":
-			return state{reason: "Succeeded"}
-		case "Running":
-			for _, cond := range slice(status, "conditions") {
-				c, _ := cond.(map[string]any)
-				if str(c, "type") == "Ready" && str(c, "status") == "True" {
-					return state{reason: "Ready"}
-				}
-			}
-			return state{reason: "Running"}
-		}
-	case "Node":
-		for _, cond := range slice(status, "conditions") {
-			c, _ := cond.(map[string]any)
-			if str(c, "type") != "Ready" {
-				continue
-			}
-			if str(c, "status") == "True" {
+			if str(c, "type") == "Ready" && str(c, "status") == "True" {
 				return state{reason: "Ready"}
 			}
-			s := state{reason: "NodeNotReady", message: str(c, "message")}
+		}
+		return state{reason: "Running"}
+	}
+	return state{}
+}
+
+// waitingState is the state of the first container of cs waiting for a
+// reason that will not pass (badWaiting), with its last exit.
+func waitingState(cs []map[string]any) (state, bool) {
+	for _, c := range cs {
+		st, _ := c["state"].(map[string]any)
+		if w, ok := st["waiting"].(map[string]any); ok && slices.Contains(badWaiting, str(w, "reason")) {
+			s := state{reason: str(w, "reason"), message: str(w, "message")}
+			if last, ok := mapOf(c, "lastState", "terminated"); ok {
+				s.exitCode = num(last, "exitCode")
+				if msg := str(last, "message"); msg != "" {
+					s.message = msg
+				}
+			}
+			return s, true
+		}
+	}
+	return state{}, false
+}
+
+// disruptedState is the state of a pod its node was taken from (a drain,
+// a NoExecute taint, a preemption): the control plane marks it with a
+// DisruptionTarget condition before it deletes it.
+func disruptedState(status map[string]any) (state, bool) {
+	for _, cond := range slice(status, "conditions") {
+		c, _ := cond.(map[string]any)
+		if str(c, "type") == "DisruptionTarget" && str(c, "status") == "True" {
+			s := state{reason: "Evicted", message: strings.TrimSpace(str(c, "reason") + " " + str(c, "message"))}
+			if strings.HasPrefix(str(c, "reason"), "Preemption") {
+				s.reason = "Preempted"
+			}
+			s.at, _ = time.Parse(time.RFC3339, str(c, "lastTransitionTime"))
+			return s, true
+		}
+	}
+	return state{}, false
+}
+
+// failedState is the state of a Failed pod: its reason, or that of its
+// first container that failed.
+func failedState(status map[string]any, cs []map[string]any) state {
+	s := state{reason: "Failed", message: str(status, "message")}
+	if r := str(status, "reason"); r != "" {
+		s.reason = r // Evicted, DeadlineExceeded, ...
+	}
+	for _, c := range cs {
+		if t, ok := mapOf(c, "state", "terminated"); ok && (num(t, "exitCode") != 0 || str(t, "reason") == "OOMKilled") {
+			s.exitCode = num(t, "exitCode")
+			if r := str(t, "reason"); r != "" && s.reason == "Failed" {
+				s.reason = r
+			}
+			if msg := str(t, "message"); msg != "" {
+				s.message = msg
+			}
+			s.at, _ = time.Parse(time.RFC3339, str(t, "finishedAt"))
+			break
+		}
+	}
+	return s
+}
+
+// nodeState is a node's state: Ready, or NodeNotReady since its Ready
+// condition last changed.
+func nodeState(status map[string]any) state {
+	for _, cond := range slice(status, "conditions") {
+		c, _ := cond.(map[string]any)
+		if str(c, "type") != "Ready" {
+			continue
+		}
+		if str(c, "status") == "True" {
+			return state{reason: "Ready"}
+		}
+		s := state{reason: "NodeNotReady", message: str(c, "message")}
+		s.at, _ = time.Parse(time.RFC3339, str(c, "lastTransitionTime"))
+		return s
+	}
+	return state{}
+}
+
+// jobState is a job's state: Failed (or its condition's reason) or
+// Complete.
+func jobState(status map[string]any) state {
+	for _, cond := range slice(status, "conditions") {
+		c, _ := cond.(map[string]any)
+		if str(c, "status") != "True" {
+			continue
+		}
+		switch str(c, "type") {
+		case "Failed":
+			s := state{reason: "Failed", message: str(c, "message")}
+			if r := str(c, "reason"); r != "" {
+				s.reason = r
+			}
 			s.at, _ = time.Parse(time.RFC3339, str(c, "lastTransitionTime"))
 			return s
-		}
-	case "Job":
-		for _, cond := range slice(status, "conditions") {
-			c, _ := cond.(map[string]any)
-			if str(c, "status") != "True" {
-				continue
-			}
-			switch str(c, "type") {
-			case "Failed":
-				s := state{reason: "Failed", message: str(c, "message")}
-				if r := str(c, "reason"); r != "" {
-					s.reason = r
-				}
-				s.at, _ = time.Parse(time.RFC3339, str(c, "lastTransitionTime"))
-				return s
-			case "Complete":
-				return state{reason: "Complete"}
-			}
+		case "Complete":
+			return state{reason: "Complete"}
 		}
 	}
 	return state{}
