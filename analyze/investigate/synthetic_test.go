@@ -30,6 +30,7 @@ type synthPod struct {
 	configMaps    []string
 	node          string
 	created, bad  float64
+	message       string // the crash's; "" for a plain back-off
 }
 
 // synthObject is one version of a node or a ConfigMap at sec.
@@ -49,6 +50,11 @@ func poolNode(name, pool string) synthObject {
 // configMap is ConfigMap ns/name holding data from sec on.
 func configMap(sec float64, ns, name string, data map[string]string) synthObject {
 	return synthObject{sec: sec, kind: "ConfigMap", ns: ns, name: name, data: data}
+}
+
+// job is Job ns/name created at sec.
+func job(sec float64, ns, name string) synthObject {
+	return synthObject{sec: sec, kind: "Job", ns: ns, name: name}
 }
 
 // synthetic is the timeline of objs and pods: each pod seen Ready 5 s
@@ -76,6 +82,9 @@ func synthetic(t *testing.T, objs []synthObject, pods []synthPod) *timelinetest.
 		case "ConfigMap":
 			meta["namespace"] = o.ns
 			add(o.sec, "configmaps", "ConfigMap", o.ns, o.name, map[string]any{"metadata": meta, "data": o.data})
+		case "Job":
+			meta["namespace"], meta["creationTimestamp"], meta["generation"] = o.ns, at(o.sec).Format("2006-01-02T15:04:05Z"), 1
+			add(o.sec, "jobs", "Job", o.ns, o.name, map[string]any{"metadata": meta})
 		}
 	}
 	for _, p := range pods {
@@ -87,11 +96,15 @@ func synthetic(t *testing.T, objs []synthObject, pods []synthPod) *timelinetest.
 		if digest == "" {
 			digest = "sha256:v1"
 		}
+		message := p.message
+		if message == "" {
+			message = "back-off restarting failed container"
+		}
 		pod := func(state map[string]any, ready string) map[string]any {
 			return map[string]any{
 				"metadata": map[string]any{"name": p.name, "namespace": p.ns, "uid": "uid-" + p.ns + "-" + p.name,
 					"creationTimestamp": at(p.created).Format("2006-01-02T15:04:05Z"),
-					"ownerReferences":   []any{map[string]any{"kind": "Job", "name": p.job, "controller": true}}},
+					"ownerReferences":   []any{map[string]any{"kind": "Job", "name": p.job, "uid": "uid-" + p.ns + "-" + p.job, "controller": true}}},
 				"spec": map[string]any{"nodeName": p.node,
 					"containers": []any{map[string]any{"name": "main", "image": "trainer:v1", "envFrom": envFrom}}},
 				"status": map[string]any{"phase": "Running",
@@ -101,7 +114,7 @@ func synthetic(t *testing.T, objs []synthObject, pods []synthPod) *timelinetest.
 		}
 		add(p.created+5, "pods", "Pod", p.ns, p.name, pod(map[string]any{"running": map[string]any{}}, "True"))
 		if p.bad > 0 {
-			add(p.bad, "pods", "Pod", p.ns, p.name, pod(map[string]any{"waiting": map[string]any{"reason": "CrashLoopBackOff", "message": "back-off restarting failed container"}}, "False"))
+			add(p.bad, "pods", "Pod", p.ns, p.name, pod(map[string]any{"waiting": map[string]any{"reason": "CrashLoopBackOff", "message": message}}, "False"))
 		}
 	}
 	event := func(sec float64) *timeline.Record {
@@ -156,6 +169,21 @@ func incident() ([]synthObject, []synthPod) {
 	ps = append(ps, pods("ml", "eval", 6, []string{"eval-env", "common"}, nodes, 55, 0)...)
 	ps = append(ps, pods("ml", "old", 4, []string{"eval-env", "common"}, nodes, 10, 0)...)
 	return objs, ps
+}
+
+// arrival is the incident with no change of content: job train's Job is
+// created at 58 s, old's at 8 s, and ConfigMap train-extra, which train's
+// pods read too, at 30 s.
+func arrival() ([]synthObject, []synthPod) {
+	objs, ps := incident()
+	objs = append(without(without(objs, "train-env"), "common"),
+		configMap(0, "ml", "train-env", map[string]string{"LR": "0.1"}), configMap(0, "ml", "common", map[string]string{"LOG": "info"}),
+		job(58, "ml", "train"), job(8, "ml", "old"), configMap(30, "ml", "train-extra", map[string]string{"K": "a"}))
+	return objs, edit(ps, func(p *synthPod) {
+		if p.job == "train" {
+			p.configMaps = append(p.configMaps, "train-extra")
+		}
+	})
 }
 
 // without is objs but the versions of ConfigMap name.
@@ -234,6 +262,18 @@ func TestRunSuspects(t *testing.T) {
 			{"ConfigMap/ml/train-extra", "configmap/train-extra/K", "a", "b", "change", only(1)},
 			log(2),
 		}, VerdictNoCause, nil}},
+		{"the arrival of the job owning the bad units, which failed the way load does, leads; a ConfigMap created along the way owns nothing", func() ([]synthObject, []synthPod) {
+			objs, ps := arrival()
+			return objs, edit(ps, func(p *synthPod) {
+				if p.job == "train" {
+					p.message = "listing pods: the server has received too many requests and has asked us to try again later (429)"
+				}
+			})
+		}, want{[]row{{"Job/ml/train", "created", "", "Job", "change", only(0)}}, VerdictCause,
+			[]string{"set Job/ml/train start -> jittered or rate-limited start", "set Job/ml/train reads -> namespace- and label-scoped reads from the watch cache or a shared informer"}}},
+		{"the arrival of the job owning the bad units is no cause when they did not fail the way load does", func() ([]synthObject, []synthPod) {
+			return arrival()
+		}, want{[]row{{"Job/ml/train", "created", "", "Job", "change", 0}}, VerdictNoCause, nil}},
 		{"a digest no history shows changing: a difference from the good units, laid at the bad units' owner", func() ([]synthObject, []synthPod) {
 			objs, ps := incident()
 			objs = append(without(without(objs, "train-env"), "common"),
