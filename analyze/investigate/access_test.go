@@ -64,7 +64,7 @@ func TestAccessSuspects(t *testing.T) {
 	}
 	// Both reach the same units: they compete, and neither is confident.
 	pop := populationOf(units, "ml")
-	sps := scoreSuspects(got, nil, units, ids, pop, at(32))
+	sps := scoreSuspects(got, scoring{units: units, ids: ids, pop: pop, firstBad: at(32)})
 	if len(sps) != 2 || sps[0].Confidence >= Confident {
 		t.Errorf("two RBAC writes reaching the same units: %+v, want two, neither confident", sps)
 	}

@@ -268,7 +268,8 @@ type UnitCounts struct {
 // ErrNoEvidence is a timeline that holds nothing to investigate.
 var ErrNoEvidence = errors.New("the timeline is empty")
 
-// Run investigates.
+// Run investigates: it reads the outcomes in the window, then takes the
+// method's numbered steps (the package comment), one function each.
 func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	if opt.MaxEvidence == 0 {
 		opt.MaxEvidence = 5
@@ -307,6 +308,47 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	}
 
 	// 1. The boundary.
+	cp, err := findBoundary(ctx, s, out, rep, first, last, opt.MaxEvidence)
+	if err != nil {
+		return nil, err
+	}
+	// 2. Units in scope.
+	units, members := inScope(out, cp.FirstBad, &rep.Units)
+	// 3. Identities and the slice.
+	ids, ranks, err := identities(ctx, s, units, opt.Rules, rep)
+	if err != nil {
+		return nil, err
+	}
+	rep.Slice, err = findSlice(ctx, units, ids)
+	if err != nil {
+		return nil, err
+	}
+	// 4. The counterexample.
+	findCounterexample(rep, units, ids, cp.FirstBad)
+	// 5. Node health, then the suspects.
+	rep.NodeHealth = nodeHealth(out, first, units, ids)
+	rep.Changes, err = suspects(ctx, s, units, ids, rep, rep.typical, cp.FirstBad, first)
+	if err != nil {
+		return nil, err
+	}
+	// 5b. Independent episodes; the earliest is the main one.
+	if err := separate(ctx, s, out, units, ids, rep, identity.NewResolver(s, rep.Boundary.LastGood, opt.Rules), first); err != nil {
+		return nil, err
+	}
+	// 6. Gang jobs.
+	rep.Gangs = findGangs(members, ranks)
+	// 7. A verdict, then mitigation apart from confirmation.
+	if err := conclude(ctx, s, out, rep); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// findBoundary is step 1: the earliest known-bad instant (a change point
+// in the times of the bad observations, moved back to a precursor) and
+// the last known-good one before it, with the evidence of each. It sets
+// rep.Boundary and returns the change point.
+func findBoundary(ctx context.Context, s Store, out *outcome.Outcomes, rep *Report, first, last time.Time, maxEvidence int) (boundary.Result, error) {
 	times := make([]time.Time, len(out.Bad))
 	for i, o := range out.Bad {
 		times[i] = o.Time
@@ -326,39 +368,48 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	}
 	lastGood, err := lastGoodBefore(ctx, s, out, goodUntil)
 	if err != nil {
-		return nil, err
+		return cp, err
 	}
 	if lastGood != nil {
 		b.LastGood = lastGood.Time
 		b.Evidence = append(b.Evidence, evidenceOf("good", lastGood))
 	}
-	for i := cp.First; i <= cp.Last && i < cp.First+opt.MaxEvidence; i++ {
+	for i := cp.First; i <= cp.Last && i < cp.First+maxEvidence; i++ {
 		b.Evidence = append(b.Evidence, evidenceOf("bad", &out.Bad[i]))
 	}
 	rep.Boundary = b
+	return cp, nil
+}
 
-	// 2. Units in scope.
-	var units, members []*outcome.Unit // in scope; and every unit but the noise, for gangs
+// inScope is step 2: the units in scope, those that went bad from
+// firstBad on and those that stayed good, counted into n; and members,
+// every unit but the noise (bad before firstBad), for the gangs.
+func inScope(out *outcome.Outcomes, firstBad time.Time, n *UnitCounts) (units, members []*outcome.Unit) {
 	for _, u := range out.Units {
-		if !u.Bad() || !u.BadAt.Before(cp.FirstBad) {
+		if !u.Bad() || !u.BadAt.Before(firstBad) {
 			members = append(members, u)
 		}
 		switch {
-		case u.Bad() && u.BadAt.Before(cp.FirstBad):
-			rep.Units.Noise++
+		case u.Bad() && u.BadAt.Before(firstBad):
+			n.Noise++
 		case u.Bad():
 			units = append(units, u)
-			rep.Units.Bad++
+			n.Bad++
 		case u.Good():
 			units = append(units, u)
-			rep.Units.Good++
+			n.Good++
 		default:
-			rep.Units.Unknown++
+			n.Unknown++
 		}
 	}
+	return units, members
+}
 
-	// 3. Identities and the slice.
-	res := identity.NewResolver(s, time.Time{}, opt.Rules)
+// identities is step 3's first half: each unit's identity at its start,
+// split into the sliceable dimensions (ids, parallel to units) and the
+// constraints (rep.cons), and each pod's rank, kept apart from the slice.
+func identities(ctx context.Context, s Store, units []*outcome.Unit, rules []identity.Rule, rep *Report) ([]map[string]identity.Dimension, map[*outcome.Unit]string, error) {
+	res := identity.NewResolver(s, time.Time{}, rules)
 	res.PinAtPodStart()
 	ids := make([]map[string]identity.Dimension, len(units))
 	cons := constraints{}
@@ -370,7 +421,7 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 				ids[i] = map[string]identity.Dimension{}
 				continue
 			}
-			return nil, fmt.Errorf("identity of %s: %w", u.Ref, err)
+			return nil, nil, fmt.Errorf("identity of %s: %w", u.Ref, err)
 		}
 		ids[i], cons[u] = map[string]identity.Dimension{}, map[string]string{}
 		if r, ok := id.Get("rank"); ok {
@@ -386,56 +437,52 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 		}
 	}
 	rep.units, rep.ids, rep.cons = units, ids, cons
-	rep.Slice, err = findSlice(ctx, units, ids)
-	if err != nil {
-		return nil, err
-	}
+	return ids, ranks, nil
+}
 
-	// 4. The counterexample.
-	var rep0 map[string]string // the bad slice's typical identity
-	if rep.Slice != nil {
-		rep0 = typical(units, ids, rep.Slice.Where)
-		rep.typical = rep0
-		for i, u := range units {
-			if u.Bad() && matches(ids[i], rep.Slice.Where) {
-				rep.ns = u.Namespace
-				break
-			}
+// findCounterexample is step 4: with a slice, its typical identity
+// (rep.typical), its namespace (rep.ns) and the known-good unit most
+// like it (rep.Counterexample).
+func findCounterexample(rep *Report, units []*outcome.Unit, ids []map[string]identity.Dimension, firstBad time.Time) {
+	if rep.Slice == nil {
+		return
+	}
+	rep.typical = typical(units, ids, rep.Slice.Where)
+	for i, u := range units {
+		if u.Bad() && matches(ids[i], rep.Slice.Where) {
+			rep.ns = u.Namespace
+			break
 		}
-		rep.Counterexample = counterexample(units, ids, rep0, rep.Slice.Where, rep.ns, cp.FirstBad)
 	}
+	rep.Counterexample = counterexample(units, ids, rep.typical, rep.Slice.Where, rep.ns, firstBad)
+}
 
-	// 5. Node health, then the suspects.
-	rep.NodeHealth = nodeHealth(out, first, units, ids)
-	rep.Changes, err = suspects(ctx, s, units, ids, rep, rep0, cp.FirstBad, first)
-	if err != nil {
-		return nil, err
+// findGangs is step 6: gang jobs whose first rank failed apart from the
+// cascade, over members with their ranks.
+func findGangs(members []*outcome.Unit, ranks map[*outcome.Unit]string) []gang.Finding {
+	gs := gang.Find(members, func(u *outcome.Unit) string { return ranks[u] })
+	if gs == nil {
+		gs = []gang.Finding{}
 	}
+	return gs
+}
 
-	// 5b. Independent episodes; the earliest is the main one.
-	if err := separate(ctx, s, out, units, ids, rep, identity.NewResolver(s, rep.Boundary.LastGood, opt.Rules), first); err != nil {
-		return nil, err
-	}
-
-	// 6. Gang jobs.
-	rep.Gangs = gang.Find(members, func(u *outcome.Unit) string { return ranks[u] })
-	if rep.Gangs == nil {
-		rep.Gangs = []gang.Finding{}
-	}
-
-	// 7. A verdict, then mitigation apart from confirmation.
+// conclude is step 7: the verdict, the last known-good moved before a
+// confident cause, the evidence of load, the revision to undo to, and
+// then mitigation apart from confirmation.
+func conclude(ctx context.Context, s Store, out *outcome.Outcomes, rep *Report) error {
 	decide(rep)
 	if err := lastGoodBeforeCause(ctx, s, out, rep); err != nil {
-		return nil, err
+		return err
 	}
 	if err := loadEvidence(ctx, s, rep); err != nil {
-		return nil, err
+		return err
 	}
 	if err := undoRevision(ctx, s, rep); err != nil {
-		return nil, err
+		return err
 	}
 	rep.Mitigation, rep.Confirmation = advise(rep)
-	return rep, nil
+	return nil
 }
 
 func evidenceOf(side string, o *outcome.Observation) Evidence {

@@ -2,6 +2,7 @@ package investigate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -161,7 +162,7 @@ func nodeUnits(ctx context.Context, res *identity.Resolver, out *outcome.Outcome
 	for _, name := range order {
 		id, err := res.Of(ctx, identity.Ref{Kind: "Node", Name: name})
 		if err != nil {
-			if _, ok := err.(*identity.ErrNotFound); ok {
+			if nf := (*identity.ErrNotFound)(nil); errors.As(err, &nf) {
 				continue
 			}
 			return nil, nil, fmt.Errorf("identity of Node/%s: %w", name, err)

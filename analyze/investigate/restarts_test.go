@@ -41,7 +41,7 @@ func TestRestartTrigger(t *testing.T) {
 				restart.reached[u] = true
 			}
 			created := &Suspect{Ref: "Job/ml/agent", Dimension: "created", To: "Job", At: at(0), Kind: "change"}
-			sps := scoreSuspects([]*Suspect{created, restart}, map[string]bool{"Job/agent": true}, units, ids, populationOf(units, "ml"), at(tt.badAt))
+			sps := scoreSuspects([]*Suspect{created, restart}, scoring{units: units, ids: ids, pop: populationOf(units, "ml"), owners: map[string]bool{"Job/agent": true}, firstBad: at(tt.badAt)})
 			trig := false
 			for _, sp := range sps {
 				trig = trig || sp.Dimension == "restart"

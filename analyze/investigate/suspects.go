@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/analyze/gang"
 	"github.com/faultline/faultline/analyze/identity"
 	"github.com/faultline/faultline/analyze/outcome"
 )
@@ -37,8 +38,7 @@ func suspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[str
 	if err != nil {
 		return nil, err
 	}
-	pop := populationOf(units, rep.ns)
-	out := scoreSuspects(cands, owners, units, ids, pop, firstBad)
+	out := scoreSuspects(cands, scoring{units: units, ids: ids, pop: populationOf(units, rep.ns), owners: owners, firstBad: firstBad})
 	if err := scope(ctx, s, out, since, until); err != nil {
 		return nil, err
 	}
@@ -60,11 +60,30 @@ func lastBad(units []*outcome.Unit, ids []map[string]identity.Dimension, where m
 
 // gather collects the candidate suspects: changes in time of the objects
 // the bad units of the slice ran on, and their differences from the
-// counterexample. It also returns the owners of those units.
+// counterexample, then the suspects of the other sources (nodes, writes,
+// access, placement, restarts). It also returns the owners of those units.
 func gather(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension,
 	rep *Report, typ map[string]string, firstBad, since, until time.Time) ([]*Suspect, map[string]bool, error) {
 	where := rep.Slice.Where
-	// Objects the bad units of the slice ran on, and their owners.
+	refs, owners := ranOn(units, ids, where)
+	changes, err := changesBefore(ctx, s, refs, firstBad, since, until)
+	if err != nil {
+		return nil, nil, err
+	}
+	cs := &candidates{byKey: map[candidateKey]*Suspect{}}
+	cs.addChanges(changes)
+	cs.addDifferences(rep.Counterexample, units, ids, ownerOf(typ, rep.ns))
+	out := cs.list()
+	more, err := otherSuspects(ctx, s, units, ids, rep, firstBad, since, until)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(out, more...), owners, nil
+}
+
+// ranOn returns the objects the bad units of the slice (where) ran on,
+// and their owners (Kind/name).
+func ranOn(units []*outcome.Unit, ids []map[string]identity.Dimension, where map[string]string) ([]identity.Ref, map[string]bool) {
 	refSet := map[identity.Ref]bool{}
 	owners := map[string]bool{}
 	for i, u := range units {
@@ -89,12 +108,16 @@ func gather(ctx context.Context, s Store, units []*outcome.Unit, ids []map[strin
 	for r := range refSet {
 		refs = append(refs, r)
 	}
-	// Node changes are read until the last unit of the slice went bad
-	// (until, lastBad); other objects' changes after the first bad are
-	// consequences.
+	return refs, owners
+}
+
+// changesBefore reads the changes of refs in [since, until]. Node changes
+// are read until the last unit of the slice went bad (until, lastBad);
+// other objects' changes after the first bad are consequences.
+func changesBefore(ctx context.Context, s Store, refs []identity.Ref, firstBad, since, until time.Time) ([]identity.ObjectChange, error) {
 	all, err := identity.Changes(ctx, s, refs, since, until)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var changes []identity.ObjectChange
 	for _, c := range all {
@@ -102,35 +125,52 @@ func gather(ctx context.Context, s Store, units []*outcome.Unit, ids []map[strin
 			changes = append(changes, c)
 		}
 	}
+	return changes, nil
+}
 
-	type key struct{ dim, from, to string }
-	byKey := map[key]*Suspect{}
-	var order []key
-	add := func(k key, ref string, at time.Time, run, line int64, observed bool) *Suspect {
-		c := byKey[k]
-		if c == nil {
-			c = &Suspect{Ref: ref, Dimension: k.dim, From: k.from, To: k.to, At: at, Run: run, Line: line, Kind: "change"}
-			if !observed {
-				c.Kind = "difference"
-			}
-			byKey[k] = c
-			order = append(order, k)
+// candidateKey is a change: the same change made by several objects is
+// one candidate.
+type candidateKey struct{ dim, from, to string }
+
+// candidates are the changes and differences gathered, in the order first
+// seen.
+type candidates struct {
+	byKey map[candidateKey]*Suspect
+	order []candidateKey
+}
+
+// add counts ref as making the change k, at (observed: seen in time; else
+// a difference from the counterexample).
+func (cs *candidates) add(k candidateKey, ref string, at time.Time, run, line int64, observed bool) *Suspect {
+	c := cs.byKey[k]
+	if c == nil {
+		c = &Suspect{Ref: ref, Dimension: k.dim, From: k.from, To: k.to, At: at, Run: run, Line: line, Kind: "change"}
+		if !observed {
+			c.Kind = "difference"
 		}
-		c.Objects++
-		c.refs = append(c.refs, ref)
-		if strings.HasPrefix(ref, "Node/") && observed {
-			if c.nodeAt == nil {
-				c.nodeAt = map[string]time.Time{}
-			}
-			if t, ok := c.nodeAt[ref]; !ok || at.Before(t) {
-				c.nodeAt[ref] = at
-			}
-		}
-		if observed && (c.At.IsZero() || at.Before(c.At)) {
-			c.At, c.Run, c.Line, c.Ref = at, run, line, ref
-		}
-		return c
+		cs.byKey[k] = c
+		cs.order = append(cs.order, k)
 	}
+	c.Objects++
+	c.refs = append(c.refs, ref)
+	if strings.HasPrefix(ref, "Node/") && observed {
+		if c.nodeAt == nil {
+			c.nodeAt = map[string]time.Time{}
+		}
+		if t, ok := c.nodeAt[ref]; !ok || at.Before(t) {
+			c.nodeAt[ref] = at
+		}
+	}
+	if observed && (c.At.IsZero() || at.Before(c.At)) {
+		c.At, c.Run, c.Line, c.Ref = at, run, line, ref
+	}
+	return c
+}
+
+// addChanges adds the changes in time, but for a whole ConfigMap's or
+// Secret's change that restates its keys' and a node's taints the node
+// lifecycle controller set.
+func (cs *candidates) addChanges(changes []identity.ObjectChange) {
 	keyed := map[string]bool{} // objects whose keys changed: their whole-content change restates it
 	for _, c := range changes {
 		if strings.Count(c.Dimension, "/") == 2 && (strings.HasPrefix(c.Dimension, "configmap/") || strings.HasPrefix(c.Dimension, "secret/")) {
@@ -145,75 +185,94 @@ func gather(ctx context.Context, s Store, units []*outcome.Unit, ids []map[strin
 		if c.Dimension == "node.taints" && systemTaintsOnly(c.From, c.To) {
 			continue
 		}
-		add(key{c.Dimension, c.From, c.To}, c.Ref, c.When, c.Evidence.Run, c.Evidence.Line, true)
+		cs.add(candidateKey{c.Dimension, c.From, c.To}, c.Ref, c.When, c.Evidence.Run, c.Evidence.Line, true)
 	}
-	// Differences from the counterexample, in content (not names).
-	if ce := rep.Counterexample; ce != nil {
-		for _, d := range ce.Differs {
-			// Only a different value is a contrast: a counterexample that does
-			// not use the object at all (another job's ConfigMap) says nothing.
-			if d.Bad == "" || d.Good == "" || !contentDim(d.Dimension) {
+}
+
+// addDifferences adds the differences from the counterexample ce, in
+// content (not names), not already seen changing in time; owner, when
+// known, is the object they are laid at.
+func (cs *candidates) addDifferences(ce *Counterexample, units []*outcome.Unit, ids []map[string]identity.Dimension, owner string) {
+	if ce == nil {
+		return
+	}
+	for _, d := range ce.Differs {
+		// Only a different value is a contrast: a counterexample that does
+		// not use the object at all (another job's ConfigMap) says nothing.
+		if d.Bad == "" || d.Good == "" || !contentDim(d.Dimension) {
+			continue
+		}
+		if cs.byKey[candidateKey{d.Dimension, d.Good, d.Bad}] != nil {
+			continue // already seen changing in time
+		}
+		// When the bad value was first seen in a bad unit.
+		var at time.Time
+		var run, line int64
+		ref := ""
+		for i, u := range units {
+			dd, ok := ids[i][d.Dimension]
+			if !u.Bad() || !ok || dd.Value != d.Bad {
 				continue
 			}
-			if byKey[key{d.Dimension, d.Good, d.Bad}] != nil {
-				continue // already seen changing in time
+			if at.IsZero() || dd.Evidence.Time.Before(at) {
+				at, run, line, ref = dd.Evidence.Time, dd.Evidence.Run, dd.Evidence.Line, dd.Evidence.Ref
 			}
-			// When the bad value was first seen in a bad unit.
-			var at time.Time
-			var run, line int64
-			ref := ""
-			for i, u := range units {
-				dd, ok := ids[i][d.Dimension]
-				if !u.Bad() || !ok || dd.Value != d.Bad {
-					continue
-				}
-				if at.IsZero() || dd.Evidence.Time.Before(at) {
-					at, run, line, ref = dd.Evidence.Time, dd.Evidence.Run, dd.Evidence.Line, dd.Evidence.Ref
-				}
-			}
-			if o := ownerOf(typ, rep.ns); o != "" {
-				ref = o
-			}
-			c := add(key{d.Dimension, d.Good, d.Bad}, ref, at, run, line, false)
-			c.Objects = 0
 		}
+		if owner != "" {
+			ref = owner
+		}
+		c := cs.add(candidateKey{d.Dimension, d.Good, d.Bad}, ref, at, run, line, false)
+		c.Objects = 0
 	}
-	// A whole ConfigMap's or Secret's content restates its keys' changes.
+}
+
+// list returns the candidates in the order first seen, but for a whole
+// ConfigMap's or Secret's content, which restates its keys' changes.
+func (cs *candidates) list() []*Suspect {
 	keyedObj := map[string]bool{}
-	for _, k := range order {
+	for _, k := range cs.order {
 		if parts := strings.SplitN(k.dim, "/", 3); len(parts) == 3 && (parts[0] == "configmap" || parts[0] == "secret") {
 			keyedObj[parts[0]+"/"+parts[1]] = true
 		}
 	}
 	var out []*Suspect
-	for _, k := range order {
+	for _, k := range cs.order {
 		if keyedObj[k.dim] {
 			continue
 		}
-		out = append(out, byKey[k])
+		out = append(out, cs.byKey[k])
 	}
-	out = append(out, nodeSuspects(rep.NodeHealth)...)
+	return out
+}
+
+// otherSuspects are the candidates of the other sources: nodes gone bad,
+// writes whose content is not in the evidence, access, placement and
+// apiserver restarts.
+func otherSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension,
+	rep *Report, firstBad, since, until time.Time) ([]*Suspect, error) {
+	where := rep.Slice.Where
+	out := nodeSuspects(rep.NodeHealth)
 	writes, err := writeSuspects(ctx, s, unreadable(units, ids, where), since, firstBad)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	out = append(out, writes...)
 	access, err := accessSuspects(ctx, s, units, ids, rep.cons, where, since, until.Add(time.Second))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	out = append(out, access...)
 	placement, err := placementSuspects(ctx, s, units, ids, rep.cons, where, since, firstBad)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	out = append(out, placement...)
 	restarts, err := restartSuspects(ctx, s, units, since, firstBad)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	out = append(out, restarts...)
-	return out, owners, nil
+	return out, nil
 }
 
 // scored is a suspect being scored.
@@ -225,50 +284,81 @@ type scored struct {
 	why     string  // what the confidence rests on, when not the contrast (sup)
 }
 
+// scoring is what the candidates are scored against: the units in scope
+// and their identities, the population compared (score.go), the owners
+// of the bad slice's units (Kind/name), and the first bad instant.
+type scoring struct {
+	units    []*outcome.Unit
+	ids      []map[string]identity.Dimension
+	pop      population
+	owners   map[string]bool
+	firstBad time.Time
+}
+
 // scoreSuspects scores each candidate on the units (score.go), drops what
 // cannot be a cause (changed after the first bad; an object created along
 // the way that owns no bad unit), and ranks the rest.
-func scoreSuspects(cands []*Suspect, owners map[string]bool, units []*outcome.Unit, ids []map[string]identity.Dimension,
-	pop population, firstBad time.Time) []Suspect {
+func scoreSuspects(cands []*Suspect, in scoring) []Suspect {
 	var all []*scored
 	contentExplains := false
 	for _, c := range cands {
-		sp := *c
-		x := &scored{sp: sp}
-		var why []string
-		if sp.Dimension == "created" {
-			kind, name := createdOwner(sp)
-			if !owners[kind+"/"+name] {
-				continue // objects created along the way explain nothing
-			}
-			x.created = true
-			x.sup = pop.supportOfOwner(units, ids, kind, name)
-			why = append(why, fmt.Sprintf("created %s before the first bad; the bad units are its pods", ago(sp.At, firstBad)))
-		} else {
-			if sp.Kind == "difference" {
-				why = append(why, "the bad units differ from the good in it (first seen "+ts(sp.At, firstBad)+")")
-			} else if !sp.At.IsZero() && !sp.At.After(firstBad) {
-				why = append(why, fmt.Sprintf("changed %s before the first bad", ago(sp.At, firstBad)))
-			} else {
-				continue // changed after the first bad: a consequence, not a cause
-			}
-			x.sup = pop.supportOfSuspect(units, ids, &sp)
-			if !carrier(sp.Dimension) && sp.restart == nil && x.sup.strength() >= 0.5 {
-				contentExplains = true
-			}
+		x, content := in.score(c)
+		if x == nil {
+			continue
 		}
-		if sp.Objects > 1 {
-			why = append(why, fmt.Sprintf("%d objects made this change", sp.Objects))
-		}
-		if c.Why != "" {
-			why = append(why, c.Why) // how the evidence shows it reached the units
-		}
-		x.sp.Why = strings.Join(why, "; ")
-		x.sp.Objects = sp.Objects
+		contentExplains = contentExplains || content
 		all = append(all, x)
 	}
-	shaped, _ := loadShaped(units)
-	all, trigger, triggerAt := restartsScored(all, units, firstBad, shaped)
+	all = in.weighLoad(all, contentExplains)
+	discount(all)
+	return rank(all, in.firstBad)
+}
+
+// score is one candidate's support and why, or nil when it cannot be a
+// cause; content says that it is content (not a carrier nor a restart)
+// the bad units' holding of which explains them.
+func (in scoring) score(c *Suspect) (x *scored, content bool) {
+	sp := *c
+	x = &scored{sp: sp}
+	var why []string
+	if sp.Dimension == "created" {
+		kind, name := createdOwner(sp)
+		if !in.owners[kind+"/"+name] {
+			return nil, false // objects created along the way explain nothing
+		}
+		x.created = true
+		x.sup = in.pop.supportOfOwner(in.units, in.ids, kind, name)
+		why = append(why, fmt.Sprintf("created %s before the first bad; the bad units are its pods", ago(sp.At, in.firstBad)))
+	} else {
+		if sp.Kind == "difference" {
+			why = append(why, "the bad units differ from the good in it (first seen "+ts(sp.At, in.firstBad)+")")
+		} else if !sp.At.IsZero() && !sp.At.After(in.firstBad) {
+			why = append(why, fmt.Sprintf("changed %s before the first bad", ago(sp.At, in.firstBad)))
+		} else {
+			return nil, false // changed after the first bad: a consequence, not a cause
+		}
+		x.sup = in.pop.supportOfSuspect(in.units, in.ids, &sp)
+		if !carrier(sp.Dimension) && sp.restart == nil && x.sup.strength() >= 0.5 {
+			content = true
+		}
+	}
+	if sp.Objects > 1 {
+		why = append(why, fmt.Sprintf("%d objects made this change", sp.Objects))
+	}
+	if c.Why != "" {
+		why = append(why, c.Why) // how the evidence shows it reached the units
+	}
+	x.sp.Why = strings.Join(why, "; ")
+	x.sp.Objects = sp.Objects
+	return x, content
+}
+
+// weighLoad sets each suspect's base confidence, weighing a workload's
+// arrival against an apiserver restart and against content that explains
+// the failures (contentExplains).
+func (in scoring) weighLoad(all []*scored, contentExplains bool) []*scored {
+	shaped, _ := loadShaped(in.units)
+	all, trigger, triggerAt := restartsScored(all, in.units, in.firstBad, shaped)
 	for _, x := range all {
 		if x.sp.restart == nil {
 			x.base = x.sup.confidence(0)
@@ -291,6 +381,12 @@ func scoreSuspects(cands []*Suspect, owners map[string]bool, units []*outcome.Un
 			x.sp.Why += "; its units failed the way load does (throttled, timed out): see faultline controlplane"
 		}
 	}
+	return all
+}
+
+// discount shares each suspect's confidence with its competitors and sets
+// the score it is ranked by.
+func discount(all []*scored) {
 	for _, x := range all {
 		// Competitors: content changes that explain the units as well.
 		// A carrier competes with none but shares the discount of the
@@ -319,6 +415,11 @@ func scoreSuspects(cands []*Suspect, owners map[string]bool, units []*outcome.Un
 		}
 		x.sp.Score = round3(x.sp.Score)
 	}
+}
+
+// rank orders the suspects by score, nearer the first bad first, and
+// keeps the first maxSuspects.
+func rank(all []*scored, firstBad time.Time) []Suspect {
 	sort.SliceStable(all, func(i, j int) bool {
 		if all[i].sp.Score != all[j].sp.Score {
 			return all[i].sp.Score > all[j].sp.Score
@@ -448,125 +549,160 @@ func advise(rep *Report) (mit []Action, conf []string) {
 		gangExplains = gangExplains || (g.Distinct && g.Cascade > 0)
 	}
 	if len(rep.Changes) > 0 && confidentChange(rep.Changes[0]) && !(gangExplains && rep.Changes[0].Dimension == "created") {
-		top := rep.Changes[0]
-		switch {
-		case strings.HasPrefix(top.Dimension, "configmap/") || strings.HasPrefix(top.Dimension, "secret/"):
-			kind := "ConfigMap"
-			if strings.HasPrefix(top.Dimension, "secret/") {
-				kind = "Secret"
+		mit = append(mit, undo(rep, rep.Changes[0])...)
+	}
+	gm, gc := gangAdvice(rep.Gangs)
+	mit, conf = append(mit, gm...), append(conf, gc...)
+	return mit, append(conf, confirmation(rep)...)
+}
+
+// undo is the mitigation of a confident leading change, top: by the kind
+// of change, what to roll back, set or cordon.
+func undo(rep *Report, top Suspect) []Action {
+	switch {
+	case strings.HasPrefix(top.Dimension, "configmap/") || strings.HasPrefix(top.Dimension, "secret/"):
+		return []Action{undoContent(rep, top)}
+	case top.restart != nil:
+		// The restart is over; what made it harm is how the slice's
+		// clients came back: every one of them at once, relisting.
+		if o := ownerOf(rep.typical, rep.ns); o != "" {
+			return []Action{{Action: "set", Target: o + " reads", To: "relist from the watch cache (resourceVersion=0) after a jittered backoff when a watch breaks",
+				Why: "the apiserver restarted and every client relisted at once: see faultline controlplane"}}
+		}
+		return nil
+	case top.unplaced:
+		// Pods that were never placed need the nodes back: undo the
+		// change on every node that made it (cordoning them would keep
+		// the pods away too).
+		a := Action{Action: "rollback", Target: nodeTarget(top), To: top.From,
+			Why: "undo " + top.Dimension + " on the nodes that got it, so the pending pods can be placed"}
+		a.Command, a.Verify = nodeRollback(top)
+		return []Action{a}
+	case top.Dimension == "node.taints" || top.Dimension == "node.unschedulable":
+		// A taint or a cordon pushed work away: undo it on every node
+		// that got it (cordoning them would keep it away).
+		a := Action{Action: "rollback", Target: nodeTarget(top), To: top.From,
+			Why: "undo " + top.Dimension + " on the nodes that got it, so the evicted work can come back"}
+		a.Command, a.Verify = nodeRollback(top)
+		return []Action{a}
+	case strings.HasPrefix(top.Dimension, "node."):
+		return undoNode(top)
+	case strings.HasPrefix(top.Dimension, "image.digest/"):
+		return []Action{pinDigest(rep, top)}
+	case strings.HasPrefix(top.Dimension, "image.tag/"):
+		// The workload's rollout back to its previous revision.
+		a := Action{Action: "rollback", Target: top.Ref, To: top.From,
+			Why: "back to the last-known-good image (the previous revision)"}
+		if kind, ns, name := splitRef(top.Ref); workloadResource(kind) != "" {
+			a.Command, a.Verify = rolloutUndoCommand(kind, ns, name, rep.undoRev), rolloutStatusCommand(kind, ns, name)
+			if rep.undoRev > 0 {
+				a.Why = fmt.Sprintf("back to the last-known-good image (revision %d ran it)", rep.undoRev)
 			}
-			parts := strings.SplitN(top.Dimension, "/", 3)
-			target := top.Ref
-			if !strings.HasPrefix(target, kind+"/") {
-				target = kind + "/" + parts[1]
-			}
-			key := ""
-			if len(parts) == 3 {
-				key = " key " + parts[2]
-			}
-			a := Action{Action: "rollback", Target: target, To: top.From,
-				Why: fmt.Sprintf("restore%s to its last-known-good content", key)}
-			if _, ns, name := splitRef(target); len(parts) == 3 {
-				if ns == "" && !strings.HasPrefix(top.Ref, kind+"/") {
-					ns = rep.ns
-				}
-				var known bool
-				a.Command, known = restoreKeyCommand(kind, ns, name, parts[2], top.From)
-				a.Verify = getKeyCommand(kind, ns, name, parts[2])
-				if !known {
-					a.Why += "; its previous value was not stored (only its hash): put it in place of the placeholder"
-				}
-			}
-			mit = append(mit, a)
-		case top.restart != nil:
-			// The restart is over; what made it harm is how the slice's
-			// clients came back: every one of them at once, relisting.
-			if o := ownerOf(rep.typical, rep.ns); o != "" {
-				mit = append(mit, Action{Action: "set", Target: o + " reads", To: "relist from the watch cache (resourceVersion=0) after a jittered backoff when a watch breaks",
-					Why: "the apiserver restarted and every client relisted at once: see faultline controlplane"})
-			}
-		case top.unplaced:
-			// Pods that were never placed need the nodes back: undo the
-			// change on every node that made it (cordoning them would keep
-			// the pods away too).
-			target := top.Ref
-			if top.Selector != "" {
-				target = top.Selector
-			}
-			a := Action{Action: "rollback", Target: target, To: top.From,
-				Why: "undo " + top.Dimension + " on the nodes that got it, so the pending pods can be placed"}
-			a.Command, a.Verify = nodeRollback(top)
-			mit = append(mit, a)
-		case top.Dimension == "node.taints" || top.Dimension == "node.unschedulable":
-			// A taint or a cordon pushed work away: undo it on every node
-			// that got it (cordoning them would keep it away).
-			target := top.Ref
-			if top.Selector != "" {
-				target = top.Selector
-			}
-			a := Action{Action: "rollback", Target: target, To: top.From,
-				Why: "undo " + top.Dimension + " on the nodes that got it, so the evicted work can come back"}
-			a.Command, a.Verify = nodeRollback(top)
-			mit = append(mit, a)
-		case strings.HasPrefix(top.Dimension, "node."):
-			// The change's scope: the selector of every node that made it,
-			// never one arbitrary member.
-			target := top.Ref
-			if top.Selector != "" {
-				target = top.Selector
-			}
-			mit = append(mit, Action{Action: "cordon", Target: target,
-				Why:     "stop new work landing where " + top.Dimension + "=" + top.To,
-				Command: nodesCommand("cordon", top.Selector, top.refs), Verify: getNodesCommand(top.Selector, top.refs, "")})
-			if top.From != "" && top.Dimension != "node.ready" {
-				a := Action{Action: "set", Target: target + " " + strings.TrimPrefix(top.Dimension, "node.label/"), To: top.From,
-					Why: "back to the last-known-good node identity"}
-				a.Command, a.Verify = nodeRollback(top)
-				mit = append(mit, a)
-			}
-		case strings.HasPrefix(top.Dimension, "image.digest/"):
-			repo := ""
-			if tag := typTag(rep, strings.TrimPrefix(top.Dimension, "image.digest/")); tag != "" {
-				repo = imageRepo(tag)
-			}
-			a := Action{Action: "set", Target: top.Ref + " image", To: repo + "@" + top.From,
-				Why: "pin the last-known-good digest: the tag now points at " + top.To}
-			if kind, ns, name := splitRef(top.Ref); workloadResource(kind) != "" {
-				if repo == "" {
-					repo = placeholder("repository")
-				}
-				a.Command = setImageCommand(kind, ns, name, strings.TrimPrefix(top.Dimension, "image.digest/"), repo+"@"+top.From)
-				a.Verify = rolloutStatusCommand(kind, ns, name)
-			}
-			mit = append(mit, a)
-		case strings.HasPrefix(top.Dimension, "image.tag/"):
-			// The workload's rollout back to its previous revision.
-			a := Action{Action: "rollback", Target: top.Ref, To: top.From,
-				Why: "back to the last-known-good image (the previous revision)"}
-			if kind, ns, name := splitRef(top.Ref); workloadResource(kind) != "" {
-				a.Command, a.Verify = rolloutUndoCommand(kind, ns, name, rep.undoRev), rolloutStatusCommand(kind, ns, name)
-				if rep.undoRev > 0 {
-					a.Why = fmt.Sprintf("back to the last-known-good image (revision %d ran it)", rep.undoRev)
-				}
-			}
-			mit = append(mit, a)
-		case top.Dimension == "created":
-			start := Action{Action: "set", Target: top.Ref + " start", To: "jittered or rate-limited start",
-				Why: "its arrival is the change: spread its units' start over a window (see faultline controlplane)"}
-			if kind, ns, name := splitRef(top.Ref); kind == "Job" {
-				start.Why += "; suspend it until then"
-				start.Command = command(append(append([]string{"kubectl", "patch", "job", name}, nsArgs(ns)...), "--type", "merge", "-p", `{"spec":{"suspend":true}}`)...)
-				start.Verify = "faultline controlplane"
-			}
-			mit = append(mit, start,
-				Action{Action: "set", Target: top.Ref + " reads", To: "namespace- and label-scoped reads from the watch cache or a shared informer",
-					Why: "what each unit reads at start is multiplied by the number of units"})
-		default:
-			mit = append(mit, Action{Action: "rollback", Target: top.Ref, To: top.From,
-				Why: "undo " + top.Dimension + " to its last-known-good value"})
+		}
+		return []Action{a}
+	case top.Dimension == "created":
+		return spreadArrival(top)
+	}
+	return []Action{{Action: "rollback", Target: top.Ref, To: top.From,
+		Why: "undo " + top.Dimension + " to its last-known-good value"}}
+}
+
+// undoContent restores a ConfigMap's or Secret's content, or one key of
+// it, to its last-known-good value.
+func undoContent(rep *Report, top Suspect) Action {
+	kind := "ConfigMap"
+	if strings.HasPrefix(top.Dimension, "secret/") {
+		kind = "Secret"
+	}
+	parts := strings.SplitN(top.Dimension, "/", 3)
+	target := top.Ref
+	if !strings.HasPrefix(target, kind+"/") {
+		target = kind + "/" + parts[1]
+	}
+	key := ""
+	if len(parts) == 3 {
+		key = " key " + parts[2]
+	}
+	a := Action{Action: "rollback", Target: target, To: top.From,
+		Why: fmt.Sprintf("restore%s to its last-known-good content", key)}
+	if _, ns, name := splitRef(target); len(parts) == 3 {
+		if ns == "" && !strings.HasPrefix(top.Ref, kind+"/") {
+			ns = rep.ns
+		}
+		var known bool
+		a.Command, known = restoreKeyCommand(kind, ns, name, parts[2], top.From)
+		a.Verify = getKeyCommand(kind, ns, name, parts[2])
+		if !known {
+			a.Why += "; its previous value was not stored (only its hash): put it in place of the placeholder"
 		}
 	}
-	for _, g := range rep.Gangs {
+	return a
+}
+
+// nodeTarget is a node change's scope: the selector of every node that
+// made it, when one label does, else its ref.
+func nodeTarget(top Suspect) string {
+	if top.Selector != "" {
+		return top.Selector
+	}
+	return top.Ref
+}
+
+// undoNode cordons the nodes that made a change of node identity and sets
+// it back to its last-known-good value.
+func undoNode(top Suspect) []Action {
+	// The change's scope: the selector of every node that made it,
+	// never one arbitrary member.
+	target := nodeTarget(top)
+	mit := []Action{{Action: "cordon", Target: target,
+		Why:     "stop new work landing where " + top.Dimension + "=" + top.To,
+		Command: nodesCommand("cordon", top.Selector, top.refs), Verify: getNodesCommand(top.Selector, top.refs, "")}}
+	if top.From != "" && top.Dimension != "node.ready" {
+		a := Action{Action: "set", Target: target + " " + strings.TrimPrefix(top.Dimension, "node.label/"), To: top.From,
+			Why: "back to the last-known-good node identity"}
+		a.Command, a.Verify = nodeRollback(top)
+		mit = append(mit, a)
+	}
+	return mit
+}
+
+// pinDigest pins a container's image to its last-known-good digest.
+func pinDigest(rep *Report, top Suspect) Action {
+	repo := ""
+	if tag := typTag(rep, strings.TrimPrefix(top.Dimension, "image.digest/")); tag != "" {
+		repo = imageRepo(tag)
+	}
+	a := Action{Action: "set", Target: top.Ref + " image", To: repo + "@" + top.From,
+		Why: "pin the last-known-good digest: the tag now points at " + top.To}
+	if kind, ns, name := splitRef(top.Ref); workloadResource(kind) != "" {
+		if repo == "" {
+			repo = placeholder("repository")
+		}
+		a.Command = setImageCommand(kind, ns, name, strings.TrimPrefix(top.Dimension, "image.digest/"), repo+"@"+top.From)
+		a.Verify = rolloutStatusCommand(kind, ns, name)
+	}
+	return a
+}
+
+// spreadArrival is the mitigation of a workload's arrival: spread its
+// units' start and scope what each reads.
+func spreadArrival(top Suspect) []Action {
+	start := Action{Action: "set", Target: top.Ref + " start", To: "jittered or rate-limited start",
+		Why: "its arrival is the change: spread its units' start over a window (see faultline controlplane)"}
+	if kind, ns, name := splitRef(top.Ref); kind == "Job" {
+		start.Why += "; suspend it until then"
+		start.Command = command(append(append([]string{"kubectl", "patch", "job", name}, nsArgs(ns)...), "--type", "merge", "-p", `{"spec":{"suspend":true}}`)...)
+		start.Verify = "faultline controlplane"
+	}
+	return []Action{start,
+		{Action: "set", Target: top.Ref + " reads", To: "namespace- and label-scoped reads from the watch cache or a shared informer",
+			Why: "what each unit reads at start is multiplied by the number of units"}}
+}
+
+// gangAdvice is, for each gang job whose first rank failed apart from the
+// cascade, the fix and the prediction that confirms it.
+func gangAdvice(gangs []gang.Finding) (mit []Action, conf []string) {
+	for _, g := range gangs {
 		if g.Distinct && g.Cascade > 0 {
 			what := ""
 			if g.First.Reason == "OOMKilled" {
@@ -585,25 +721,31 @@ func advise(rep *Report) (mit []Action, conf []string) {
 				g.First.Ref, g.First.Reason, g.First.ExitCode, g.Lead.Round(time.Millisecond), g.Cascade, reasons(g.CascadeReasons), g.First.At.Format(time.RFC3339)))
 		}
 	}
-	if ce := rep.Counterexample; ce != nil {
-		if ce.InSlice {
-			conf = append(conf, fmt.Sprintf("%s matches the whole bad slice and stayed good: identity alone does not explain the failure; compare timing and load (faultline controlplane).", ce.Ref))
-		} else {
-			var ds []string
-			for i, d := range ce.Differs {
-				if i == 3 {
-					ds = append(ds, fmt.Sprintf("and %d more", len(ce.Differs)-3))
-					break
-				}
-				ds = append(ds, fmt.Sprintf("%s (bad %s, good %s)", d.Dimension, ShortID(d.Bad), ShortID(d.Good)))
-			}
-			conf = append(conf, fmt.Sprintf("%s stayed good and differs from the bad slice in %s. Prediction to test: a unit like the bad ones with the counterexample's value stays good, and one like the counterexample with the bad value fails.",
-				ce.Ref, strings.Join(ds, ", ")))
-		}
-	} else if rep.Slice != nil {
-		conf = append(conf, "No known-good unit in the evidence resembles the bad slice: the root cause cannot be confirmed from this evidence alone.")
-	}
 	return mit, conf
+}
+
+// confirmation is the prediction the counterexample lets one test, or
+// why there is none.
+func confirmation(rep *Report) []string {
+	ce := rep.Counterexample
+	switch {
+	case ce == nil && rep.Slice != nil:
+		return []string{"No known-good unit in the evidence resembles the bad slice: the root cause cannot be confirmed from this evidence alone."}
+	case ce == nil:
+		return nil
+	case ce.InSlice:
+		return []string{fmt.Sprintf("%s matches the whole bad slice and stayed good: identity alone does not explain the failure; compare timing and load (faultline controlplane).", ce.Ref)}
+	}
+	var ds []string
+	for i, d := range ce.Differs {
+		if i == 3 {
+			ds = append(ds, fmt.Sprintf("and %d more", len(ce.Differs)-3))
+			break
+		}
+		ds = append(ds, fmt.Sprintf("%s (bad %s, good %s)", d.Dimension, ShortID(d.Bad), ShortID(d.Good)))
+	}
+	return []string{fmt.Sprintf("%s stayed good and differs from the bad slice in %s. Prediction to test: a unit like the bad ones with the counterexample's value stays good, and one like the counterexample with the bad value fails.",
+		ce.Ref, strings.Join(ds, ", "))}
 }
 
 func typTag(rep *Report, container string) string {

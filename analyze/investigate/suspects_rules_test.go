@@ -93,7 +93,7 @@ func TestSuspectsScore(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			units, ids := rollout(tt.reason, tt.msg)
-			sps := scoreSuspects(tt.cands, owners, units, ids, populationOf(units, "ml"), at(100))
+			sps := scoreSuspects(tt.cands, scoring{units: units, ids: ids, pop: populationOf(units, "ml"), owners: owners, firstBad: at(100)})
 			var got []row
 			for i, sp := range sps {
 				if sp.Rank != i+1 {
@@ -124,7 +124,7 @@ func TestSuspectsCarrierYieldsToAmbiguousContent(t *testing.T) {
 		{Ref: "ConfigMap/ml/env", Dimension: "configmap/env/BATCH", From: "a2", To: "b2", At: at(10), Kind: "change", Objects: 1},
 		{Ref: "Deployment/ml/api", Dimension: "owner.podTemplateHash", From: "h1", To: "h2", At: at(12), Kind: "change", Objects: 1},
 	}
-	sps := scoreSuspects(cands, nil, units, ids, populationOf(units, "ml"), at(100))
+	sps := scoreSuspects(cands, scoring{units: units, ids: ids, pop: populationOf(units, "ml"), firstBad: at(100)})
 	if len(sps) == 0 {
 		t.Fatal("no suspect")
 	}

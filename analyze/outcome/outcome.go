@@ -245,6 +245,30 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := classifyStates(out, states, opt); err != nil {
+		return nil, err
+	}
+	if opt.StatesOnly {
+		sortObs(out.Bad)
+		return out, nil
+	}
+	records, err := badRecords(ctx, s, opt, bad)
+	if err != nil {
+		return nil, err
+	}
+	out.Bad = append(out.Bad, records...)
+	sortObs(out.Bad)
+	sortObs(out.Good)
+	fold(units, out.Bad, out.Good)
+	out.Units = units
+	return out, nil
+}
+
+// classifyStates judges the object states seen in the window into out:
+// each is kept in States, and bad or (if not bad) good as its expressions
+// say.
+func classifyStates(out *Outcomes, states []Observation, opt Options) error {
+	bad, good := out.bad, out.good
 	inWindow := func(t time.Time) bool {
 		return (opt.Since.IsZero() || !t.Before(opt.Since)) && (opt.Until.IsZero() || t.Before(opt.Until))
 	}
@@ -256,7 +280,7 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 		r := o.Record()
 		isBad, err := bad.Match(r)
 		if err != nil {
-			return nil, &ExprError{Which: Bad, Ref: o.Ref(), At: o.Time, Err: err}
+			return &ExprError{Which: Bad, Ref: o.Ref(), At: o.Time, Err: err}
 		}
 		if isBad {
 			o.Bad = true
@@ -267,20 +291,19 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 		out.States = append(out.States, *o)
 		isGood, err := good.Match(r)
 		if err != nil {
-			return nil, &ExprError{Which: Good, Ref: o.Ref(), At: o.Time, Err: err}
+			return &ExprError{Which: Good, Ref: o.Ref(), At: o.Time, Err: err}
 		}
 		if isGood {
 			out.Good = append(out.Good, *o)
 		}
 	}
+	return nil
+}
 
-	if opt.StatesOnly {
-		sortObs(out.Bad)
-		return out, nil
-	}
-
-	// Records that report trouble: the filter runs in SQL where it can
-	// (the default's halves apart, each on its index).
+// badRecords are the records that report trouble, as bad observations:
+// the filter runs in SQL where it can (the default's halves apart, each
+// on its index).
+func badRecords(ctx context.Context, s Store, opt Options, bad *timeline.Filter) ([]Observation, error) {
 	queries := []*timeline.Filter{bad}
 	if opt.Bad == "" {
 		queries = queries[:0]
@@ -292,6 +315,7 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 			queries = append(queries, f)
 		}
 	}
+	var obs []Observation
 	seen := map[int64]bool{}
 	for _, q := range queries {
 		for r, err := range s.Records(ctx, timeline.Query{Since: opt.Since, Until: opt.Until, Where: q}) {
@@ -314,20 +338,21 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 					o.By = "Pod/" + pod
 				}
 			}
-			out.Bad = append(out.Bad, o)
+			obs = append(obs, o)
 		}
 	}
-	sortObs(out.Bad)
-	sortObs(out.Good)
+	return obs, nil
+}
 
-	// Fold into units: a pod goes bad at its first bad observation (its
-	// own state, or an event about it); it was good at its latest good one
-	// before that.
+// fold folds the observations, oldest first, into units: a pod goes bad
+// at its first bad observation (its own state, or an event about it); it
+// was good at its latest good one before that.
+func fold(units []*Unit, bad, good []Observation) {
 	byRef := map[string]*Unit{}
 	for _, u := range units {
 		byRef[u.Ref] = u
 	}
-	for _, o := range out.Bad {
+	for _, o := range bad {
 		u := byRef[o.Ref()]
 		if u == nil && o.By != "" {
 			u = byRef[o.By] // the pod's own request failed
@@ -341,7 +366,7 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 		}
 		u.BadAt, u.Reason, u.Message, u.ExitCode, u.Evidence, u.RecordID = o.Time, reason, o.Message, o.ExitCode, o.Evidence, o.RecordID
 	}
-	for _, o := range out.Good {
+	for _, o := range good {
 		u := byRef[o.Ref()]
 		if u == nil || (!u.BadAt.IsZero() && !o.Time.Before(u.BadAt)) {
 			continue
@@ -356,8 +381,6 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 			}
 		}
 	}
-	out.Units = units
-	return out, nil
 }
 
 func sortObs(obs []Observation) {
@@ -473,117 +496,163 @@ var badWaiting = []string{"CrashLoopBackOff", "ErrImagePull", "ImagePullBackOff"
 // nothing to say).
 func stateOf(kind string, m map[string]any) state {
 	status, _ := m["status"].(map[string]any)
-	switch kind {
-	case "Pod":
-		phase := str(status, "phase")
-		var cs []map[string]any
-		for _, f := range []string{"initContainerStatuses", "containerStatuses"} {
-			for _, x := range slice(status, f) {
-				if c, ok := x.(map[string]any); ok {
-					cs = append(cs, c)
-				}
+	if f := statesOf[kind]; f != nil {
+		return f(status)
+	}
+	return state{}
+}
+
+// statesOf names the state of each kind of object read, from its status.
+var statesOf = map[string]func(status map[string]any) state{
+	"Pod":  podState,
+	"Node": nodeState,
+	"Job":  jobState,
+}
+
+// podState is a pod's state, the first that holds of: a container that
+// will not start; a disruption; the pod failed; a container OOM-killed
+// before; unschedulable; Succeeded, Ready or Running.
+func podState(status map[string]any) state {
+	phase := str(status, "phase")
+	var cs []map[string]any
+	for _, f := range []string{"initContainerStatuses", "containerStatuses"} {
+		for _, x := range slice(status, f) {
+			if c, ok := x.(map[string]any); ok {
+				cs = append(cs, c)
 			}
 		}
-		for _, c := range cs {
-			st, _ := c["state"].(map[string]any)
-			if w, ok := st["waiting"].(map[string]any); ok && slices.Contains(badWaiting, str(w, "reason")) {
-				s := state{reason: str(w, "reason"), message: str(w, "message")}
-				if last, ok := mapOf(c, "lastState", "terminated"); ok {
-					s.exitCode = num(last, "exitCode")
-					if msg := str(last, "message"); msg != "" {
-						s.message = msg
-					}
-				}
-				return s
-			}
+	}
+	if s, ok := waitingState(cs); ok {
+		return s
+	}
+	if s, ok := disruptedState(status); ok {
+		return s
+	}
+	if phase == "Failed" {
+		return failedState(status, cs)
+	}
+	for _, c := range cs {
+		if t, ok := mapOf(c, "lastState", "terminated"); ok && str(t, "reason") == "OOMKilled" {
+			return state{reason: "OOMKilled", exitCode: num(t, "exitCode"), message: str(t, "message")}
 		}
-		// A pod its node was taken from (a drain, a NoExecute taint, a
-		// preemption): the control plane marks it with a DisruptionTarget
-		// condition before it deletes it.
+	}
+	for _, cond := range slice(status, "conditions") {
+		c, _ := cond.(map[string]any)
+		if str(c, "type") == "PodScheduled" && str(c, "status") == "False" && str(c, "reason") == "Unschedulable" {
+			return state{reason: "FailedScheduling", message: str(c, "message")}
+		}
+	}
+	switch phase {
+	case "Succeeded":
+		return state{reason: "Succeeded"}
+	case "Running":
 		for _, cond := range slice(status, "conditions") {
 			c, _ := cond.(map[string]any)
-			if str(c, "type") == "DisruptionTarget" && str(c, "status") == "True" {
-				s := state{reason: "Evicted", message: strings.TrimSpace(str(c, "reason") + " " + str(c, "message"))}
-				if strings.HasPrefix(str(c, "reason"), "Preemption") {
-					s.reason = "Preempted"
-				}
-				s.at, _ = time.Parse(time.RFC3339, str(c, "lastTransitionTime"))
-				return s
-			}
-		}
-		if phase == "Failed" {
-			s := state{reason: "Failed", message: str(status, "message")}
-			if r := str(status, "reason"); r != "" {
-				s.reason = r // Evicted, DeadlineExceeded, ...
-			}
-			for _, c := range cs {
-				if t, ok := mapOf(c, "state", "terminated"); ok && (num(t, "exitCode") != 0 || str(t, "reason") == "OOMKilled") {
-					s.exitCode = num(t, "exitCode")
-					if r := str(t, "reason"); r != "" && s.reason == "Failed" {
-						s.reason = r
-					}
-					if msg := str(t, "message"); msg != "" {
-						s.message = msg
-					}
-					s.at, _ = time.Parse(time.RFC3339, str(t, "finishedAt"))
-					break
-				}
-			}
-			return s
-		}
-		for _, c := range cs {
-			if t, ok := mapOf(c, "lastState", "terminated"); ok && str(t, "reason") == "OOMKilled" {
-				return state{reason: "OOMKilled", exitCode: num(t, "exitCode"), message: str(t, "message")}
-			}
-		}
-		for _, cond := range slice(status, "conditions") {
-			c, _ := cond.(map[string]any)
-			if str(c, "type") == "PodScheduled" && str(c, "status") == "False" && str(c, "reason") == "Unschedulable" {
-				return state{reason: "FailedScheduling", message: str(c, "message")}
-			}
-		}
-		switch phase {
-		case "Succeeded":
-			return state{reason: "Succeeded"}
-		case "Running":
-			for _, cond := range slice(status, "conditions") {
-				c, _ := cond.(map[string]any)
-				if str(c, "type") == "Ready" && str(c, "status") == "True" {
-					return state{reason: "Ready"}
-				}
-			}
-			return state{reason: "Running"}
-		}
-	case "Node":
-		for _, cond := range slice(status, "conditions") {
-			c, _ := cond.(map[string]any)
-			if str(c, "type") != "Ready" {
-				continue
-			}
-			if str(c, "status") == "True" {
+			if str(c, "type") == "Ready" && str(c, "status") == "True" {
 				return state{reason: "Ready"}
 			}
-			s := state{reason: "NodeNotReady", message: str(c, "message")}
+		}
+		return state{reason: "Running"}
+	}
+	return state{}
+}
+
+// waitingState is the state of the first container of cs waiting for a
+// reason that will not pass (badWaiting), with its last exit.
+func waitingState(cs []map[string]any) (state, bool) {
+	for _, c := range cs {
+		st, _ := c["state"].(map[string]any)
+		if w, ok := st["waiting"].(map[string]any); ok && slices.Contains(badWaiting, str(w, "reason")) {
+			s := state{reason: str(w, "reason"), message: str(w, "message")}
+			if last, ok := mapOf(c, "lastState", "terminated"); ok {
+				s.exitCode = num(last, "exitCode")
+				if msg := str(last, "message"); msg != "" {
+					s.message = msg
+				}
+			}
+			return s, true
+		}
+	}
+	return state{}, false
+}
+
+// disruptedState is the state of a pod its node was taken from (a drain,
+// a NoExecute taint, a preemption): the control plane marks it with a
+// DisruptionTarget condition before it deletes it.
+func disruptedState(status map[string]any) (state, bool) {
+	for _, cond := range slice(status, "conditions") {
+		c, _ := cond.(map[string]any)
+		if str(c, "type") == "DisruptionTarget" && str(c, "status") == "True" {
+			s := state{reason: "Evicted", message: strings.TrimSpace(str(c, "reason") + " " + str(c, "message"))}
+			if strings.HasPrefix(str(c, "reason"), "Preemption") {
+				s.reason = "Preempted"
+			}
+			s.at, _ = time.Parse(time.RFC3339, str(c, "lastTransitionTime"))
+			return s, true
+		}
+	}
+	return state{}, false
+}
+
+// failedState is the state of a Failed pod: its reason, or that of its
+// first container that failed.
+func failedState(status map[string]any, cs []map[string]any) state {
+	s := state{reason: "Failed", message: str(status, "message")}
+	if r := str(status, "reason"); r != "" {
+		s.reason = r // Evicted, DeadlineExceeded, ...
+	}
+	for _, c := range cs {
+		if t, ok := mapOf(c, "state", "terminated"); ok && (num(t, "exitCode") != 0 || str(t, "reason") == "OOMKilled") {
+			s.exitCode = num(t, "exitCode")
+			if r := str(t, "reason"); r != "" && s.reason == "Failed" {
+				s.reason = r
+			}
+			if msg := str(t, "message"); msg != "" {
+				s.message = msg
+			}
+			s.at, _ = time.Parse(time.RFC3339, str(t, "finishedAt"))
+			break
+		}
+	}
+	return s
+}
+
+// nodeState is a node's state: Ready, or NodeNotReady since its Ready
+// condition last changed.
+func nodeState(status map[string]any) state {
+	for _, cond := range slice(status, "conditions") {
+		c, _ := cond.(map[string]any)
+		if str(c, "type") != "Ready" {
+			continue
+		}
+		if str(c, "status") == "True" {
+			return state{reason: "Ready"}
+		}
+		s := state{reason: "NodeNotReady", message: str(c, "message")}
+		s.at, _ = time.Parse(time.RFC3339, str(c, "lastTransitionTime"))
+		return s
+	}
+	return state{}
+}
+
+// jobState is a job's state: Failed (or its condition's reason) or
+// Complete.
+func jobState(status map[string]any) state {
+	for _, cond := range slice(status, "conditions") {
+		c, _ := cond.(map[string]any)
+		if str(c, "status") != "True" {
+			continue
+		}
+		switch str(c, "type") {
+		case "Failed":
+			s := state{reason: "Failed", message: str(c, "message")}
+			if r := str(c, "reason"); r != "" {
+				s.reason = r
+			}
 			s.at, _ = time.Parse(time.RFC3339, str(c, "lastTransitionTime"))
 			return s
-		}
-	case "Job":
-		for _, cond := range slice(status, "conditions") {
-			c, _ := cond.(map[string]any)
-			if str(c, "status") != "True" {
-				continue
-			}
-			switch str(c, "type") {
-			case "Failed":
-				s := state{reason: "Failed", message: str(c, "message")}
-				if r := str(c, "reason"); r != "" {
-					s.reason = r
-				}
-				s.at, _ = time.Parse(time.RFC3339, str(c, "lastTransitionTime"))
-				return s
-			case "Complete":
-				return state{reason: "Complete"}
-			}
+		case "Complete":
+			return state{reason: "Complete"}
 		}
 	}
 	return state{}
