@@ -530,6 +530,11 @@ func lookup(v any, p []pathSeg) (any, bool) {
 	return v, true
 }
 
+// FuzzDiffJSON: on any two objects DiffJSON accepts, with and without
+// noise, an object equals itself, the diff the other way is this one
+// swapped, the float64 decoding neither panics nor differs from itself,
+// and every change is sorted, real, valid JSON, at a path that parses
+// back and holds From on one side and To on the other.
 func FuzzDiffJSON(f *testing.F) {
 	pairs := [][2]string{
 		{configMapV1, configMapV2},
@@ -552,79 +557,106 @@ func FuzzDiffJSON(f *testing.F) {
 			if err != nil {
 				return
 			}
-			for _, side := range [][]byte{a, b} {
-				if self, err := DiffJSON(side, side, opt); err != nil || len(self) != 0 {
-					t.Fatalf("DiffJSON(x, x) = %v, %v; want no changes", self, err)
-				}
-			}
-			ba, err := DiffJSON(b, a, opt)
-			if err != nil {
-				t.Fatalf("DiffJSON(b, a): %v after DiffJSON(a, b) succeeded", err)
-			}
-			swapped := make([]Change, len(ab))
-			for i, c := range ab {
-				swapped[i] = Change{Path: c.Path, From: c.To, To: c.From}
-			}
-			if diff := cmp.Diff(swapped, ba, cmpEmptyIsNil); diff != "" {
-				t.Fatalf("DiffJSON(b, a) is not DiffJSON(a, b) swapped (-swapped +got)\n%s", diff)
-			}
-
-			// The same inputs decoded the default way (float64) must not
-			// panic either, and equal themselves.
-			var fx, fy map[string]any
-			if json.Unmarshal(a, &fx) == nil && json.Unmarshal(b, &fy) == nil {
-				Diff(fx, fy, opt)
-				if self := Diff(fx, fx, opt); len(self) != 0 {
-					t.Fatalf("Diff(x, x) with float64 numbers = %v; want no changes", self)
-				}
-			}
-
-			x, _ := decodeObject(a)
-			y, _ := decodeObject(b)
-			nx, ny := normalizeObject(x), normalizeObject(y)
-			if !opt.KeepNoise {
-				stripNoise(nx, ny)
-			}
-			for i, c := range ab {
-				if i > 0 && ab[i-1].Path >= c.Path {
-					t.Fatalf("changes not sorted by unique path: %q then %q", ab[i-1].Path, c.Path)
-				}
-				if c.From == c.To {
-					t.Fatalf("change %+v: From == To", c)
-				}
-				if c.Path == "" && ((x == nil) == (y == nil) || len(ab) != 1) {
-					t.Fatalf("change %+v: empty path, but the root does not change between absent and present (all: %v)", c, ab)
-				}
-				for _, s := range []string{c.From, c.To} {
-					if s != "" && !json.Valid([]byte(s)) {
-						t.Fatalf("change %+v: %q is not JSON", c, s)
-					}
-				}
-				p, err := parsePath(c.Path)
-				if err != nil {
-					t.Fatalf("change %+v: path does not parse: %v", c, err)
-				}
-				if got := formatPath(p); got != c.Path {
-					t.Fatalf("path %q reformats as %q", c.Path, got)
-				}
-				if c.Path == "" {
-					continue
-				}
-				for _, side := range []struct {
-					obj  map[string]any
-					want string
-				}{{nx, c.From}, {ny, c.To}} {
-					got := ""
-					if v, ok := lookup(side.obj, p); ok {
-						got = renderJSON(v)
-					}
-					if got != side.want {
-						t.Fatalf("change %+v: value at path is %q", c, got)
-					}
-				}
-			}
+			checkDiffSymmetric(t, a, b, opt, ab)
+			checkDiffFloat64(t, a, b, opt)
+			checkChanges(t, a, b, opt, ab)
 		}
 	})
+}
+
+// checkDiffSymmetric: each side diffs to nothing against itself, and
+// DiffJSON(b, a) is ab, DiffJSON(a, b), with From and To swapped.
+func checkDiffSymmetric(t *testing.T, a, b []byte, opt Options, ab []Change) {
+	t.Helper()
+	for _, side := range [][]byte{a, b} {
+		if self, err := DiffJSON(side, side, opt); err != nil || len(self) != 0 {
+			t.Fatalf("DiffJSON(x, x) = %v, %v; want no changes", self, err)
+		}
+	}
+	ba, err := DiffJSON(b, a, opt)
+	if err != nil {
+		t.Fatalf("DiffJSON(b, a): %v after DiffJSON(a, b) succeeded", err)
+	}
+	swapped := make([]Change, len(ab))
+	for i, c := range ab {
+		swapped[i] = Change{Path: c.Path, From: c.To, To: c.From}
+	}
+	if diff := cmp.Diff(swapped, ba, cmpEmptyIsNil); diff != "" {
+		t.Fatalf("DiffJSON(b, a) is not DiffJSON(a, b) swapped (-swapped +got)\n%s", diff)
+	}
+}
+
+// checkDiffFloat64: the same inputs decoded the default way (float64)
+// must not panic either, and equal themselves.
+func checkDiffFloat64(t *testing.T, a, b []byte, opt Options) {
+	t.Helper()
+	var fx, fy map[string]any
+	if json.Unmarshal(a, &fx) == nil && json.Unmarshal(b, &fy) == nil {
+		Diff(fx, fy, opt)
+		if self := Diff(fx, fx, opt); len(self) != 0 {
+			t.Fatalf("Diff(x, x) with float64 numbers = %v; want no changes", self)
+		}
+	}
+}
+
+// checkChanges: the changes of ab are sorted by unique path, each changes
+// something, has an empty path only when the root appears or goes, holds
+// valid JSON, has a path that parses and reformats to itself, and that
+// path holds From in a and To in b (normalized, noise stripped unless
+// opt keeps it).
+func checkChanges(t *testing.T, a, b []byte, opt Options, ab []Change) {
+	t.Helper()
+	x, _ := decodeObject(a)
+	y, _ := decodeObject(b)
+	nx, ny := normalizeObject(x), normalizeObject(y)
+	if !opt.KeepNoise {
+		stripNoise(nx, ny)
+	}
+	for i, c := range ab {
+		if i > 0 && ab[i-1].Path >= c.Path {
+			t.Fatalf("changes not sorted by unique path: %q then %q", ab[i-1].Path, c.Path)
+		}
+		if c.From == c.To {
+			t.Fatalf("change %+v: From == To", c)
+		}
+		if c.Path == "" && ((x == nil) == (y == nil) || len(ab) != 1) {
+			t.Fatalf("change %+v: empty path, but the root does not change between absent and present (all: %v)", c, ab)
+		}
+		for _, s := range []string{c.From, c.To} {
+			if s != "" && !json.Valid([]byte(s)) {
+				t.Fatalf("change %+v: %q is not JSON", c, s)
+			}
+		}
+		p, err := parsePath(c.Path)
+		if err != nil {
+			t.Fatalf("change %+v: path does not parse: %v", c, err)
+		}
+		if got := formatPath(p); got != c.Path {
+			t.Fatalf("path %q reformats as %q", c.Path, got)
+		}
+		if c.Path == "" {
+			continue
+		}
+		checkChangeValues(t, c, p, nx, ny)
+	}
+}
+
+// checkChangeValues: the value at path p is c.From in nx and c.To in ny,
+// "" where the path is absent.
+func checkChangeValues(t *testing.T, c Change, p []pathSeg, nx, ny map[string]any) {
+	t.Helper()
+	for _, side := range []struct {
+		obj  map[string]any
+		want string
+	}{{nx, c.From}, {ny, c.To}} {
+		got := ""
+		if v, ok := lookup(side.obj, p); ok {
+			got = renderJSON(v)
+		}
+		if got != side.want {
+			t.Fatalf("change %+v: value at path is %q", c, got)
+		}
+	}
 }
 
 var cmpEmptyIsNil = cmp.FilterValues(func(x, y []Change) bool { return len(x) == 0 && len(y) == 0 }, cmp.Comparer(func(_, _ []Change) bool { return true }))

@@ -75,11 +75,60 @@ func TestIdentityDiffOnARealControlPlane(t *testing.T) {
 	if dir == "" {
 		testenv.Missing(t, "no control plane (FAULTLINE_CLUSTER_DIR unset): run hack/cluster/up")
 	}
-	ctx := context.Background()
 	ns := fmt.Sprintf("fl-id-%d", time.Now().UnixNano()%1e6)
-	node := ns + "-gpu"
-	db := filepath.Join(t.TempDir(), "t.db")
-	kubectlApply(t, dir, fmt.Sprintf(`apiVersion: v1
+	c := &identityCluster{
+		t:    t,
+		ctx:  context.Background(),
+		dir:  dir,
+		ns:   ns,
+		node: ns + "-gpu",
+		db:   filepath.Join(t.TempDir(), "t.db"),
+	}
+	c.applyNodeAndNamespace()
+	c.applyWorkload()
+	digestA := "sha256:" + strings.Repeat("a", 64)
+	digestB := "sha256:" + strings.Repeat("b", 64)
+	c.setDigest(digestA)
+	pod := "pod/" + ns + "/" + strings.TrimPrefix(strings.Fields(kubectl(t, dir, "get", "pods", "-n", ns, "-o", "name"))[0], "pod/")
+
+	t1 := c.snapshot()
+	kubectl(t, dir, "patch", "configmap", "trainer-env", "-n", ns, "--type=merge", "-p", `{"data":{"LR":"0.01"}}`)
+	t2 := c.snapshot()
+	if got, want := c.diff(pod, "--at", t1, "--vs", t2), []string{"configmap/trainer-env", "configmap/trainer-env/LR"}; !cmp.Equal(want, got) {
+		t.Errorf("configmap change: diff names %v, want %v", got, want)
+	}
+
+	kubectl(t, dir, "label", "node", c.node, "nvidia.com/cuda.driver.major=560", "--overwrite")
+	t3 := c.snapshot()
+	if got, want := c.diff(pod, "--at", t2, "--vs", t3), []string{"node.label/nvidia.com/cuda.driver.major"}; !cmp.Equal(want, got) {
+		t.Errorf("driver relabel: diff names %v, want %v", got, want)
+	}
+
+	// The tag moves: pods recreated by the same ReplicaSet pull another digest.
+	kubectl(t, dir, "delete", "pods", "-n", ns, "-l", "app=api", "--wait=true")
+	c.setDigest(digestB)
+	t4 := c.snapshot()
+	if got, want := c.diff("deployment/"+ns+"/api", "--at", t3, "--vs", t4), []string{"image.digest/server"}; !cmp.Equal(want, got) {
+		t.Errorf("digest drift: diff names %v, want %v", got, want)
+	}
+}
+
+// identityCluster is one run of TestIdentityDiffOnARealControlPlane: its
+// namespace and GPU node on the control plane in dir, and the database its
+// snapshots go to.
+type identityCluster struct {
+	t        *testing.T
+	ctx      context.Context
+	dir      string
+	ns, node string
+	db       string
+}
+
+// applyNodeAndNamespace creates the fake GPU node and the namespace, and
+// waits for the namespace's default service account.
+func (c *identityCluster) applyNodeAndNamespace() {
+	c.t.Helper()
+	kubectlApply(c.t, c.dir, fmt.Sprintf(`apiVersion: v1
 kind: Node
 metadata:
   name: %s
@@ -89,11 +138,17 @@ metadata:
 apiVersion: v1
 kind: Namespace
 metadata: {name: %s}
-`, node, ns, ns))
-	waitFor(t, "service account", func() bool {
-		return strings.Contains(kubectlOK(dir, "get", "sa", "default", "-n", ns), "default")
+`, c.node, c.ns, c.ns))
+	waitFor(c.t, "service account", func() bool {
+		return strings.Contains(kubectlOK(c.dir, "get", "sa", "default", "-n", c.ns), "default")
 	})
-	kubectlApply(t, dir, fmt.Sprintf(`apiVersion: v1
+}
+
+// applyWorkload creates the ConfigMap and the two-replica Deployment that
+// reads it, pinned to the test's node.
+func (c *identityCluster) applyWorkload() {
+	c.t.Helper()
+	kubectlApply(c.t, c.dir, fmt.Sprintf(`apiVersion: v1
 kind: ConfigMap
 metadata: {name: trainer-env, namespace: %[1]s}
 data: {LR: "0.001", BATCH: "512"}
@@ -113,78 +168,60 @@ spec:
       - name: server
         image: registry.example/api:1.0
         envFrom: [{configMapRef: {name: trainer-env}}]
-`, ns))
-	// kwok runs pods without pulling images: give each running pod the
-	// digest its image resolved to, as a kubelet would report it.
-	setDigest := func(digest string) {
-		waitFor(t, "pods running", func() bool {
-			out := kubectlOK(dir, "get", "pods", "-n", ns, "--field-selector", "status.phase=Running", "-o", "name")
-			return strings.Count(out, "pod/") == 2
-		})
-		for _, p := range strings.Fields(kubectl(t, dir, "get", "pods", "-n", ns, "--field-selector", "status.phase=Running", "-o", "name")) {
-			status := fmt.Sprintf(`{"status":{"containerStatuses":[{"name":"server","image":"registry.example/api:1.0","imageID":"registry.example/api@%s","ready":true,"restartCount":0,"started":true,"state":{"running":{"startedAt":"2026-05-01T10:00:00Z"}}}]}}`, digest)
-			kubectl(t, dir, "patch", p, "-n", ns, "--subresource=status", "--type=merge", "-p", status)
-		}
-	}
-	digestA := "sha256:" + strings.Repeat("a", 64)
-	digestB := "sha256:" + strings.Repeat("b", 64)
-	setDigest(digestA)
+`, c.ns))
+}
 
-	// snapshot ingests the namespace and returns an instant after it. The
-	// times objects record (managedFields) have second precision: the
-	// instant is taken a full second after the last change and a full
-	// second before the next, so no change can fall into its second.
-	snapshot := func() string {
-		time.Sleep(1100 * time.Millisecond)
-		out, err := faultline(ctx, "--db", db, "ingest", "cluster", "-n", ns, "--kubeconfig", filepath.Join(dir, "admin.kubeconfig")).CombinedOutput()
-		if err != nil {
-			t.Fatalf("ingest cluster: %v\n%s", err, out)
-		}
-		at := time.Now().UTC().Format(time.RFC3339)
-		time.Sleep(1100 * time.Millisecond)
-		return at
+// setDigest waits for both pods to run and gives each the digest its image
+// resolved to, as a kubelet would report it: kwok runs pods without pulling
+// images.
+func (c *identityCluster) setDigest(digest string) {
+	c.t.Helper()
+	waitFor(c.t, "pods running", func() bool {
+		out := kubectlOK(c.dir, "get", "pods", "-n", c.ns, "--field-selector", "status.phase=Running", "-o", "name")
+		return strings.Count(out, "pod/") == 2
+	})
+	for _, p := range strings.Fields(kubectl(c.t, c.dir, "get", "pods", "-n", c.ns, "--field-selector", "status.phase=Running", "-o", "name")) {
+		status := fmt.Sprintf(`{"status":{"containerStatuses":[{"name":"server","image":"registry.example/api:1.0","imageID":"registry.example/api@%s","ready":true,"restartCount":0,"started":true,"state":{"running":{"startedAt":"2026-05-01T10:00:00Z"}}}]}}`, digest)
+		kubectl(c.t, c.dir, "patch", p, "-n", c.ns, "--subresource=status", "--type=merge", "-p", status)
 	}
-	diff := func(args ...string) []string {
-		t.Helper()
-		out, err := faultline(ctx, append([]string{"--db", db, "identity", "diff", "-o", "json"}, args...)...).Output()
-		if err != nil {
-			t.Fatalf("identity diff %v: %v\n%s", args, err, out)
-		}
-		var res struct {
-			Changes []struct{ Dimension, From, To string }
-		}
-		if err := json.Unmarshal(out, &res); err != nil {
-			t.Fatalf("%v: %s", err, out)
-		}
-		var dims []string
-		for _, c := range res.Changes {
-			if c.From == c.To {
-				t.Errorf("change without a difference: %+v", c)
-			}
-			dims = append(dims, c.Dimension)
-		}
-		return dims
-	}
-	pod := "pod/" + ns + "/" + strings.TrimPrefix(strings.Fields(kubectl(t, dir, "get", "pods", "-n", ns, "-o", "name"))[0], "pod/")
+}
 
-	t1 := snapshot()
-	kubectl(t, dir, "patch", "configmap", "trainer-env", "-n", ns, "--type=merge", "-p", `{"data":{"LR":"0.01"}}`)
-	t2 := snapshot()
-	if got, want := diff(pod, "--at", t1, "--vs", t2), []string{"configmap/trainer-env", "configmap/trainer-env/LR"}; !cmp.Equal(want, got) {
-		t.Errorf("configmap change: diff names %v, want %v", got, want)
+// snapshot ingests the namespace and returns an instant after it. The
+// times objects record (managedFields) have second precision: the
+// instant is taken a full second after the last change and a full
+// second before the next, so no change can fall into its second.
+func (c *identityCluster) snapshot() string {
+	c.t.Helper()
+	time.Sleep(1100 * time.Millisecond)
+	out, err := faultline(c.ctx, "--db", c.db, "ingest", "cluster", "-n", c.ns, "--kubeconfig", filepath.Join(c.dir, "admin.kubeconfig")).CombinedOutput()
+	if err != nil {
+		c.t.Fatalf("ingest cluster: %v\n%s", err, out)
 	}
+	at := time.Now().UTC().Format(time.RFC3339)
+	time.Sleep(1100 * time.Millisecond)
+	return at
+}
 
-	kubectl(t, dir, "label", "node", node, "nvidia.com/cuda.driver.major=560", "--overwrite")
-	t3 := snapshot()
-	if got, want := diff(pod, "--at", t2, "--vs", t3), []string{"node.label/nvidia.com/cuda.driver.major"}; !cmp.Equal(want, got) {
-		t.Errorf("driver relabel: diff names %v, want %v", got, want)
+// diff runs identity diff -o json with args and returns the dimensions it
+// names, in its order; a change whose from and to are equal is an error.
+func (c *identityCluster) diff(args ...string) []string {
+	c.t.Helper()
+	out, err := faultline(c.ctx, append([]string{"--db", c.db, "identity", "diff", "-o", "json"}, args...)...).Output()
+	if err != nil {
+		c.t.Fatalf("identity diff %v: %v\n%s", args, err, out)
 	}
-
-	// The tag moves: pods recreated by the same ReplicaSet pull another digest.
-	kubectl(t, dir, "delete", "pods", "-n", ns, "-l", "app=api", "--wait=true")
-	setDigest(digestB)
-	t4 := snapshot()
-	if got, want := diff("deployment/"+ns+"/api", "--at", t3, "--vs", t4), []string{"image.digest/server"}; !cmp.Equal(want, got) {
-		t.Errorf("digest drift: diff names %v, want %v", got, want)
+	var res struct {
+		Changes []struct{ Dimension, From, To string }
 	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		c.t.Fatalf("%v: %s", err, out)
+	}
+	var dims []string
+	for _, ch := range res.Changes {
+		if ch.From == ch.To {
+			c.t.Errorf("change without a difference: %+v", ch)
+		}
+		dims = append(dims, ch.Dimension)
+	}
+	return dims
 }

@@ -33,104 +33,175 @@ func TestTUIInTmux(t *testing.T) {
 	}
 	dir := t.TempDir()
 	db := filepath.Join(dir, "incident.db")
-	session := fmt.Sprintf("faultline-e2e-%d", os.Getpid())
-	sock := filepath.Join(dir, "tmux.sock")
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command(tmux, append([]string{"-S", sock}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
+	term := startReplayInTmux(t, tmux, dir, db)
+	term.waitFor("investigation ready", 3*time.Minute)
+
+	checkFitsWithReverseVideo(t, term)
+	checkHelpShowsQuit(t, term)
+	checkBurstsScroll(t, term)
+	checkRecordOpensWithEvidence(t, term)
+	next := markBadShowsNext(t, term)
+	checkTopChangeIsInjected(t, term)
+
+	term.keys("q")
+	term.waitFor("EXITED 0", 10*time.Second)
+
+	checkBisectAgreesWithTUI(t, db, next)
+}
+
+// tmuxTerm is one tmux session of 80x24 on its own server socket.
+type tmuxTerm struct {
+	t       *testing.T
+	tmux    string
+	sock    string
+	session string
+}
+
+// startReplayInTmux starts faultline replay bad-config-rollout in dir on a
+// new tmux server of its own, killed when the test ends; the shell prints
+// EXITED and the exit code when faultline exits.
+func startReplayInTmux(t *testing.T, tmux, dir, db string) *tmuxTerm {
+	t.Helper()
+	term := &tmuxTerm{
+		t:       t,
+		tmux:    tmux,
+		sock:    filepath.Join(dir, "tmux.sock"),
+		session: fmt.Sprintf("faultline-e2e-%d", os.Getpid()),
 	}
 	script := fmt.Sprintf("cd %q && FAULTLINE_AS_MAIN=1 NO_COLOR=1 TERM=xterm-256color %q --db %q replay bad-config-rollout 2>/dev/null; echo EXITED $?; sleep 600",
 		dir, os.Args[0], db)
-	run("new-session", "-d", "-s", session, "-x", "80", "-y", "24", "sh", "-c", script)
-	t.Cleanup(func() { exec.Command(tmux, "-S", sock, "kill-server").Run() })
+	term.run("new-session", "-d", "-s", term.session, "-x", "80", "-y", "24", "sh", "-c", script)
+	t.Cleanup(func() { exec.Command(tmux, "-S", term.sock, "kill-server").Run() })
+	return term
+}
 
-	capture := func() string { return run("capture-pane", "-p", "-t", session) }
-	waitFor := func(what string, d time.Duration) string {
-		t.Helper()
-		deadline := time.Now().Add(d)
-		for {
-			screen := capture()
-			if strings.Contains(screen, what) {
-				return screen
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%q not on screen after %s:\n%s", what, d, screen)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+// run runs tmux against the session's server and fails the test if it fails.
+func (term *tmuxTerm) run(args ...string) string {
+	term.t.Helper()
+	out, err := exec.Command(term.tmux, append([]string{"-S", term.sock}, args...)...).CombinedOutput()
+	if err != nil {
+		term.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	keys := func(k ...string) { run(append([]string{"send-keys", "-t", session}, k...)...) }
-	waitFor("investigation ready", 3*time.Minute)
+	return string(out)
+}
 
-	// Nothing is wider than the terminal, and NO_COLOR keeps the active
-	// tab in reverse video.
-	screen := capture()
+// capture returns the screen as plain text.
+func (term *tmuxTerm) capture() string {
+	term.t.Helper()
+	return term.run("capture-pane", "-p", "-t", term.session)
+}
+
+// waitFor polls the screen until it shows what, and fails the test after d.
+func (term *tmuxTerm) waitFor(what string, d time.Duration) string {
+	term.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		screen := term.capture()
+		if strings.Contains(screen, what) {
+			return screen
+		}
+		if time.Now().After(deadline) {
+			term.t.Fatalf("%q not on screen after %s:\n%s", what, d, screen)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// keys sends keys to the session.
+func (term *tmuxTerm) keys(k ...string) {
+	term.t.Helper()
+	term.run(append([]string{"send-keys", "-t", term.session}, k...)...)
+}
+
+// checkFitsWithReverseVideo: nothing is wider than the terminal, and
+// NO_COLOR keeps the active tab in reverse video.
+func checkFitsWithReverseVideo(t *testing.T, term *tmuxTerm) {
+	t.Helper()
+	screen := term.capture()
 	for i, l := range strings.Split(strings.TrimRight(screen, "\n"), "\n") {
 		if n := len([]rune(l)); n > 80 {
 			t.Errorf("line %d is %d wide: %q", i, n, l)
 		}
 	}
-	if styled := run("capture-pane", "-p", "-e", "-t", session); !regexp.MustCompile(`\x1b\[([0-9]+;)*7(;[0-9]+)*m`).MatchString(styled) {
+	if styled := term.run("capture-pane", "-p", "-e", "-t", term.session); !regexp.MustCompile(`\x1b\[([0-9]+;)*7(;[0-9]+)*m`).MatchString(styled) {
 		t.Errorf("no reverse video on the screen under NO_COLOR:\n%q", styled)
 	}
+}
 
-	// Help: one column, quit in it.
-	keys("?")
-	screen = waitFor("KEYS", 10*time.Second)
+// checkHelpShowsQuit: help is one column, quit in it; esc closes it.
+func checkHelpShowsQuit(t *testing.T, term *tmuxTerm) {
+	t.Helper()
+	term.keys("?")
+	screen := term.waitFor("KEYS", 10*time.Second)
 	if !regexp.MustCompile(`(?m)^\s+q/ctrl\+c\s+quit`).MatchString(screen) {
 		t.Errorf("the help does not show how to quit:\n%s", screen)
 	}
-	keys("Escape")
+	term.keys("Escape")
 	// Wait for the help to close: an Escape and a key sent together read
 	// as one Alt+key.
-	waitFor("REASON / MESSAGE", 10*time.Second)
+	term.waitFor("REASON / MESSAGE", 10*time.Second)
+}
 
-	// The control plane's bursts scroll.
-	keys("4")
-	waitFor("BURSTS 1/", 10*time.Second)
-	keys("Down", "Down")
-	screen = waitFor("BURSTS 3/", 10*time.Second)
+// checkBurstsScroll: the control plane's bursts scroll.
+func checkBurstsScroll(t *testing.T, term *tmuxTerm) {
+	t.Helper()
+	term.keys("4")
+	term.waitFor("BURSTS 1/", 10*time.Second)
+	term.keys("Down", "Down")
+	screen := term.waitFor("BURSTS 3/", 10*time.Second)
 	if !strings.Contains(screen, "\n3. ") {
 		t.Errorf("the third burst is not in view after scrolling:\n%s", screen)
 	}
+}
 
-	// A record opens in full, with its evidence; esc closes it.
-	keys("1")
-	waitFor("REASON / MESSAGE", 10*time.Second)
-	keys("f", "Enter")
-	screen = waitFor("EVIDENCE", 10*time.Second)
+// checkRecordOpensWithEvidence: a record opens in full, with its evidence;
+// esc closes it.
+func checkRecordOpensWithEvidence(t *testing.T, term *tmuxTerm) {
+	t.Helper()
+	term.keys("1")
+	term.waitFor("REASON / MESSAGE", 10*time.Second)
+	term.keys("f", "Enter")
+	screen := term.waitFor("EVIDENCE", 10*time.Second)
 	for _, want := range []string{"RECORD ", "time ", "line "} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("the record's detail lacks %q:\n%s", want, screen)
 		}
 	}
-	keys("Escape")
-	waitFor("REASON / MESSAGE", 10*time.Second)
+	term.keys("Escape")
+	term.waitFor("REASON / MESSAGE", 10*time.Second)
+}
 
-	// A bad mark: the next instant to judge is suggested.
-	keys("b")
-	screen = waitFor("bisect - ..", 10*time.Second)
+// markBadShowsNext marks the instant under the cursor bad and returns the
+// next instant to judge (15:04:05.000) the timeline suggests, after
+// checking the bisect screen suggests the same.
+func markBadShowsNext(t *testing.T, term *tmuxTerm) string {
+	t.Helper()
+	term.keys("b")
+	screen := term.waitFor("bisect - ..", 10*time.Second)
 	next := regexp.MustCompile(`next (\d\d:\d\d:\d\d\.\d{3}) \(n\)`).FindStringSubmatch(screen)
 	if next == nil {
 		t.Fatalf("no next instant to judge after a mark:\n%s", screen)
 	}
-	waitFor("investigation ready", time.Minute)
-	keys("5")
-	waitFor("NEXT judge "+next[1], 10*time.Second)
+	term.waitFor("investigation ready", time.Minute)
+	term.keys("5")
+	term.waitFor("NEXT judge "+next[1], 10*time.Second)
+	return next[1]
+}
 
-	// The diff's top change, opened, is the injected ConfigMap change.
-	keys("2")
-	waitFor("DIMENSION", 10*time.Second)
-	keys("Enter")
-	waitFor("ConfigMap/ml/trainer-env  configmap/trainer-env/LR", 10*time.Second)
+// checkTopChangeIsInjected: the diff's top change, opened, is the injected
+// ConfigMap change.
+func checkTopChangeIsInjected(t *testing.T, term *tmuxTerm) {
+	t.Helper()
+	term.keys("2")
+	term.waitFor("DIMENSION", 10*time.Second)
+	term.keys("Enter")
+	term.waitFor("ConfigMap/ml/trainer-env  configmap/trainer-env/LR", 10*time.Second)
+}
 
-	keys("q")
-	waitFor("EXITED 0", 10*time.Second)
-
+// checkBisectAgreesWithTUI: after the TUI quits, faultline bisect log holds
+// its mark and faultline bisect status suggests next, as the TUI did.
+func checkBisectAgreesWithTUI(t *testing.T, db, next string) {
+	t.Helper()
 	faultline := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(os.Args[0], append([]string{"--db", db}, args...)...)
@@ -151,7 +222,7 @@ func TestTUIInTmux(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &status); err != nil || status.Next == nil {
 		t.Fatalf("bisect status -o json has no next instant (%v):\n%s", err, out)
 	}
-	if got := status.Next.UTC().Format("15:04:05.000"); got != next[1] {
-		t.Errorf("the TUI suggests %s, faultline bisect status %s", next[1], got)
+	if got := status.Next.UTC().Format("15:04:05.000"); got != next {
+		t.Errorf("the TUI suggests %s, faultline bisect status %s", next, got)
 	}
 }

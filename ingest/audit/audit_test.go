@@ -80,18 +80,15 @@ func project(rs []*timeline.Record) []got {
 	return out
 }
 
+// TestSharedSamples ingests the real audit logs in the shared samples (an
+// Elastic test log with GKE and AKS envelopes, Falco's traces) and checks
+// the records and the run of each.
 func TestSharedSamples(t *testing.T) {
 	dir := samplesDir(t)
 	lease := func(name, uid string) timeline.ObjectRef {
 		return timeline.ObjectRef{Group: "coordination.k8s.io", Version: "v1", Resource: "leases", Namespace: "kube-system", Name: name, UID: uid}
 	}
-	cm := timeline.ObjectRef{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespace: "default", Name: "my-config", UID: "b4952dc3-d670-11e5-8cd0-68f728db1985"}
-	tests := []struct {
-		file       string
-		want       []got
-		duplicates int64
-		versions   int64
-	}{
+	tests := []sharedSample{
 		{
 			file:       "elastic-test-audit.log",
 			duplicates: 1, // line 3 repeats line 2 byte for byte
@@ -135,41 +132,59 @@ func TestSharedSamples(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.file, func(t *testing.T) {
-			s := openStore(t)
-			runs, err := Ingest(context.Background(), s, []string{filepath.Join(dir, tt.file)}, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, project(records(t, s))); diff != "" {
-				t.Errorf("records (-want +got)\n%s", diff)
-			}
-			r := runs[0]
-			if r.Duplicates != tt.duplicates || r.BadLines != 0 || r.Versions != tt.versions || r.Status != timeline.RunDone {
-				t.Errorf("run: duplicates %d (want %d), bad %d, versions %d (want %d), status %s",
-					r.Duplicates, tt.duplicates, r.BadLines, r.Versions, tt.versions, r.Status)
-			}
-		})
+		t.Run(tt.file, func(t *testing.T) { checkSharedSample(t, dir, tt) })
 	}
+	t.Run("falco-create_configmap_sensitive_values.json", func(t *testing.T) { checkSensitiveConfigMapSample(t, dir) })
+}
 
-	t.Run("falco-create_configmap_sensitive_values.json", func(t *testing.T) {
-		s := openStore(t)
-		runs, err := Ingest(context.Background(), s, []string{filepath.Join(dir, "falco-create_configmap_sensitive_values.json")}, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs := records(t, s)
-		if len(rs) != 6 || runs[0].Versions != 6 {
-			t.Fatalf("got %d records and %d versions, want 6 and 6", len(rs), runs[0].Versions)
-		}
-		first := project(rs[:1])[0]
-		want := got{Time: "2018-10-26T09:51:20.713631Z", Verb: "create", User: "minikube-user", SourceIP: "192.168.99.1", Code: 201,
-			Latency: 3382 * time.Microsecond, Object: cm, AuditID: "9a2bb12c-b9f7-4d34-809c-671e8c7e1e06",
-			URI: "/api/v1/namespaces/default/configmaps", Level: "RequestResponse", Stage: "ResponseComplete", Line: 1}
-		if diff := cmp.Diff(want, first); diff != "" {
-			t.Errorf("first record (-want +got)\n%s", diff)
-		}
-	})
+// sharedSample is one file of the shared samples, the records it gives and
+// what its run counts.
+type sharedSample struct {
+	file       string
+	want       []got
+	duplicates int64
+	versions   int64
+}
+
+// checkSharedSample ingests tt.file from dir and checks its records and
+// its run: done, no bad line, the duplicates and versions tt expects.
+func checkSharedSample(t *testing.T, dir string, tt sharedSample) {
+	s := openStore(t)
+	runs, err := Ingest(context.Background(), s, []string{filepath.Join(dir, tt.file)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(tt.want, project(records(t, s))); diff != "" {
+		t.Errorf("records (-want +got)\n%s", diff)
+	}
+	r := runs[0]
+	if r.Duplicates != tt.duplicates || r.BadLines != 0 || r.Versions != tt.versions || r.Status != timeline.RunDone {
+		t.Errorf("run: duplicates %d (want %d), bad %d, versions %d (want %d), status %s",
+			r.Duplicates, tt.duplicates, r.BadLines, r.Versions, tt.versions, r.Status)
+	}
+}
+
+// checkSensitiveConfigMapSample ingests Falco's ConfigMaps with private
+// values from dir: six records, six versions, the first the create of
+// ConfigMap default/my-config.
+func checkSensitiveConfigMapSample(t *testing.T, dir string) {
+	cm := timeline.ObjectRef{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespace: "default", Name: "my-config", UID: "b4952dc3-d670-11e5-8cd0-68f728db1985"}
+	s := openStore(t)
+	runs, err := Ingest(context.Background(), s, []string{filepath.Join(dir, "falco-create_configmap_sensitive_values.json")}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := records(t, s)
+	if len(rs) != 6 || runs[0].Versions != 6 {
+		t.Fatalf("got %d records and %d versions, want 6 and 6", len(rs), runs[0].Versions)
+	}
+	first := project(rs[:1])[0]
+	want := got{Time: "2018-10-26T09:51:20.713631Z", Verb: "create", User: "minikube-user", SourceIP: "192.168.99.1", Code: 201,
+		Latency: 3382 * time.Microsecond, Object: cm, AuditID: "9a2bb12c-b9f7-4d34-809c-671e8c7e1e06",
+		URI: "/api/v1/namespaces/default/configmaps", Level: "RequestResponse", Stage: "ResponseComplete", Line: 1}
+	if diff := cmp.Diff(want, first); diff != "" {
+		t.Errorf("first record (-want +got)\n%s", diff)
+	}
 }
 
 func TestSamplesInEveryEnvelopeMapAlike(t *testing.T) {

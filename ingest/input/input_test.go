@@ -214,13 +214,7 @@ func TestDamagedStreamsKeepWhatDecoded(t *testing.T) {
 	if completeLines < 100 || completeLines >= n {
 		t.Fatalf("the truncated stream decodes %d lines: the test needs a cut inside it", completeLines)
 	}
-	tests := []struct {
-		name      string
-		data      []byte
-		wantLines int64 // complete lines returned before the damage
-		wantLost  bool  // an incomplete line was dropped
-		wantErr   string
-	}{
+	tests := []damagedCase{
 		{"bad CRC", badCRC, n, false, "gzip: gzip: invalid checksum"},
 		{"trailing garbage", append(bytes.Clone(full), "garbage after the stream"...), n, false, "gzip: gzip: invalid header"},
 		{"truncated", truncated, completeLines, true, "gzip: unexpected EOF"},
@@ -229,47 +223,77 @@ func TestDamagedStreamsKeepWhatDecoded(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "_")+".log.gz")
-			write(t, path, tt.data)
-			s, err := Open(context.Background(), path, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			var got int64
-			var dmg *DamagedError
-			for {
-				l, no, err := s.Line()
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if errors.As(err, &dmg) {
-					continue // then io.EOF
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				if want := "line " + itoa(no); string(l) != want {
-					t.Fatalf("line %d reads %q", no, l)
-				}
-				got = no
-			}
-			if dmg == nil {
-				t.Fatalf("read %d lines and no damage reported", got)
-			}
-			if tt.wantLines >= 0 && got != tt.wantLines {
-				t.Errorf("kept %d lines, want %d", got, tt.wantLines)
-			}
-			if dmg.Lines != got || dmg.Path != path || (dmg.Lost > 0) != tt.wantLost || dmg.Offset <= 0 && tt.wantLines > 0 {
-				t.Errorf("damage %+v after %d lines", dmg, got)
-			}
-			if !strings.Contains(dmg.Error(), tt.wantErr) {
-				t.Errorf("damage reads %q, want it to contain %q", dmg, tt.wantErr)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { checkDamagedStream(t, dir, tt) })
 	}
-	// The whole-document reader returns every decodable byte, then the damage.
+	checkDamagedDocument(t, dir, truncated, decodable)
+}
+
+// damagedCase is one way a compressed file is damaged, and what reading it
+// line by line must give.
+type damagedCase struct {
+	name      string
+	data      []byte
+	wantLines int64 // complete lines returned before the damage
+	wantLost  bool  // an incomplete line was dropped
+	wantErr   string
+}
+
+// checkDamagedStream writes tt.data to dir and reads it line by line: the
+// lines before the fault in order, then one *DamagedError that counts them
+// and names the path, the fault and where it surfaced.
+func checkDamagedStream(t *testing.T, dir string, tt damagedCase) {
+	path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "_")+".log.gz")
+	write(t, path, tt.data)
+	s, err := Open(context.Background(), path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, dmg := readUntilDamage(t, s)
+	if dmg == nil {
+		t.Fatalf("read %d lines and no damage reported", got)
+	}
+	if tt.wantLines >= 0 && got != tt.wantLines {
+		t.Errorf("kept %d lines, want %d", got, tt.wantLines)
+	}
+	if dmg.Lines != got || dmg.Path != path || (dmg.Lost > 0) != tt.wantLost || dmg.Offset <= 0 && tt.wantLines > 0 {
+		t.Errorf("damage %+v after %d lines", dmg, got)
+	}
+	if !strings.Contains(dmg.Error(), tt.wantErr) {
+		t.Errorf("damage reads %q, want it to contain %q", dmg, tt.wantErr)
+	}
+}
+
+// readUntilDamage reads s to io.EOF, checking each line is "line N" for
+// its number N, and returns the number of the last line and the damage
+// reported, if any.
+func readUntilDamage(t *testing.T, s *Source) (int64, *DamagedError) {
+	t.Helper()
+	var got int64
+	var dmg *DamagedError
+	for {
+		l, no, err := s.Line()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if errors.As(err, &dmg) {
+			continue // then io.EOF
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "line " + itoa(no); string(l) != want {
+			t.Fatalf("line %d reads %q", no, l)
+		}
+		got = no
+	}
+	return got, dmg
+}
+
+// checkDamagedDocument: the whole-document reader returns every decodable
+// byte of the truncated stream, then the damage.
+func checkDamagedDocument(t *testing.T, dir string, truncated, decodable []byte) {
+	t.Helper()
 	path := filepath.Join(dir, "doc.gz")
 	write(t, path, truncated)
 	s, err := Open(context.Background(), path, 0)

@@ -24,6 +24,15 @@ func TestBadAgreement(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays every fixture")
 	}
+	for _, name := range badAgreementFixtures(t) {
+		t.Run(filepath.Base(name), func(t *testing.T) { checkBadAgreement(t, name) })
+	}
+}
+
+// badAgreementFixtures returns every top-level fixture and the zoo
+// incidents where the bad is a node's state or a drain's evictions.
+func badAgreementFixtures(t *testing.T) []string {
+	t.Helper()
 	var names []string
 	tops, err := filepath.Glob("../../../fixtures/*/expected.json")
 	if err != nil {
@@ -38,72 +47,88 @@ func TestBadAgreement(t *testing.T) {
 	if len(names) < 5 {
 		t.Fatalf("found %d fixtures: %v", len(names), names)
 	}
-	for _, name := range names {
-		t.Run(filepath.Base(name), func(t *testing.T) {
-			fl, db := fixtureDB(t, name)
+	return names
+}
 
-			// timeline: the records and states it marks bad.
-			var recs []recordJSON
-			if err := json.Unmarshal([]byte(fl("timeline", "--where", "bad", "-o", "json")), &recs); err != nil {
-				t.Fatal(err)
-			}
-			states := 0
-			for _, r := range recs {
-				if !r.Bad {
-					t.Errorf("timeline --where bad yields a record not marked bad: %+v", r)
-				}
-				if r.Source == "status" {
-					states++
-				}
-			}
-			// The mark outside --where 'bad': on every record that looks
-			// bad and every object state.
-			var all []recordJSON
-			wide := `bad || code >= 400 || type == "Warning" || source == "status"`
-			if err := json.Unmarshal([]byte(fl("timeline", "--where", wide, "-o", "json")), &all); err != nil {
-				t.Fatal(err)
-			}
-			marked := 0
-			for _, r := range all {
-				if r.Bad {
-					marked++
-				}
-			}
+// checkBadAgreement replays the fixture name and checks that timeline's
+// mark, investigate, bisect status and the TUI's histogram count as many
+// bad observations as timeline --where bad yields.
+func checkBadAgreement(t *testing.T, name string) {
+	fl, db := fixtureDB(t, name)
+	recs, states := timelineWhereBad(t, fl)
+	marked := timelineMarkedBad(t, fl)
 
-			// investigate.
-			var rep struct {
-				BadObservations int `json:"badObservations"`
-			}
-			if err := json.Unmarshal([]byte(fl("investigate", "-o", "json")), &rep); err != nil {
-				t.Fatal(err)
-			}
-
-			// bisect status, over a session with no marks: the whole data.
-			fl("bisect", "start")
-			var st bisectStatusJSON
-			if err := json.Unmarshal([]byte(fl("bisect", "status", "-o", "json")), &st); err != nil {
-				t.Fatal(err)
-			}
-
-			// The TUI's histogram.
-			histBad := tuiBadTotal(t, db)
-
-			t.Logf("%d bad (%d of them object states)", len(recs), states)
-			for _, c := range []struct {
-				who string
-				n   int64
-			}{
-				{"timeline -o json (marked bad)", int64(marked)},
-				{"investigate badObservations", int64(rep.BadObservations)},
-				{"bisect status bad", int64(st.Bad)},
-				{"TUI histogram bad total", histBad},
-			} {
-				if c.n != int64(len(recs)) {
-					t.Errorf("%s = %d, timeline --where bad = %d", c.who, c.n, len(recs))
-				}
-			}
-		})
+	// investigate.
+	var rep struct {
+		BadObservations int `json:"badObservations"`
 	}
+	if err := json.Unmarshal([]byte(fl("investigate", "-o", "json")), &rep); err != nil {
+		t.Fatal(err)
+	}
+
+	// bisect status, over a session with no marks: the whole data.
+	fl("bisect", "start")
+	var st bisectStatusJSON
+	if err := json.Unmarshal([]byte(fl("bisect", "status", "-o", "json")), &st); err != nil {
+		t.Fatal(err)
+	}
+
+	// The TUI's histogram.
+	histBad := tuiBadTotal(t, db)
+
+	t.Logf("%d bad (%d of them object states)", len(recs), states)
+	for _, c := range []struct {
+		who string
+		n   int64
+	}{
+		{"timeline -o json (marked bad)", int64(marked)},
+		{"investigate badObservations", int64(rep.BadObservations)},
+		{"bisect status bad", int64(st.Bad)},
+		{"TUI histogram bad total", histBad},
+	} {
+		if c.n != int64(len(recs)) {
+			t.Errorf("%s = %d, timeline --where bad = %d", c.who, c.n, len(recs))
+		}
+	}
+}
+
+// timelineWhereBad returns the records and states timeline --where bad
+// yields, each of which must be marked bad, and how many of them are
+// object states (source "status").
+func timelineWhereBad(t *testing.T, fl func(args ...string) string) ([]recordJSON, int) {
+	t.Helper()
+	var recs []recordJSON
+	if err := json.Unmarshal([]byte(fl("timeline", "--where", "bad", "-o", "json")), &recs); err != nil {
+		t.Fatal(err)
+	}
+	states := 0
+	for _, r := range recs {
+		if !r.Bad {
+			t.Errorf("timeline --where bad yields a record not marked bad: %+v", r)
+		}
+		if r.Source == "status" {
+			states++
+		}
+	}
+	return recs, states
+}
+
+// timelineMarkedBad counts the mark outside --where 'bad': on every record
+// that looks bad and every object state.
+func timelineMarkedBad(t *testing.T, fl func(args ...string) string) int {
+	t.Helper()
+	var all []recordJSON
+	wide := `bad || code >= 400 || type == "Warning" || source == "status"`
+	if err := json.Unmarshal([]byte(fl("timeline", "--where", wide, "-o", "json")), &all); err != nil {
+		t.Fatal(err)
+	}
+	marked := 0
+	for _, r := range all {
+		if r.Bad {
+			marked++
+		}
+	}
+	return marked
 }
 
 // tuiBadTotal opens the TUI's model on the timeline, lets it count its

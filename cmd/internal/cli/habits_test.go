@@ -173,122 +173,137 @@ func runIn(t *testing.T, cfg string, args ...string) (code int, stdout, stderr s
 // namespace, and --since counts from now unless --since-data.
 func TestHabits(t *testing.T) {
 	dir := t.TempDir()
-	db := filepath.Join(dir, "t.db")
-	if code, _, stderr := runIn(t, dir, "replay", "bad-config-rollout", "--db", db); code != 0 {
+	h := habitsDB{dir: dir, db: filepath.Join(dir, "t.db")}
+	if code, _, stderr := runIn(t, dir, "replay", "bad-config-rollout", "--db", h.db); code != 0 {
 		t.Fatalf("replay: exit %d: %s", code, stderr)
 	}
-	run := func(args ...string) (string, string) {
-		t.Helper()
-		code, stdout, stderr := runIn(t, dir, append([]string{"--db", db}, args...)...)
-		if code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, code, stderr)
-		}
-		return stdout, stderr
+	t.Run("yaml is json", h.yamlIsJSON)
+	t.Run("no headers", h.noHeaders)
+	t.Run("namespace", h.namespace)
+	t.Run("since", h.since)
+}
+
+// habitsDB is the incident TestHabits replays, with its config in dir.
+type habitsDB struct{ dir, db string }
+
+// run runs faultline --db args, fails the test unless it exits 0, and
+// returns its stdout and stderr.
+func (h habitsDB) run(t *testing.T, args ...string) (string, string) {
+	t.Helper()
+	code, stdout, stderr := runIn(t, h.dir, append([]string{"--db", h.db}, args...)...)
+	if code != 0 {
+		t.Fatalf("%v: exit %d: %s", args, code, stderr)
 	}
+	return stdout, stderr
+}
 
-	t.Run("yaml is json", func(t *testing.T) {
-		for _, args := range [][]string{
-			{"timeline", "--where", `reason == "OOMKilled" || code == 429`, "--limit", "20"},
-			{"sources"},
-			{"investigate"},
-			{"diff"},
-			{"history", "configmap/ml/trainer-env"},
-			{"identity", "job/ml/vision-train"},
-			{"controlplane"},
-			{"version"},
-		} {
-			j, _ := run(append(args, "-o", "json")...)
-			y, _ := run(append(args, "-o", "yaml")...)
-			var fromJSON, fromYAML any
-			if err := json.Unmarshal([]byte(j), &fromJSON); err != nil {
-				t.Fatalf("%v -o json: %v", args, err)
-			}
-			if err := yaml.Unmarshal([]byte(y), &fromYAML); err != nil {
-				t.Fatalf("%v -o yaml: %v\n%s", args, err, y)
-			}
-			if diff := cmp.Diff(fromJSON, fromYAML); diff != "" {
-				t.Errorf("%v: -o yaml differs from -o json (-json +yaml)\n%s", args, diff)
-			}
+// yamlIsJSON: -o yaml holds what -o json holds.
+func (h habitsDB) yamlIsJSON(t *testing.T) {
+	for _, args := range [][]string{
+		{"timeline", "--where", `reason == "OOMKilled" || code == 429`, "--limit", "20"},
+		{"sources"},
+		{"investigate"},
+		{"diff"},
+		{"history", "configmap/ml/trainer-env"},
+		{"identity", "job/ml/vision-train"},
+		{"controlplane"},
+		{"version"},
+	} {
+		j, _ := h.run(t, append(args, "-o", "json")...)
+		y, _ := h.run(t, append(args, "-o", "yaml")...)
+		var fromJSON, fromYAML any
+		if err := json.Unmarshal([]byte(j), &fromJSON); err != nil {
+			t.Fatalf("%v -o json: %v", args, err)
 		}
-	})
+		if err := yaml.Unmarshal([]byte(y), &fromYAML); err != nil {
+			t.Fatalf("%v -o yaml: %v\n%s", args, err, y)
+		}
+		if diff := cmp.Diff(fromJSON, fromYAML); diff != "" {
+			t.Errorf("%v: -o yaml differs from -o json (-json +yaml)\n%s", args, diff)
+		}
+	}
+}
 
-	t.Run("no headers", func(t *testing.T) {
-		for _, tc := range []struct {
-			args   []string
-			header string
-		}{
-			{[]string{"timeline", "--limit", "3"}, "TIME"},
-			{[]string{"timeline", "--limit", "3", "-o", "wide"}, "TIME"},
-			{[]string{"sources"}, "SOURCE"},
-			{[]string{"bisect"}, "SIDE"},
-			{[]string{"counterexample"}, "DIMENSION"},
-			{[]string{"controlplane"}, "VERB"},
-			{[]string{"identity", "job/ml/vision-train"}, "DIMENSION"},
-		} {
-			with, _ := run(tc.args...)
-			without, _ := run(append(tc.args, "--no-headers")...)
-			if !strings.Contains(with, tc.header) {
-				t.Errorf("%v: no header %q in\n%s", tc.args, tc.header, with)
-			}
-			for _, line := range strings.Split(without, "\n") {
-				if strings.HasPrefix(strings.TrimSpace(line), tc.header+" ") {
-					t.Errorf("%v --no-headers: header row %q", tc.args, line)
-				}
-			}
-			if len(without) == 0 || len(without) >= len(with) {
-				t.Errorf("%v --no-headers printed %d bytes, with headers %d", tc.args, len(without), len(with))
+// noHeaders: --no-headers drops the header row and nothing else.
+func (h habitsDB) noHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		header string
+	}{
+		{[]string{"timeline", "--limit", "3"}, "TIME"},
+		{[]string{"timeline", "--limit", "3", "-o", "wide"}, "TIME"},
+		{[]string{"sources"}, "SOURCE"},
+		{[]string{"bisect"}, "SIDE"},
+		{[]string{"counterexample"}, "DIMENSION"},
+		{[]string{"controlplane"}, "VERB"},
+		{[]string{"identity", "job/ml/vision-train"}, "DIMENSION"},
+	} {
+		with, _ := h.run(t, tc.args...)
+		without, _ := h.run(t, append(tc.args, "--no-headers")...)
+		if !strings.Contains(with, tc.header) {
+			t.Errorf("%v: no header %q in\n%s", tc.args, tc.header, with)
+		}
+		for _, line := range strings.Split(without, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), tc.header+" ") {
+				t.Errorf("%v --no-headers: header row %q", tc.args, line)
 			}
 		}
-	})
+		if len(without) == 0 || len(without) >= len(with) {
+			t.Errorf("%v --no-headers printed %d bytes, with headers %d", tc.args, len(without), len(with))
+		}
+	}
+}
 
-	t.Run("namespace", func(t *testing.T) {
-		all, _ := run("timeline", "-o", "json")
-		ml, _ := run("timeline", "-o", "json", "-n", "ml")
-		allNS, _ := run("timeline", "-o", "json", "-n", "ml", "-A")
-		var recs, mlRecs, allRecs []recordJSON
-		for _, x := range []struct {
-			s string
-			p *[]recordJSON
-		}{{all, &recs}, {ml, &mlRecs}, {allNS, &allRecs}} {
-			if err := json.Unmarshal([]byte(x.s), x.p); err != nil {
-				t.Fatal(err)
-			}
+// namespace: -n narrows to a namespace, -A widens again, and investigate
+// looks only at the namespace.
+func (h habitsDB) namespace(t *testing.T) {
+	all, _ := h.run(t, "timeline", "-o", "json")
+	ml, _ := h.run(t, "timeline", "-o", "json", "-n", "ml")
+	allNS, _ := h.run(t, "timeline", "-o", "json", "-n", "ml", "-A")
+	var recs, mlRecs, allRecs []recordJSON
+	for _, x := range []struct {
+		s string
+		p *[]recordJSON
+	}{{all, &recs}, {ml, &mlRecs}, {allNS, &allRecs}} {
+		if err := json.Unmarshal([]byte(x.s), x.p); err != nil {
+			t.Fatal(err)
 		}
-		if len(mlRecs) == 0 || len(mlRecs) >= len(recs) || len(allRecs) != len(recs) {
-			t.Errorf("records: all %d, -n ml %d, -n ml -A %d", len(recs), len(mlRecs), len(allRecs))
+	}
+	if len(mlRecs) == 0 || len(mlRecs) >= len(recs) || len(allRecs) != len(recs) {
+		t.Errorf("records: all %d, -n ml %d, -n ml -A %d", len(recs), len(mlRecs), len(allRecs))
+	}
+	for _, r := range mlRecs {
+		if r.Object.Namespace != "ml" {
+			t.Fatalf("-n ml kept record %d of namespace %q", r.ID, r.Object.Namespace)
 		}
-		for _, r := range mlRecs {
-			if r.Object.Namespace != "ml" {
-				t.Fatalf("-n ml kept record %d of namespace %q", r.ID, r.Object.Namespace)
-			}
-		}
-		// Narrowed to a namespace where nothing failed, nothing is bad.
-		out, _ := run("investigate", "-n", "kube-system", "-o", "json")
-		if !strings.Contains(out, `"boundary": null`) {
-			t.Errorf("investigate -n kube-system found a boundary:\n%.400s", out)
-		}
-		out, _ = run("investigate", "-n", "ml", "-o", "json")
-		if strings.Contains(out, `"boundary": null`) {
-			t.Errorf("investigate -n ml found no boundary")
-		}
-	})
+	}
+	// Narrowed to a namespace where nothing failed, nothing is bad.
+	out, _ := h.run(t, "investigate", "-n", "kube-system", "-o", "json")
+	if !strings.Contains(out, `"boundary": null`) {
+		t.Errorf("investigate -n kube-system found a boundary:\n%.400s", out)
+	}
+	out, _ = h.run(t, "investigate", "-n", "ml", "-o", "json")
+	if strings.Contains(out, `"boundary": null`) {
+		t.Errorf("investigate -n ml found no boundary")
+	}
+}
 
-	t.Run("since", func(t *testing.T) {
-		// The recording is of 2026-11-30: from now, the last day holds
-		// nothing, and a note says why.
-		out, stderr := run("timeline", "--since", "1h")
-		if out != "" || !strings.Contains(stderr, "use --since-data to count from the end of the data") {
-			t.Errorf("--since 1h: stdout %q, stderr %q", out, stderr)
-		}
-		out, stderr = run("timeline", "--since", "1m", "--since-data", "--no-headers")
-		if out == "" || strings.Contains(stderr, "note:") {
-			t.Errorf("--since 1m --since-data: %d bytes, stderr %q", len(out), stderr)
-		}
-		out, _ = run("timeline", "--since", "36500d", "--no-headers")
-		if out == "" {
-			t.Errorf("--since 36500d selected nothing")
-		}
-	})
+// since: --since counts from now unless --since-data.
+func (h habitsDB) since(t *testing.T) {
+	// The recording is of 2026-11-30: from now, the last day holds
+	// nothing, and a note says why.
+	out, stderr := h.run(t, "timeline", "--since", "1h")
+	if out != "" || !strings.Contains(stderr, "use --since-data to count from the end of the data") {
+		t.Errorf("--since 1h: stdout %q, stderr %q", out, stderr)
+	}
+	out, stderr = h.run(t, "timeline", "--since", "1m", "--since-data", "--no-headers")
+	if out == "" || strings.Contains(stderr, "note:") {
+		t.Errorf("--since 1m --since-data: %d bytes, stderr %q", len(out), stderr)
+	}
+	out, _ = h.run(t, "timeline", "--since", "36500d", "--no-headers")
+	if out == "" {
+		t.Errorf("--since 36500d selected nothing")
+	}
 }
 
 // FuzzParseDuration: a duration accepted is never negative (it counts back),

@@ -224,106 +224,153 @@ func TestSecretsNeverStored(t *testing.T) {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 0xfa017))
 			dir := t.TempDir()
-			db := filepath.Join(dir, "t.db")
-			cfg := t.TempDir()
-			var log bytes.Buffer
-			markers := map[string]string{} // marker (and its base64) -> shape
-			for _, sh := range secretShapes {
-				var b [12]byte
-				for i := range b {
-					b[i] = byte(rng.Uint32())
-				}
-				m := "MK" + hex.EncodeToString(b[:])
-				for _, p := range markersOf(m) {
-					markers[p] = sh.name
-				}
-				line, err := json.Marshal(sh.event(m))
-				if err != nil {
-					t.Fatal(err)
-				}
-				log.Write(append(line, '\n'))
+			s := &secretsRun{
+				t:       t,
+				db:      filepath.Join(dir, "t.db"),
+				cfg:     t.TempDir(),
+				markers: map[string]string{},
 			}
-			auditLog := filepath.Join(dir, "audit.log")
-			if err := os.WriteFile(auditLog, log.Bytes(), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			// check fails the test for every marker in what.
-			check := func(what string, b []byte) {
-				t.Helper()
-				for m, shape := range markers {
-					if bytes.Contains(b, []byte(m)) {
-						t.Errorf("%s: marker %s is in %s", shape, m, what)
-					}
-				}
-			}
-			checkFiles := func(step string) {
-				t.Helper()
-				files, _ := filepath.Glob(db + "*")
-				for _, f := range files {
-					b, err := os.ReadFile(f)
-					if err != nil {
-						t.Fatal(err)
-					}
-					check(step+": "+filepath.Base(f), b)
-				}
-			}
-			run := func(args ...string) string {
-				t.Helper()
-				var out, errOut bytes.Buffer
-				f := &Factory{IO: IOStreams{Out: &out, ErrOut: &errOut},
-					Getenv: func(k string) string {
-						if k == "XDG_CONFIG_HOME" {
-							return cfg
-						}
-						return ""
-					},
-					Now: func() time.Time { return time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC) }}
-				args = append(args, "--db", db)
-				if code := Run(context.Background(), args, f); code != 0 {
-					t.Fatalf("%v: exit %d: %s", args, code, errOut.String())
-				}
-				check(strings.Join(args[:len(args)-2], " ")+" stdout", out.Bytes())
-				check(strings.Join(args[:len(args)-2], " ")+" stderr", errOut.Bytes())
-				if strings.Contains(errOut.String(), "level=WARN") {
-					t.Errorf("%v: warned: %s", args, errOut.String())
-				}
-				return out.String()
-			}
-			// Falco's trace file plants MY-ID and MY-KEY in ConfigMaps with
-			// private credentials; it lives beside the repository.
-			falco := filepath.Join("..", "..", "..", "..", "shared", "data", "audit-samples", "falco-create_configmap_sensitive_values.json")
-			if _, err := os.Stat(falco); err == nil {
-				markers["MY-ID"], markers["MY-KEY"] = "falco sample", "falco sample"
-				run("ingest", "audit", auditLog, falco)
-			} else if os.Getenv("CI") != "" {
-				t.Fatalf("shared samples missing in CI: %v", err)
-			} else {
-				t.Logf("no Falco sample at %s: its shapes are planted only", falco)
-				run("ingest", "audit", auditLog)
-			}
-			checkFiles("after ingest")
-			// What is safe stays in clear: the grep above could see a value.
-			if b, err := os.ReadFile(db); err != nil || !bytes.Contains(b, []byte("color.good=purple")) && !bytes.Contains(b, []byte(`"LR":"0.001"`)) {
-				if wal, _ := os.ReadFile(db + "-wal"); !bytes.Contains(wal, []byte(`"LR":"0.001"`)) {
-					t.Errorf("no ConfigMap value in clear in the timeline: the grep for markers sees nothing")
-				}
-			}
-			if _, err := os.Stat(filepath.Join(cfg, "faultline", "key")); err != nil {
+			auditLog := s.writeAuditLog(rng, dir)
+			s.ingest(auditLog)
+			s.checkFiles("after ingest")
+			s.checkSafeStaysInClear()
+			if _, err := os.Stat(filepath.Join(s.cfg, "faultline", "key")); err != nil {
 				t.Errorf("no key made in XDG_CONFIG_HOME: %v", err)
 			}
-			tl := run("timeline", "-o", "json")
-			if n := strings.Count(tl, "\n"); n < len(secretShapes) {
-				t.Errorf("timeline shows %d lines, want at least %d: the shapes did not all ingest", n, len(secretShapes))
-			}
-			for _, sh := range secretShapes {
-				if sh.ref != "" {
-					if out := run("history", sh.ref, "-o", "json"); !strings.Contains(out, `"hash"`) {
-						t.Errorf("history %s shows no version:\n%s", sh.ref, out)
-					}
-				}
-			}
-			run("investigate", "-o", "json")
-			checkFiles("after the commands")
+			s.runCommands()
+			s.checkFiles("after the commands")
 		})
 	}
+}
+
+// secretsRun is one seed of TestSecretsNeverStored: its timeline, its
+// config folder, and the markers planted so far.
+type secretsRun struct {
+	t       *testing.T
+	db      string
+	cfg     string
+	markers map[string]string // marker (and its base64) -> shape
+}
+
+// writeAuditLog writes dir/audit.log, one event per shape in secretShapes
+// with a random marker from rng planted in its value, and returns its path.
+func (s *secretsRun) writeAuditLog(rng *rand.Rand, dir string) string {
+	s.t.Helper()
+	var log bytes.Buffer
+	for _, sh := range secretShapes {
+		var b [12]byte
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		m := "MK" + hex.EncodeToString(b[:])
+		for _, p := range markersOf(m) {
+			s.markers[p] = sh.name
+		}
+		line, err := json.Marshal(sh.event(m))
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		log.Write(append(line, '\n'))
+	}
+	auditLog := filepath.Join(dir, "audit.log")
+	if err := os.WriteFile(auditLog, log.Bytes(), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	return auditLog
+}
+
+// check fails the test for every marker in what.
+func (s *secretsRun) check(what string, b []byte) {
+	s.t.Helper()
+	for m, shape := range s.markers {
+		if bytes.Contains(b, []byte(m)) {
+			s.t.Errorf("%s: marker %s is in %s", shape, m, what)
+		}
+	}
+}
+
+// checkFiles checks every file of the timeline (the database, its -wal
+// and -shm) for markers.
+func (s *secretsRun) checkFiles(step string) {
+	s.t.Helper()
+	files, _ := filepath.Glob(s.db + "*")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		s.check(step+": "+filepath.Base(f), b)
+	}
+}
+
+// run runs faultline args --db on the timeline, fails the test unless it
+// exits 0, checks its stdout and stderr for markers and warnings, and
+// returns its stdout.
+func (s *secretsRun) run(args ...string) string {
+	s.t.Helper()
+	var out, errOut bytes.Buffer
+	f := &Factory{IO: IOStreams{Out: &out, ErrOut: &errOut},
+		Getenv: func(k string) string {
+			if k == "XDG_CONFIG_HOME" {
+				return s.cfg
+			}
+			return ""
+		},
+		Now: func() time.Time { return time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC) }}
+	args = append(args, "--db", s.db)
+	if code := Run(context.Background(), args, f); code != 0 {
+		s.t.Fatalf("%v: exit %d: %s", args, code, errOut.String())
+	}
+	s.check(strings.Join(args[:len(args)-2], " ")+" stdout", out.Bytes())
+	s.check(strings.Join(args[:len(args)-2], " ")+" stderr", errOut.Bytes())
+	if strings.Contains(errOut.String(), "level=WARN") {
+		s.t.Errorf("%v: warned: %s", args, errOut.String())
+	}
+	return out.String()
+}
+
+// ingest ingests auditLog, with Falco's trace file when it is there. That
+// file plants MY-ID and MY-KEY in ConfigMaps with private credentials; it
+// lives beside the repository, and CI must have it.
+func (s *secretsRun) ingest(auditLog string) {
+	s.t.Helper()
+	falco := filepath.Join("..", "..", "..", "..", "shared", "data", "audit-samples", "falco-create_configmap_sensitive_values.json")
+	if _, err := os.Stat(falco); err == nil {
+		s.markers["MY-ID"], s.markers["MY-KEY"] = "falco sample", "falco sample"
+		s.run("ingest", "audit", auditLog, falco)
+	} else if os.Getenv("CI") != "" {
+		s.t.Fatalf("shared samples missing in CI: %v", err)
+	} else {
+		s.t.Logf("no Falco sample at %s: its shapes are planted only", falco)
+		s.run("ingest", "audit", auditLog)
+	}
+}
+
+// checkSafeStaysInClear: what is safe stays in clear, so the grep for
+// markers could see a value.
+func (s *secretsRun) checkSafeStaysInClear() {
+	s.t.Helper()
+	if b, err := os.ReadFile(s.db); err != nil || !bytes.Contains(b, []byte("color.good=purple")) && !bytes.Contains(b, []byte(`"LR":"0.001"`)) {
+		if wal, _ := os.ReadFile(s.db + "-wal"); !bytes.Contains(wal, []byte(`"LR":"0.001"`)) {
+			s.t.Errorf("no ConfigMap value in clear in the timeline: the grep for markers sees nothing")
+		}
+	}
+}
+
+// runCommands runs timeline, history of every shape with a ref, and
+// investigate, each checked by run.
+func (s *secretsRun) runCommands() {
+	s.t.Helper()
+	tl := s.run("timeline", "-o", "json")
+	if n := strings.Count(tl, "\n"); n < len(secretShapes) {
+		s.t.Errorf("timeline shows %d lines, want at least %d: the shapes did not all ingest", n, len(secretShapes))
+	}
+	for _, sh := range secretShapes {
+		if sh.ref != "" {
+			if out := s.run("history", sh.ref, "-o", "json"); !strings.Contains(out, `"hash"`) {
+				s.t.Errorf("history %s shows no version:\n%s", sh.ref, out)
+			}
+		}
+	}
+	s.run("investigate", "-o", "json")
 }

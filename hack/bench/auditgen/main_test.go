@@ -153,6 +153,8 @@ func complete(evs []auditEvent) []auditEvent {
 	return out
 }
 
+// TestAuditLog generates 6000 lines with a fixed seed and holds them to
+// what kube-apiserver writes, one subtest per property.
 func TestAuditLog(t *testing.T) {
 	const lines = 6000
 	evs := decode(t, generate(t, "audit.log", "-lines", strconv.Itoa(lines), "-seed", "42"))
@@ -166,159 +168,185 @@ func TestAuditLog(t *testing.T) {
 				t.Errorf("got %d lines, want %d", len(evs), lines)
 			}
 		}},
-		{"fields", func(t *testing.T, evs []auditEvent) {
-			levels := map[string]bool{"Metadata": true, "Request": true, "RequestResponse": true}
-			stages := map[string]bool{"RequestReceived": true, "ResponseStarted": true, "ResponseComplete": true}
-			for i, ev := range evs {
-				if ev.Kind != "Event" || ev.APIVersion != "audit.k8s.io/v1" || !levels[ev.Level] || !stages[ev.Stage] {
-					t.Fatalf("line %d: kind %q apiVersion %q level %q stage %q", i+1, ev.Kind, ev.APIVersion, ev.Level, ev.Stage)
-				}
-				if !uuidRE.MatchString(ev.AuditID) {
-					t.Fatalf("line %d: auditID %q is not a UUID", i+1, ev.AuditID)
-				}
-				if ev.User.Username == "" || ev.RequestURI == "" || ev.Verb == "" || len(ev.SourceIPs) == 0 || ev.UserAgent == "" {
-					t.Fatalf("line %d: missing user, requestURI, verb, sourceIPs or userAgent", i+1)
-				}
-				if rr, st := ts(t, ev.RequestReceived), ts(t, ev.StageTimestamp); st.Before(rr) {
-					t.Fatalf("line %d: stageTimestamp %s before requestReceivedTimestamp %s", i+1, ev.StageTimestamp, ev.RequestReceived)
-				}
-				switch ev.Stage {
-				case "RequestReceived":
-					if ev.ResponseStatus != nil || ev.Annotations != nil || ev.RequestObject != nil || ev.StageTimestamp != ev.RequestReceived {
-						t.Fatalf("line %d: RequestReceived carries response data or a later stageTimestamp", i+1)
-					}
-				default:
-					if ev.ResponseStatus == nil || ev.ResponseStatus.Code == 0 || ev.Annotations["authorization.k8s.io/decision"] == "" {
-						t.Fatalf("line %d: %s without responseStatus code or authorization decision", i+1, ev.Stage)
-					}
-				}
-				if ev.ResponseStatus != nil && ev.ResponseStatus.Code == 429 && (ev.ResponseStatus.Message != "" || ev.ResponseStatus.Status != "") {
-					t.Errorf("line %d: 429 from APF has a Status body: %+v", i+1, ev.ResponseStatus)
-				}
-				if ev.Level == "Metadata" && (ev.RequestObject != nil || ev.ResponseObject != nil) {
-					t.Errorf("line %d: Metadata level with objects", i+1)
-				}
-			}
-		}},
-		{"ordered by stageTimestamp", func(t *testing.T, evs []auditEvent) {
-			for i := 1; i < len(evs); i++ {
-				if evs[i].StageTimestamp < evs[i-1].StageTimestamp {
-					t.Fatalf("line %d: stageTimestamp %s before the previous line's %s", i+1, evs[i].StageTimestamp, evs[i-1].StageTimestamp)
-				}
-			}
-		}},
-		{"stages of a request", func(t *testing.T, evs []auditEvent) {
-			byID := map[string][]auditEvent{}
-			for _, ev := range evs {
-				byID[ev.AuditID] = append(byID[ev.AuditID], ev)
-			}
-			pairs := 0
-			for id, group := range byID {
-				var got []string
-				for _, ev := range group {
-					got = append(got, ev.Stage)
-					if ev.RequestReceived != group[0].RequestReceived || ev.RequestURI != group[0].RequestURI || ev.Verb != group[0].Verb {
-						t.Fatalf("auditID %s: lines disagree on requestReceivedTimestamp, requestURI or verb", id)
-					}
-				}
-				want := []string{"ResponseComplete"}
-				if group[0].Verb == "watch" || strings.HasSuffix(strings.SplitN(group[0].RequestURI, "?", 2)[0], "/log") {
-					want = []string{"ResponseStarted", "ResponseComplete"}
-				}
-				if got[0] == "RequestReceived" {
-					want = append([]string{"RequestReceived"}, want...)
-					pairs++
-				}
-				if diff := cmp.Diff(want, got); diff != "" {
-					t.Fatalf("auditID %s (%s %s): stages (-want +got)\n%s", id, group[0].Verb, group[0].RequestURI, diff)
-				}
-			}
-			if share := float64(pairs) / float64(len(byID)); share < 0.25 || share > 0.35 {
-				t.Errorf("%.3f of requests log RequestReceived, want 0.3±0.05", share)
-			}
-		}},
-		{"verb mix", func(t *testing.T, evs []auditEvent) {
-			rc := complete(evs)
-			got := map[string]float64{}
-			for _, ev := range rc {
-				got[ev.Verb] += 1 / float64(len(rc))
-			}
-			if diff := cmp.Diff(verbShare, got, cmpopts.EquateApprox(0, 0.05)); diff != "" {
-				t.Errorf("verb shares outside ±5 points (-want +got)\n%s", diff)
-			}
-		}},
-		{"levels", func(t *testing.T, evs []auditEvent) {
-			n := 0
-			for _, ev := range evs {
-				if ev.Level == "RequestResponse" {
-					n++
-				}
-			}
-			if share := float64(n) / float64(len(evs)); share < 0.03 || share > 0.07 {
-				t.Errorf("%.3f of lines at RequestResponse, want 0.05±0.02", share)
-			}
-		}},
-		{"object uids and resourceVersions", func(t *testing.T, evs []auditEvent) {
-			uids := map[string]string{}
-			type write struct {
-				at string
-				rv uint64
-			}
-			updates := map[string][]write{}
-			for _, ev := range complete(evs) {
-				ref := ev.ObjectRef
-				if ref == nil || ref.UID == "" || ref.Name == "" || ref.Subresource == "binding" {
-					continue
-				}
-				key := ref.APIGroup + "/" + ref.Resource + "/" + ref.Namespace + "/" + ref.Name
-				if prev, ok := uids[key]; ok && prev != ref.UID {
-					t.Errorf("%s: uid %s, earlier %s", key, ref.UID, prev)
-				}
-				uids[key] = ref.UID
-				if ev.Verb == "update" && ev.ResponseStatus.Code == 200 {
-					rv, err := strconv.ParseUint(ref.ResourceVersion, 10, 64)
-					if err != nil {
-						t.Fatalf("%s: resourceVersion %q: %v", key, ref.ResourceVersion, err)
-					}
-					updates[key] = append(updates[key], write{ev.RequestReceived, rv})
-				}
-			}
-			if len(uids) == 0 {
-				t.Fatal("no objectRef carries a uid")
-			}
-			for key, ws := range updates {
-				sort.Slice(ws, func(i, j int) bool { return ws[i].at < ws[j].at })
-				for i := 1; i < len(ws); i++ {
-					if ws[i].rv <= ws[i-1].rv {
-						t.Errorf("%s: update at %s sent resourceVersion %d, not after %d", key, ws[i].at, ws[i].rv, ws[i-1].rv)
-					}
-				}
-			}
-		}},
-		{"latency annotations", func(t *testing.T, evs []auditEvent) {
-			seen := 0
-			for i, ev := range evs {
-				total, ok := ev.Annotations["apiserver.latency.k8s.io/total"]
-				if !ok {
-					continue
-				}
-				seen++
-				d, err := time.ParseDuration(total)
-				if err != nil {
-					t.Fatalf("line %d: total %q: %v", i+1, total, err)
-				}
-				span := ts(t, ev.StageTimestamp).Sub(ts(t, ev.RequestReceived))
-				if d < 500*time.Millisecond || (d-span).Abs() > 2*time.Microsecond {
-					t.Errorf("line %d: total %v for a %v request", i+1, d, span)
-				}
-			}
-			if seen == 0 {
-				t.Error("no apiserver.latency.k8s.io/total annotation")
-			}
-		}},
+		{"fields", checkAuditFields},
+		{"ordered by stageTimestamp", checkAuditOrder},
+		{"stages of a request", checkAuditStages},
+		{"verb mix", checkAuditVerbMix},
+		{"levels", checkAuditLevels},
+		{"object uids and resourceVersions", checkAuditObjects},
+		{"latency annotations", checkAuditLatency},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.check(t, evs) })
+	}
+}
+
+// checkAuditFields: every line is an audit.k8s.io/v1 Event with the fields
+// its stage carries.
+func checkAuditFields(t *testing.T, evs []auditEvent) {
+	levels := map[string]bool{"Metadata": true, "Request": true, "RequestResponse": true}
+	stages := map[string]bool{"RequestReceived": true, "ResponseStarted": true, "ResponseComplete": true}
+	for i, ev := range evs {
+		if ev.Kind != "Event" || ev.APIVersion != "audit.k8s.io/v1" || !levels[ev.Level] || !stages[ev.Stage] {
+			t.Fatalf("line %d: kind %q apiVersion %q level %q stage %q", i+1, ev.Kind, ev.APIVersion, ev.Level, ev.Stage)
+		}
+		if !uuidRE.MatchString(ev.AuditID) {
+			t.Fatalf("line %d: auditID %q is not a UUID", i+1, ev.AuditID)
+		}
+		if ev.User.Username == "" || ev.RequestURI == "" || ev.Verb == "" || len(ev.SourceIPs) == 0 || ev.UserAgent == "" {
+			t.Fatalf("line %d: missing user, requestURI, verb, sourceIPs or userAgent", i+1)
+		}
+		if rr, st := ts(t, ev.RequestReceived), ts(t, ev.StageTimestamp); st.Before(rr) {
+			t.Fatalf("line %d: stageTimestamp %s before requestReceivedTimestamp %s", i+1, ev.StageTimestamp, ev.RequestReceived)
+		}
+		switch ev.Stage {
+		case "RequestReceived":
+			if ev.ResponseStatus != nil || ev.Annotations != nil || ev.RequestObject != nil || ev.StageTimestamp != ev.RequestReceived {
+				t.Fatalf("line %d: RequestReceived carries response data or a later stageTimestamp", i+1)
+			}
+		default:
+			if ev.ResponseStatus == nil || ev.ResponseStatus.Code == 0 || ev.Annotations["authorization.k8s.io/decision"] == "" {
+				t.Fatalf("line %d: %s without responseStatus code or authorization decision", i+1, ev.Stage)
+			}
+		}
+		if ev.ResponseStatus != nil && ev.ResponseStatus.Code == 429 && (ev.ResponseStatus.Message != "" || ev.ResponseStatus.Status != "") {
+			t.Errorf("line %d: 429 from APF has a Status body: %+v", i+1, ev.ResponseStatus)
+		}
+		if ev.Level == "Metadata" && (ev.RequestObject != nil || ev.ResponseObject != nil) {
+			t.Errorf("line %d: Metadata level with objects", i+1)
+		}
+	}
+}
+
+// checkAuditOrder: lines are ordered by stageTimestamp.
+func checkAuditOrder(t *testing.T, evs []auditEvent) {
+	for i := 1; i < len(evs); i++ {
+		if evs[i].StageTimestamp < evs[i-1].StageTimestamp {
+			t.Fatalf("line %d: stageTimestamp %s before the previous line's %s", i+1, evs[i].StageTimestamp, evs[i-1].StageTimestamp)
+		}
+	}
+}
+
+// checkAuditStages: the lines of one auditID agree, log the stages their
+// verb logs, and about 30 % of requests log RequestReceived.
+func checkAuditStages(t *testing.T, evs []auditEvent) {
+	byID := map[string][]auditEvent{}
+	for _, ev := range evs {
+		byID[ev.AuditID] = append(byID[ev.AuditID], ev)
+	}
+	pairs := 0
+	for id, group := range byID {
+		var got []string
+		for _, ev := range group {
+			got = append(got, ev.Stage)
+			if ev.RequestReceived != group[0].RequestReceived || ev.RequestURI != group[0].RequestURI || ev.Verb != group[0].Verb {
+				t.Fatalf("auditID %s: lines disagree on requestReceivedTimestamp, requestURI or verb", id)
+			}
+		}
+		want := []string{"ResponseComplete"}
+		if group[0].Verb == "watch" || strings.HasSuffix(strings.SplitN(group[0].RequestURI, "?", 2)[0], "/log") {
+			want = []string{"ResponseStarted", "ResponseComplete"}
+		}
+		if got[0] == "RequestReceived" {
+			want = append([]string{"RequestReceived"}, want...)
+			pairs++
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("auditID %s (%s %s): stages (-want +got)\n%s", id, group[0].Verb, group[0].RequestURI, diff)
+		}
+	}
+	if share := float64(pairs) / float64(len(byID)); share < 0.25 || share > 0.35 {
+		t.Errorf("%.3f of requests log RequestReceived, want 0.3±0.05", share)
+	}
+}
+
+// checkAuditVerbMix: the verbs of completed requests hold verbShare within
+// 5 points.
+func checkAuditVerbMix(t *testing.T, evs []auditEvent) {
+	rc := complete(evs)
+	got := map[string]float64{}
+	for _, ev := range rc {
+		got[ev.Verb] += 1 / float64(len(rc))
+	}
+	if diff := cmp.Diff(verbShare, got, cmpopts.EquateApprox(0, 0.05)); diff != "" {
+		t.Errorf("verb shares outside ±5 points (-want +got)\n%s", diff)
+	}
+}
+
+// checkAuditLevels: about 5 % of lines are at RequestResponse.
+func checkAuditLevels(t *testing.T, evs []auditEvent) {
+	n := 0
+	for _, ev := range evs {
+		if ev.Level == "RequestResponse" {
+			n++
+		}
+	}
+	if share := float64(n) / float64(len(evs)); share < 0.03 || share > 0.07 {
+		t.Errorf("%.3f of lines at RequestResponse, want 0.05±0.02", share)
+	}
+}
+
+// checkAuditObjects: an object keeps its uid, and its successful updates
+// send rising resourceVersions.
+func checkAuditObjects(t *testing.T, evs []auditEvent) {
+	uids := map[string]string{}
+	type write struct {
+		at string
+		rv uint64
+	}
+	updates := map[string][]write{}
+	for _, ev := range complete(evs) {
+		ref := ev.ObjectRef
+		if ref == nil || ref.UID == "" || ref.Name == "" || ref.Subresource == "binding" {
+			continue
+		}
+		key := ref.APIGroup + "/" + ref.Resource + "/" + ref.Namespace + "/" + ref.Name
+		if prev, ok := uids[key]; ok && prev != ref.UID {
+			t.Errorf("%s: uid %s, earlier %s", key, ref.UID, prev)
+		}
+		uids[key] = ref.UID
+		if ev.Verb == "update" && ev.ResponseStatus.Code == 200 {
+			rv, err := strconv.ParseUint(ref.ResourceVersion, 10, 64)
+			if err != nil {
+				t.Fatalf("%s: resourceVersion %q: %v", key, ref.ResourceVersion, err)
+			}
+			updates[key] = append(updates[key], write{ev.RequestReceived, rv})
+		}
+	}
+	if len(uids) == 0 {
+		t.Fatal("no objectRef carries a uid")
+	}
+	for key, ws := range updates {
+		sort.Slice(ws, func(i, j int) bool { return ws[i].at < ws[j].at })
+		for i := 1; i < len(ws); i++ {
+			if ws[i].rv <= ws[i-1].rv {
+				t.Errorf("%s: update at %s sent resourceVersion %d, not after %d", key, ws[i].at, ws[i].rv, ws[i-1].rv)
+			}
+		}
+	}
+}
+
+// checkAuditLatency: apiserver.latency.k8s.io/total matches the request's
+// span and is at least 500ms.
+func checkAuditLatency(t *testing.T, evs []auditEvent) {
+	seen := 0
+	for i, ev := range evs {
+		total, ok := ev.Annotations["apiserver.latency.k8s.io/total"]
+		if !ok {
+			continue
+		}
+		seen++
+		d, err := time.ParseDuration(total)
+		if err != nil {
+			t.Fatalf("line %d: total %q: %v", i+1, total, err)
+		}
+		span := ts(t, ev.StageTimestamp).Sub(ts(t, ev.RequestReceived))
+		if d < 500*time.Millisecond || (d-span).Abs() > 2*time.Microsecond {
+			t.Errorf("line %d: total %v for a %v request", i+1, d, span)
+		}
+	}
+	if seen == 0 {
+		t.Error("no apiserver.latency.k8s.io/total annotation")
 	}
 }
 
