@@ -72,7 +72,7 @@ func config(t *testing.T, dir, identity string) *rest.Config {
 
 // ingester builds faultline's ingester with its own user agent, so that its
 // requests can be found in the audit log.
-func (c *cluster) ingester(t *testing.T, identity, agent string, store timeline.Store, opt Options) *Ingester {
+func (c *cluster) ingester(t *testing.T, identity, agent string, store Store, opt Options) *Ingester {
 	t.Helper()
 	cfg := rest.CopyConfig(config(t, c.dir, identity))
 	cfg.UserAgent = agent

@@ -377,13 +377,16 @@ func (b *batch) flushRollup(ctx context.Context) error {
 	return nil
 }
 
-// RequestStats returns the request rollup in [since, until): per-second
-// rows by second, per-minute rows by the minute's start.
+// RequestStats returns the request rollup in [since, until) unfolded:
+// per-second rows by second, per-minute rows by the minute's start. No
+// analysis reads the rollup unfolded (they read RequestSummary, the
+// timeline.Rollup role), so it is not part of timeline.Store: the rollup's
+// own tests and benchmark read the rows as written through it.
 func (s *Store) RequestStats(ctx context.Context, since, until time.Time) (*timeline.RequestStats, error) {
 	return s.requestStats(ctx, since, until, false)
 }
 
-// RequestSummary is RequestStats folded over the window (see timeline.Store):
+// RequestSummary is RequestStats folded over the window (see timeline.Rollup):
 // SQLite sums the minutes, so a long window costs one row per class, code
 // and bucket, and one per class and user.
 func (s *Store) RequestSummary(ctx context.Context, since, until time.Time) (*timeline.RequestStats, error) {
