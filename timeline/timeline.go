@@ -272,6 +272,25 @@ type VersionQuery struct {
 	// have none at or before At (the caller decides whether it stands then,
 	// e.g. from the object's creationTimestamp).
 	OrFirstAfter bool
+	// Since and Until keep only the versions seen in [Since, Until) (zero:
+	// unbounded); At and History choose among those.
+	Since, Until time.Time
+	// ByTime orders the versions by time alone, oldest first (the order
+	// they were stored in breaks ties), instead of by object then time:
+	// the changes of a span as they happened.
+	ByTime bool
+	// Limit, with ByTime, keeps the first Limit versions (0: all).
+	Limit int
+	// NoContent leaves Content out (Hash is still set), for listing
+	// versions without reading their bodies.
+	NoContent bool
+}
+
+// ChangesBetween selects the versions seen in [since, until) (zero:
+// unbounded), oldest first, without their contents, at most limit of them
+// (0: all): what changed in a span, as a bisect window lists it.
+func ChangesBetween(since, until time.Time, limit int) VersionQuery {
+	return VersionQuery{Since: since, Until: until, History: true, ByTime: true, Limit: limit, NoContent: true}
 }
 
 // Gap is a span of time, inside the data of one source kind, in which no
@@ -456,13 +475,9 @@ type Reader interface {
 	Bounds(ctx context.Context) (first, last time.Time, err error)
 	// Runs lists the ingest runs, oldest first.
 	Runs(ctx context.Context) ([]IngestRun, error)
-	// Versions returns object versions with their (redacted) contents,
-	// ordered by object then time.
+	// Versions returns the object versions q selects with their (redacted)
+	// contents, ordered by object then time, or by time (q.ByTime).
 	Versions(ctx context.Context, q VersionQuery) ([]ObjectVersion, error)
-	// VersionsBetween returns the object versions seen in [since, until)
-	// (zero: unbounded), oldest first, without their contents; at most
-	// limit of them (0: all).
-	VersionsBetween(ctx context.Context, since, until time.Time, limit int) ([]ObjectVersion, error)
 	// Gaps lists spans of at least min with no records, per source kind.
 	Gaps(ctx context.Context, min time.Duration) ([]Gap, error)
 	// CountRecords counts the records in [since, until) (zero: unbounded)

@@ -501,7 +501,7 @@ func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 		for _, m := range sess.Marks {
 			out.Marks = append(out.Marks, markJSON{Kind: m.Kind, Time: m.Time.UTC(), Note: m.Note, At: m.At.UTC()})
 		}
-		versions, err := store.VersionsBetween(ctx, w.lo.Add(1), w.hi.Add(1), bisectMaxVersions)
+		versions, err := store.Versions(ctx, timeline.ChangesBetween(w.lo.Add(1), w.hi.Add(1), bisectMaxVersions))
 		if err != nil {
 			return err
 		}
@@ -719,7 +719,7 @@ func (w window) next() (time.Time, bool) { return w.Next() }
 func printBisectReport(ctx context.Context, out io.Writer, store timeline.Reader, sess *timeline.BisectSession, first, last time.Time, scope scopeFlags) error {
 	w := newBisectWindow(sess.Marks, first, last)
 	since, until := w.lo.Add(1), w.hi.Add(1) // (lo, hi] as [since, until)
-	versions, err := store.VersionsBetween(ctx, since, until, bisectMaxVersions)
+	versions, err := store.Versions(ctx, timeline.ChangesBetween(since, until, bisectMaxVersions))
 	if err != nil {
 		return err
 	}
