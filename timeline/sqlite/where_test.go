@@ -563,3 +563,26 @@ func TestCompileWhereLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestFieldColumns: every column mapping names a filter field, and every
+// mapped field becomes a SQL condition, so a renamed field cannot silently
+// lose its index.
+func TestFieldColumns(t *testing.T) {
+	known := map[string]bool{}
+	for _, f := range timeline.Fields {
+		known[f.Name] = true
+	}
+	for name := range fieldColumns {
+		if !known[name] {
+			t.Errorf("fieldColumns[%q]: no such filter field in timeline.Fields", name)
+		}
+		if _, ok := whereFields[name]; !ok {
+			t.Errorf("field %q has a column but no SQL condition (its type has no column kind)", name)
+		}
+	}
+	for _, rowOnly := range []string{"stage", "annotations", "bad"} {
+		if _, ok := whereFields[rowOnly]; ok {
+			t.Errorf("field %q is evaluated row by row, yet has a column", rowOnly)
+		}
+	}
+}
