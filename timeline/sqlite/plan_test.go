@@ -126,7 +126,7 @@ func TestQueryPlans(t *testing.T) {
 	used := map[string]bool{}
 	fmt.Println("| statement | plan |\n|---|---|")
 	for _, st := range planStatements(t) {
-		rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+st.sql, st.args...)
+		rows, err := s.db.Query("EXPLAIN QUERY PLAN "+st.sql, st.args...)
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
@@ -152,7 +152,7 @@ func TestQueryPlans(t *testing.T) {
 		}
 	}
 	var names []string
-	rows, err := s.DB().Query(`SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name IN ('record', 'req_stat', 'req_client')
+	rows, err := s.db.Query(`SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name IN ('record', 'req_stat', 'req_client')
 		AND name NOT LIKE 'sqlite_autoindex%'`)
 	if err != nil {
 		t.Fatal(err)

@@ -401,7 +401,7 @@ func TestCompileWhereUsesIndexes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
 			q, args, _ := recordQuery(timeline.Query{Where: mustFilter(t, tt.expr)})
-			rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+q, args...)
+			rows, err := s.db.Query("EXPLAIN QUERY PLAN "+q, args...)
 			if err != nil {
 				t.Fatal(err)
 			}
