@@ -18,43 +18,38 @@ type Field struct {
 	Name string
 	Type *cel.Type
 	Doc  string
-	// Column is the record column the field reads in timeline/sqlite; empty
-	// for fields evaluated row by row only.
-	Column string
-	// Interned fields are stored as ids into the string dictionary.
-	Interned bool
 }
 
 // Fields lists the variables of a record filter, in documentation order.
 // "namespace" is a reserved word in CEL, so the namespace is "ns".
 var Fields = []Field{
-	{"time", cel.TimestampType, "when it happened (audit: request received)", "time_ns", false},
-	{"source", cel.StringType, `evidence kind: "audit", "event", ...`, "source", true},
-	{"group", cel.StringType, `API group ("" for core)`, "api_group", true},
-	{"version", cel.StringType, "API version", "api_version", true},
-	{"resource", cel.StringType, `resource, plural ("pods")`, "resource", true},
-	{"subresource", cel.StringType, `subresource ("status", "binding", "log")`, "subresource", true},
-	{"kind", cel.StringType, "object kind, where known", "kind", true},
-	{"ns", cel.StringType, "namespace", "namespace", true},
-	{"name", cel.StringType, "object name", "name", true},
-	{"uid", cel.StringType, "object uid", "uid", false},
-	{"verb", cel.StringType, `API verb ("get", "list", "watch", "create", ...)`, "verb", true},
-	{"reason", cel.StringType, `event reason ("BackOff", "FailedScheduling", ...)`, "reason", true},
-	{"user", cel.StringType, "authenticated user name", "user", true},
-	{"userAgent", cel.StringType, "client user agent", "user_agent", true},
-	{"sourceIP", cel.StringType, "first source IP", "source_ip", true},
-	{"code", cel.IntType, "HTTP status code (0 if none)", "code", false},
-	{"type", cel.StringType, `event type ("Normal", "Warning")`, "type", true},
-	{"level", cel.StringType, `audit level ("Metadata", "Request", ...)`, "level", true},
-	{"stage", cel.StringType, "latest audit stage joined into the record", "", false},
-	{"latency", cel.DurationType, "request latency (stage timestamp - received)", "latency_ns", false},
-	{"auditID", cel.StringType, "audit ID", "audit_id", false},
-	{"requestURI", cel.StringType, "request URI with query", "uri", false},
-	{"message", cel.StringType, "event message or status message", "message", false},
-	{"annotations", cel.MapType(cel.StringType, cel.StringType), "audit annotations", "", false},
-	{"run", cel.IntType, "ingest run id", "run_id", false},
-	{"line", cel.IntType, "line in the ingested source", "line", false},
-	{"bad", cel.BoolType, "bad by the outcome classifier (docs/investigate.md#what-counts-as-bad)", "", false},
+	{"time", cel.TimestampType, "when it happened (audit: request received)"},
+	{"source", cel.StringType, `evidence kind: "audit", "event", ...`},
+	{"group", cel.StringType, `API group ("" for core)`},
+	{"version", cel.StringType, "API version"},
+	{"resource", cel.StringType, `resource, plural ("pods")`},
+	{"subresource", cel.StringType, `subresource ("status", "binding", "log")`},
+	{"kind", cel.StringType, "object kind, where known"},
+	{"ns", cel.StringType, "namespace"},
+	{"name", cel.StringType, "object name"},
+	{"uid", cel.StringType, "object uid"},
+	{"verb", cel.StringType, `API verb ("get", "list", "watch", "create", ...)`},
+	{"reason", cel.StringType, `event reason ("BackOff", "FailedScheduling", ...)`},
+	{"user", cel.StringType, "authenticated user name"},
+	{"userAgent", cel.StringType, "client user agent"},
+	{"sourceIP", cel.StringType, "first source IP"},
+	{"code", cel.IntType, "HTTP status code (0 if none)"},
+	{"type", cel.StringType, `event type ("Normal", "Warning")`},
+	{"level", cel.StringType, `audit level ("Metadata", "Request", ...)`},
+	{"stage", cel.StringType, "latest audit stage joined into the record"},
+	{"latency", cel.DurationType, "request latency (stage timestamp - received)"},
+	{"auditID", cel.StringType, "audit ID"},
+	{"requestURI", cel.StringType, "request URI with query"},
+	{"message", cel.StringType, "event message or status message"},
+	{"annotations", cel.MapType(cel.StringType, cel.StringType), "audit annotations"},
+	{"run", cel.IntType, "ingest run id"},
+	{"line", cel.IntType, "line in the ingested source"},
+	{"bad", cel.BoolType, "bad by the outcome classifier (docs/investigate.md#what-counts-as-bad)"},
 }
 
 var filterEnv = func() *cel.Env {

@@ -1,6 +1,8 @@
 // Package timeline holds faultline's domain: records of what happened at a
 // time, the versions of objects seen, and the ingest runs that brought them in.
-// It declares the Store that keeps them; timeline/sqlite implements it.
+// It declares the roles of the store that keeps them (Appender, Reader,
+// IngestState, BisectLog, Rollup; Store is them all); timeline/sqlite
+// implements them.
 //
 // The package imports only the standard library and cel-go (filters are CEL
 // expressions over records).
@@ -270,6 +272,25 @@ type VersionQuery struct {
 	// have none at or before At (the caller decides whether it stands then,
 	// e.g. from the object's creationTimestamp).
 	OrFirstAfter bool
+	// Since and Until keep only the versions seen in [Since, Until) (zero:
+	// unbounded); At and History choose among those.
+	Since, Until time.Time
+	// ByTime orders the versions by time alone, oldest first (the order
+	// they were stored in breaks ties), instead of by object then time:
+	// the changes of a span as they happened.
+	ByTime bool
+	// Limit, with ByTime, keeps the first Limit versions (0: all).
+	Limit int
+	// NoContent leaves Content out (Hash is still set), for listing
+	// versions without reading their bodies.
+	NoContent bool
+}
+
+// ChangesBetween selects the versions seen in [since, until) (zero:
+// unbounded), oldest first, without their contents, at most limit of them
+// (0: all): what changed in a span, as a bisect window lists it.
+func ChangesBetween(since, until time.Time, limit int) VersionQuery {
+	return VersionQuery{Since: since, Until: until, History: true, ByTime: true, Limit: limit, NoContent: true}
 }
 
 // Gap is a span of time, inside the data of one source kind, in which no
@@ -429,54 +450,60 @@ type Bucket struct {
 	All, Bad   int64
 }
 
-// Store keeps the timeline. timeline/sqlite implements it.
-type Store interface {
+// The store is read and written through roles, in the manner of
+// Prometheus's storage.Appendable and storage.Queryable: each consumer takes
+// (or declares, narrower still) the one it uses, and Store is them all, for
+// whoever opens a store. timeline/sqlite implements Store.
+
+// Appender writes the evidence: an ingest run, and the batches that bring
+// its records and versions in.
+type Appender interface {
 	// BeginRun records the start of an ingest run and returns its id.
 	BeginRun(ctx context.Context, run *IngestRun) error
 	// FinishRun records the run's final state.
 	FinishRun(ctx context.Context, run *IngestRun) error
 	// Batch opens a write batch for the run.
 	Batch(ctx context.Context, run int64) (Batch, error)
+}
 
+// Reader reads the evidence: records, object versions, and the runs that
+// brought them in.
+type Reader interface {
 	// Records yields the records matching q, in time order.
 	Records(ctx context.Context, q Query) iter.Seq2[*Record, error]
 	// Bounds returns the times of the first and last evidence held.
 	Bounds(ctx context.Context) (first, last time.Time, err error)
 	// Runs lists the ingest runs, oldest first.
 	Runs(ctx context.Context) ([]IngestRun, error)
-	// Versions returns object versions with their (redacted) contents,
-	// ordered by object then time.
+	// Versions returns the object versions q selects with their (redacted)
+	// contents, ordered by object then time, or by time (q.ByTime).
 	Versions(ctx context.Context, q VersionQuery) ([]ObjectVersion, error)
-	// LiveObjects lists the objects of a resource (in one namespace, or all
-	// for "") that have versions and no recorded deletion.
-	LiveObjects(ctx context.Context, group, resource, namespace string) ([]ObjectRef, error)
-	// Cursor returns the resourceVersion a watch last committed, or "".
-	Cursor(ctx context.Context, name string) (string, error)
 	// Gaps lists spans of at least min with no records, per source kind.
 	Gaps(ctx context.Context, min time.Duration) ([]Gap, error)
-	// VersionsBetween returns the object versions seen in [since, until)
-	// (zero: unbounded), oldest first, without their contents; at most
-	// limit of them (0: all).
-	VersionsBetween(ctx context.Context, since, until time.Time, limit int) ([]ObjectVersion, error)
 	// CountRecords counts the records in [since, until) (zero: unbounded)
 	// per source kind.
 	CountRecords(ctx context.Context, since, until time.Time) (map[SourceKind]int64, error)
-	// RequestStats returns the rollup of API requests (see RequestClass)
-	// whose second or minute lies in [since, until) (zero: unbounded), and
-	// the classes those rows refer to. It is kept as records are written,
-	// so it answers in time proportional to the rows returned.
-	RequestStats(ctx context.Context, since, until time.Time) (*RequestStats, error)
-	// RequestSummary is RequestStats folded over the window, for analyses
-	// of long spans: Seconds as they are; Stats summed per (Class, Code,
-	// LatencyBucket) with Minute 0; Clients one per (Class, User), with the
-	// user's first and last minute.
-	RequestSummary(ctx context.Context, since, until time.Time) (*RequestStats, error)
 	// Histogram counts the records in equal spans of time (see
 	// HistogramQuery), for a timeline drawn at a glance. Its cost is that
 	// of counting the matching entries of the time index, not of reading
 	// the records.
 	Histogram(ctx context.Context, q HistogramQuery) ([]Bucket, error)
+}
 
+// IngestState is what an ingester reads back of what earlier runs
+// committed: where a watch stands, and which objects were last seen alive
+// (so that a relist can tell which were deleted meanwhile).
+type IngestState interface {
+	// Cursor returns the resourceVersion a watch last committed, or "".
+	Cursor(ctx context.Context, name string) (string, error)
+	// LiveObjects lists the objects of a resource (in one namespace, or all
+	// for "") that have versions and no recorded deletion.
+	LiveObjects(ctx context.Context, group, resource, namespace string) ([]ObjectRef, error)
+}
+
+// BisectLog keeps the bisect sessions and their marks: the user's
+// judgements of instants, not evidence.
+type BisectLog interface {
 	// StartBisect opens a bisect session at wall-clock time at, ending the
 	// open one if any, and returns the new session's id.
 	StartBisect(ctx context.Context, at time.Time) (int64, error)
@@ -489,6 +516,28 @@ type Store interface {
 	// ResetBisect ends the open bisect session at wall-clock time at (its
 	// marks are kept, no longer open); it reports whether one was open.
 	ResetBisect(ctx context.Context, at time.Time) (bool, error)
+}
 
+// Rollup reads the control-plane rollup of API requests (see
+// RequestClass), which the store keeps as records are written, so it
+// answers in time proportional to the rows returned.
+type Rollup interface {
+	// RequestSummary returns the rollup of the requests whose second or
+	// minute lies in [since, until) (zero: unbounded), folded over the
+	// window for analyses of long spans: Seconds per (Class, Sec); Stats
+	// summed per (Class, Code, LatencyBucket) with Minute 0; Clients one
+	// per (Class, User), with the user's first and last minute; and the
+	// classes those rows refer to.
+	RequestSummary(ctx context.Context, since, until time.Time) (*RequestStats, error)
+}
+
+// Store is every role of the timeline, for whoever opens one (and closes
+// it).
+type Store interface {
+	Appender
+	Reader
+	IngestState
+	BisectLog
+	Rollup
 	Close() error
 }

@@ -91,7 +91,7 @@ func (m *Model) bisectCmd(ctx context.Context, id int) tea.Cmd {
 func latestVersions(ctx context.Context, s Store, since, until time.Time) ([]timeline.ObjectVersion, bool, error) {
 	from, more := since, false
 	for {
-		vs, err := s.VersionsBetween(ctx, from, until, bisectMaxVersions)
+		vs, err := s.Versions(ctx, timeline.ChangesBetween(from, until, bisectMaxVersions))
 		if err != nil {
 			return nil, false, err
 		}

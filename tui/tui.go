@@ -17,8 +17,14 @@ import (
 	"github.com/faultline/faultline/timeline"
 )
 
-// Store is what the TUI reads and writes (bisect marks only).
-type Store = timeline.Store
+// Store is what the TUI uses: it reads the evidence and the control-plane
+// rollup, and writes bisect marks. It never writes evidence nor reads an
+// ingester's state.
+type Store interface {
+	timeline.Reader
+	timeline.Rollup
+	timeline.BisectLog
+}
 
 // Options shape a session.
 type Options struct {

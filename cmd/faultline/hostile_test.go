@@ -93,7 +93,7 @@ func TestInterruptStopsBlockedReads(t *testing.T) {
 				t.Errorf("exit %d, want 130\n%s", code, stderr.String())
 			}
 			if tc.keep > 0 {
-				if got := count(t, db, "SELECT count(*) FROM record"); got != tc.keep {
+				if got := count(t, db).Records; got != tc.keep {
 					t.Errorf("%d records kept, want %d\n%s", got, tc.keep, stderr.String())
 				}
 			}

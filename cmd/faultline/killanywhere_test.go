@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/timeline/sqlite"
+	"github.com/faultline/faultline/timeline/sqlite/sqlitetest"
 )
 
 // TestKillAnywhereThenRerunEqualsClean kills a real faultline process with
@@ -84,16 +83,9 @@ func TestKillAnywhereThenRerunEqualsClean(t *testing.T) {
 	}
 }
 
-// print is what a timeline holds, independent of row ids and run ids.
-type print struct {
-	Records, Versions             int64
-	RecordsHash, VersionsHash     string
-	Classes, Seconds, Requests    int64
-	Stats, StatRequests, Latency  int64
-	Clients, ClientRequests, Etcd int64
-}
-
-func fingerprint(t *testing.T, db string) print {
+// fingerprint checks the timeline in db and returns what it holds,
+// independent of row ids and run ids.
+func fingerprint(t *testing.T, db string) sqlitetest.Print {
 	t.Helper()
 	s, err := sqlite.Open(context.Background(), db, sqlite.Options{ReadOnly: true})
 	if err != nil {
@@ -103,44 +95,9 @@ func fingerprint(t *testing.T, db string) print {
 	if v, err := s.IntegrityCheck(context.Background()); err != nil || v != "ok" {
 		t.Fatalf("integrity_check = %q, %v", v, err)
 	}
-	hash := func(q string) (int64, string) {
-		rows, err := s.DB().Query(q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		h := sha256.New()
-		var n int64
-		for rows.Next() {
-			var a, b int64
-			var c string
-			if err := rows.Scan(&a, &b, &c); err != nil {
-				t.Fatal(err)
-			}
-			fmt.Fprintf(h, "%d %d %s\n", a, b, c)
-			n++
-		}
-		return n, hex.EncodeToString(h.Sum(nil))[:16]
-	}
-	var p print
-	p.Records, p.RecordsHash = hash("SELECT key, time_ns, '' FROM record ORDER BY key, time_ns")
-	p.Versions, p.VersionsHash = hash("SELECT key, time_ns, resource_version FROM object_version ORDER BY key, time_ns, resource_version")
-	for _, q := range []struct {
-		sql  string
-		into []*int64
-	}{
-		{"SELECT count(*) FROM req_class", []*int64{&p.Classes}},
-		{"SELECT count(*), coalesce(sum(n), 0) FROM req_second", []*int64{&p.Seconds, &p.Requests}},
-		{"SELECT count(*), coalesce(sum(n), 0), coalesce(sum(lat_sum), 0), coalesce(sum(etcd_lists), 0) FROM req_stat", []*int64{&p.Stats, &p.StatRequests, &p.Latency, &p.Etcd}},
-		{"SELECT count(*), coalesce(sum(n), 0) FROM req_client", []*int64{&p.Clients, &p.ClientRequests}},
-	} {
-		args := make([]any, len(q.into))
-		for i, x := range q.into {
-			args[i] = x
-		}
-		if err := s.DB().QueryRow(q.sql).Scan(args...); err != nil {
-			t.Fatalf("%s: %v", q.sql, err)
-		}
+	p, err := sqlitetest.Fingerprint(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return p
 }

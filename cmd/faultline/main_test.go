@@ -16,6 +16,7 @@ import (
 
 	"github.com/faultline/faultline/cmd/internal/cli"
 	"github.com/faultline/faultline/timeline/sqlite"
+	"github.com/faultline/faultline/timeline/sqlite/sqlitetest"
 )
 
 // The test binary doubles as faultline: for testscript's "exec faultline"
@@ -119,18 +120,14 @@ func faultline(ctx context.Context, args ...string) *exec.Cmd {
 	return cmd
 }
 
-func count(t *testing.T, db, query string) int64 {
+// count counts the records of the timeline in db.
+func count(t *testing.T, db string) sqlitetest.Counts {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), db, sqlite.Options{})
+	c, err := sqlitetest.Count(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	var n int64
-	if err := s.DB().QueryRow(query).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return c
 }
 
 // TestKill9MidIngest kills a real faultline process with SIGKILL in the
@@ -189,7 +186,7 @@ func TestKill9MidIngest(t *testing.T) {
 				t.Fatalf("integrity_check after kill -9 = %q, %v", v, err)
 			}
 			s.Close()
-			kept := count(t, db, "SELECT count(*) FROM record")
+			kept := count(t, db).Records
 			if kept < killAt || kept > fed {
 				t.Fatalf("the kill left %d records, want %d to %d", kept, killAt, fed)
 			}
@@ -198,10 +195,10 @@ func TestKill9MidIngest(t *testing.T) {
 			if err != nil {
 				t.Fatalf("rerun: %v\n%s", err, out)
 			}
-			if got := count(t, db, "SELECT count(*) FROM record"); got != n {
+			if got := count(t, db).Records; got != n {
 				t.Errorf("after rerun: %d records, want %d", got, n)
 			}
-			if got := count(t, db, "SELECT count(DISTINCT audit_id) FROM record"); got != n {
+			if got := count(t, db).AuditIDs; got != n {
 				t.Errorf("after rerun: %d distinct audit IDs, want %d", got, n)
 			}
 			want := fmt.Sprintf("%s duplicates skipped", humanInt(kept))
@@ -231,14 +228,8 @@ func feedLines(path string, n int64, w io.Writer) error {
 
 // committed reads how many records a running ingest has committed.
 func committed(db string) (int64, error) {
-	s, err := sqlite.Open(context.Background(), db, sqlite.Options{ReadOnly: true})
-	if err != nil {
-		return 0, err
-	}
-	defer s.Close()
-	var n int64
-	err = s.DB().QueryRow("SELECT count(*) FROM record").Scan(&n)
-	return n, err
+	c, err := sqlitetest.Count(context.Background(), db)
+	return c.Records, err
 }
 
 func humanInt(n int64) string {

@@ -30,7 +30,7 @@ func TestFullDiskReportsWhatWasCommitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := openStore(t)
-	runs, err := Ingest(context.Background(), &timelinetest.FullDisk{Store: s, Commits: 2}, []string{path}, Options{BatchSize: 1000, Workers: 1})
+	runs, err := Ingest(context.Background(), &timelinetest.FullDisk{Appender: s, Commits: 2}, []string{path}, Options{BatchSize: 1000, Workers: 1})
 	if !errors.Is(err, timelinetest.ErrDiskFull) {
 		t.Fatalf("err = %v, want the disk-full error", err)
 	}

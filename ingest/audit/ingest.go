@@ -149,7 +149,7 @@ func noRecord(lines int, first error) error {
 // that the file rule refuses (input.Walk), are not read; they are named in
 // an *input.SkippedError returned after the others were ingested (empty
 // files are left out without a word).
-func Ingest(ctx context.Context, store timeline.Store, paths []string, opt Options) (runs []timeline.IngestRun, err error) {
+func Ingest(ctx context.Context, store timeline.Appender, paths []string, opt Options) (runs []timeline.IngestRun, err error) {
 	files, skipped, err := input.Expand(paths, FirstTime)
 	if err != nil {
 		return nil, fmt.Errorf("ingest audit: %w", err)
@@ -185,7 +185,7 @@ func Ingest(ctx context.Context, store timeline.Store, paths []string, opt Optio
 	return runs, nil
 }
 
-func ingestFile(ctx context.Context, store timeline.Store, path string, opt Options) (*timeline.IngestRun, error) {
+func ingestFile(ctx context.Context, store timeline.Appender, path string, opt Options) (*timeline.IngestRun, error) {
 	log := opt.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -250,7 +250,7 @@ type versionPreparer interface {
 }
 
 type writer struct {
-	store timeline.Store
+	store timeline.Appender
 	prep  versionPreparer // store, if it is one
 	run   *timeline.IngestRun
 	// committed is run as of the last committed batch: a batch that fails

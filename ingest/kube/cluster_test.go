@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -71,7 +73,7 @@ func config(t *testing.T, dir, identity string) *rest.Config {
 
 // ingester builds faultline's ingester with its own user agent, so that its
 // requests can be found in the audit log.
-func (c *cluster) ingester(t *testing.T, identity, agent string, store timeline.Store, opt Options) *Ingester {
+func (c *cluster) ingester(t *testing.T, identity, agent string, store Store, opt Options) *Ingester {
 	t.Helper()
 	cfg := rest.CopyConfig(config(t, c.dir, identity))
 	cfg.UserAgent = agent
@@ -166,17 +168,53 @@ func poll(t *testing.T, limit time.Duration, ok func() bool) {
 // heldUIDs reads the uids of the versions the store holds per resource.
 func heldUIDs(t *testing.T, s *sqlite.Store, resource, ns string) map[string]bool {
 	t.Helper()
-	rows, err := s.DB().Query(`SELECT v.uid FROM object_version v JOIN strs r ON r.id = v.resource JOIN strs n ON n.id = v.namespace
-		WHERE r.s = ? AND (? = '' OR n.s = ?)`, resource, ns, ns)
+	out := map[string]bool{}
+	for _, v := range heldVersionsOf(t, s, timeline.VersionQuery{Resource: resource, Namespace: ns}) {
+		out[v.Object.UID] = true
+	}
+	return out
+}
+
+// heldVersionsOf reads every version q matches, without contents.
+func heldVersionsOf(t *testing.T, s *sqlite.Store, q timeline.VersionQuery) []timeline.ObjectVersion {
+	t.Helper()
+	q.History, q.NoContent = true, true
+	vs, err := s.Versions(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var uid string
-		rows.Scan(&uid)
-		out[uid] = true
+	return vs
+}
+
+// heldRecords reads the records the CEL filter where matches.
+func heldRecords(t *testing.T, s *sqlite.Store, where string) []*timeline.Record {
+	t.Helper()
+	f, err := timeline.CompileFilter(where)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*timeline.Record
+	for r, err := range s.Records(context.Background(), timeline.Query{Where: f}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// heldEvents reads the namespace and name of the Event behind each event
+// record (the record's object is the Event's subject).
+func heldEvents(t *testing.T, s *sqlite.Store) []types.NamespacedName {
+	t.Helper()
+	var out []types.NamespacedName
+	for _, r := range heldRecords(t, s, `source == "event"`) {
+		var ev struct {
+			Namespace string `json:"eventNamespace"`
+			Name      string `json:"eventName"`
+		}
+		json.Unmarshal(r.Extra, &ev)
+		out = append(out, types.NamespacedName{Namespace: ev.Namespace, Name: ev.Name})
 	}
 	return out
 }
@@ -277,21 +315,13 @@ func TestSnapshotAgainstRealAPIServer(t *testing.T) {
 	if counts["pods"] < pods {
 		t.Fatalf("scenario made %d pods, want >= %d", counts["pods"], pods)
 	}
-	rows, err := s.DB().Query(`SELECT json_extract(extra, '$.eventNamespace'), json_extract(extra, '$.eventName') FROM record
-		WHERE source = (SELECT id FROM strs WHERE s = 'event')`)
-	if err != nil {
-		t.Fatal(err)
+	held := map[types.NamespacedName]bool{}
+	for _, e := range heldEvents(t, s) {
+		held[e] = true
 	}
-	heldEvents := map[string]bool{}
-	for rows.Next() {
-		var a, b string
-		rows.Scan(&a, &b)
-		heldEvents[a+"/"+b] = true
-	}
-	rows.Close()
 	var missing int
 	for _, e := range events.Items {
-		if !heldEvents[e.Namespace+"/"+e.Name] {
+		if !held[types.NamespacedName{Namespace: e.Namespace, Name: e.Name}] {
 			missing++
 		}
 	}
@@ -499,18 +529,12 @@ func TestFollowSurvivesAnAPIServerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := s.DB().Query(`SELECT json_extract(extra, '$.eventName') FROM record
-		WHERE source = (SELECT id FROM strs WHERE s = 'event') AND json_extract(extra, '$.eventNamespace') = ?`, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var held, want []string
-	for rows.Next() {
-		var name string
-		rows.Scan(&name)
-		held = append(held, name)
+	for _, e := range heldEvents(t, s) {
+		if e.Namespace == ns {
+			held = append(held, e.Name)
+		}
 	}
-	rows.Close()
 	for _, e := range events.Items {
 		want = append(want, e.Name)
 	}
@@ -541,33 +565,18 @@ func countLists(t *testing.T, s *sqlite.Store) int {
 // store has recorded.
 func deletionsHeld(t *testing.T, s *sqlite.Store, ns string) map[string]bool {
 	t.Helper()
-	rows, err := s.DB().Query(`SELECT (SELECT s FROM strs WHERE id = name) FROM record
-		WHERE verb = (SELECT id FROM strs WHERE s = 'deleted') AND namespace = (SELECT id FROM strs WHERE s = ?)`, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	out := map[string]bool{}
-	for rows.Next() {
-		var name string
-		rows.Scan(&name)
-		out[name] = true
+	for _, r := range heldRecords(t, s, `verb == "deleted" && ns == `+strconv.Quote(ns)) {
+		out[r.Object.Name] = true
 	}
 	return out
 }
 
 func heldVersions(t *testing.T, s *sqlite.Store, resource string) map[string]bool {
 	t.Helper()
-	rows, err := s.DB().Query(`SELECT uid, resource_version FROM object_version WHERE resource = (SELECT id FROM strs WHERE s = ?)`, resource)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	out := map[string]bool{}
-	for rows.Next() {
-		var uid, rv string
-		rows.Scan(&uid, &rv)
-		out[uid+"/"+rv] = true
+	for _, v := range heldVersionsOf(t, s, timeline.VersionQuery{Resource: resource}) {
+		out[v.Object.UID+"/"+v.ResourceVersion] = true
 	}
 	return out
 }
@@ -624,7 +633,9 @@ func TestGangJobCRDsAreFoundThroughDiscovery(t *testing.T) {
 		t.Fatalf("runs: %+v", runs)
 	}
 	var kind string
-	s.DB().QueryRow(`SELECT (SELECT s FROM strs WHERE id = kind) FROM object_version`).Scan(&kind)
+	if vs := heldVersionsOf(t, s, timeline.VersionQuery{}); len(vs) > 0 {
+		kind = vs[0].Object.Kind
+	}
 	if kind != "MPIJob" {
 		t.Errorf("stored kind %q, want MPIJob", kind)
 	}

@@ -42,7 +42,7 @@ func TestFullDiskLeavesNoTransactionOpen(t *testing.T) {
 	}
 	defer s.Close()
 	opt := FileOptions{OnBad: func(string, int, error) {}, Now: time.Now, BatchSize: 20_000}
-	runs, err := IngestFiles(ctx, &timelinetest.FullDisk{Store: s, Commits: 1}, []string{path}, opt)
+	runs, err := IngestFiles(ctx, &timelinetest.FullDisk{Appender: s, Commits: 1}, []string{path}, opt)
 	if !errors.Is(err, timelinetest.ErrDiskFull) {
 		t.Fatalf("err = %v, want the disk-full error", err)
 	}

@@ -32,7 +32,7 @@ type FileOptions struct {
 // multi-document YAML, and folders of them (must-gather style), walked in
 // name order by the file rule of input.Walk; files it refuses are named in
 // an *input.SkippedError after the others were ingested. Events become records, everything else object versions.
-func IngestFiles(ctx context.Context, store timeline.Store, paths []string, opt FileOptions) ([]timeline.IngestRun, error) {
+func IngestFiles(ctx context.Context, store timeline.Appender, paths []string, opt FileOptions) ([]timeline.IngestRun, error) {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
@@ -69,7 +69,7 @@ func IngestFiles(ctx context.Context, store timeline.Store, paths []string, opt 
 	return runs, err
 }
 
-func ingestFile(ctx context.Context, store timeline.Store, path string, opt FileOptions) (*timeline.IngestRun, error) {
+func ingestFile(ctx context.Context, store timeline.Appender, path string, opt FileOptions) (*timeline.IngestRun, error) {
 	src, err := input.Open(ctx, path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("ingest objects: %w", err)

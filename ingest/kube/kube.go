@@ -90,9 +90,16 @@ func (o *Options) defaults() {
 	}
 }
 
+// Store is what a cluster ingest uses: it writes runs, and reads back where
+// its watches stand and which objects it last saw alive.
+type Store interface {
+	timeline.Appender
+	timeline.IngestState
+}
+
 // Ingester reads one cluster into one store.
 type Ingester struct {
-	store  timeline.Store
+	store  Store
 	dyn    dynamic.Interface
 	disc   discovery.DiscoveryInterface
 	opt    Options
@@ -101,7 +108,7 @@ type Ingester struct {
 }
 
 // New returns an ingester. host names the cluster in ingest runs.
-func New(store timeline.Store, dyn dynamic.Interface, disc discovery.DiscoveryInterface, host string, opt Options) *Ingester {
+func New(store Store, dyn dynamic.Interface, disc discovery.DiscoveryInterface, host string, opt Options) *Ingester {
 	opt.defaults()
 	return &Ingester{store: store, dyn: dyn, disc: disc, opt: opt, host: host}
 }

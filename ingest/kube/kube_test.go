@@ -166,7 +166,12 @@ func TestIngestFiles(t *testing.T) {
 		t.Errorf("bad (-want +got)\n%s", diff)
 	}
 	var resource string
-	s.DB().QueryRow(`SELECT (SELECT s FROM strs WHERE id = resource) FROM record`).Scan(&resource)
+	for r, err := range s.Records(context.Background(), timeline.Query{Limit: 1}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		resource = r.Object.Resource
+	}
 	if resource != "pods" {
 		t.Errorf("event's object resource = %q, want pods", resource)
 	}

@@ -28,7 +28,7 @@ func TestFullDiskReportsWhatWasCommitted(t *testing.T) {
 	}
 	s := open(t)
 	ctx := context.Background()
-	runs, err := Ingest(ctx, &timelinetest.FullDisk{Store: s, Commits: 1}, []string{path}, Options{BatchSize: 20_000})
+	runs, err := Ingest(ctx, &timelinetest.FullDisk{Appender: s, Commits: 1}, []string{path}, Options{BatchSize: 20_000})
 	if !errors.Is(err, timelinetest.ErrDiskFull) {
 		t.Fatalf("err = %v, want the disk-full error", err)
 	}

@@ -196,14 +196,14 @@ type Options struct {
 
 // Ingest reads versions files (JSON Lines, or YAML by .yaml/.yml name) into
 // the store, one run per file. Bad entries are reported and skipped.
-func Ingest(ctx context.Context, store timeline.Store, paths []string, opt Options) ([]timeline.IngestRun, error) {
+func Ingest(ctx context.Context, store timeline.Appender, paths []string, opt Options) ([]timeline.IngestRun, error) {
 	return input.Each(paths, func(p string) (*timeline.IngestRun, error) { return ingestFile(ctx, store, p, opt) })
 }
 
 // ErrStrict wraps the bad entry that stopped a --strict ingest.
 var ErrStrict = errors.New("stopped at the first bad entry (--strict)")
 
-func ingestFile(ctx context.Context, store timeline.Store, path string, opt Options) (*timeline.IngestRun, error) {
+func ingestFile(ctx context.Context, store timeline.Appender, path string, opt Options) (*timeline.IngestRun, error) {
 	src, err := input.Open(ctx, path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("ingest versions: %w", err)

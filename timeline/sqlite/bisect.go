@@ -119,45 +119,6 @@ func wallNS(t time.Time) int64 {
 	return 1
 }
 
-// VersionsBetween returns the versions seen in [since, until), oldest first
-// (id breaks ties), with their content hash but not their content.
-func (s *Store) VersionsBetween(ctx context.Context, since, until time.Time, limit int) ([]timeline.ObjectVersion, error) {
-	lo, hi := int64(-1<<63), int64(1<<63-1)
-	if !since.IsZero() {
-		lo = boundNS(since)
-	}
-	if !until.IsZero() {
-		hi = boundNS(until)
-	}
-	if limit <= 0 {
-		limit = -1 // SQLite: no limit
-	}
-	str := func(col string) string { return "(SELECT s FROM strs WHERE id = v." + col + ")" }
-	rows, err := s.db.QueryContext(ctx, "SELECT "+str("api_group")+", "+str("api_version")+", "+str("resource")+", "+
-		str("kind")+", "+str("namespace")+", "+str("name")+`, v.uid, v.resource_version, v.time_ns,
-		(SELECT hash FROM content WHERE id = v.content_id), v.run_id, v.line, v.seen
-		FROM object_version v WHERE v.time_ns >= ? AND v.time_ns < ? ORDER BY v.time_ns, v.id LIMIT ?`, lo, hi, limit)
-	if err != nil {
-		return nil, fmt.Errorf("query versions between: %w", err)
-	}
-	defer rows.Close()
-	var out []timeline.ObjectVersion
-	for rows.Next() {
-		var (
-			v timeline.ObjectVersion
-			o = &v.Object
-			t int64
-		)
-		if err := rows.Scan(&o.Group, &o.Version, &o.Resource, &o.Kind, &o.Namespace, &o.Name, &o.UID,
-			&v.ResourceVersion, &t, &v.Hash, &v.Evidence.Run, &v.Evidence.Line, &v.Seen); err != nil {
-			return nil, fmt.Errorf("read version: %w", err)
-		}
-		v.Time = fromNS(t)
-		out = append(out, v)
-	}
-	return out, rows.Err()
-}
-
 // CountRecords counts the records in [since, until) per source kind.
 func (s *Store) CountRecords(ctx context.Context, since, until time.Time) (map[timeline.SourceKind]int64, error) {
 	lo, hi := int64(-1<<63), int64(1<<63-1)

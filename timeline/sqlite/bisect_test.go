@@ -115,7 +115,7 @@ func TestBisectMarksSurviveReopen(t *testing.T) {
 	}
 }
 
-func TestVersionsBetweenAndCountRecords(t *testing.T) {
+func TestChangesBetweenAndCountRecords(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t)
 	run := &timeline.IngestRun{Source: timeline.SourceAudit, Path: "x"}
@@ -175,7 +175,7 @@ func TestVersionsBetweenAndCountRecords(t *testing.T) {
 		{"empty", t0.Add(time.Hour), time.Time{}, 0, nil, map[timeline.SourceKind]int64{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			vs, err := s.VersionsBetween(ctx, tc.since, tc.until, tc.limit)
+			vs, err := s.Versions(ctx, timeline.ChangesBetween(tc.since, tc.until, tc.limit))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,6 +188,73 @@ func TestVersionsBetweenAndCountRecords(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.records, n); diff != "" {
 				t.Errorf("records (-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestVersionsWithinSpan: Since and Until narrow every kind of version
+// query, not only the changes of a window; ByTime orders any of them by
+// time; NoContent alone drops the bodies.
+func TestVersionsWithinSpan(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	run := &timeline.IngestRun{Source: timeline.SourceObject, Path: "x"}
+	if err := s.BeginRun(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	b, err := s.Batch(ctx, run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range []struct {
+		name, rv string
+		at       time.Duration
+	}{{"b", "1", 0}, {"a", "2", time.Minute}, {"b", "3", 2 * time.Minute}, {"c", "4", 3 * time.Minute}} {
+		ov := timeline.ObjectVersion{Object: timeline.ObjectRef{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespace: "ml", Name: v.name, UID: "u" + v.name},
+			ResourceVersion: v.rv, Time: t0.Add(v.at), Content: []byte(`{"kind":"ConfigMap","data":{"k":"` + v.rv + `"}}`), Evidence: timeline.Evidence{Line: int64(i + 1)}}
+		if _, err := b.AddVersion(ctx, &ov); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		q         timeline.VersionQuery
+		want      []string
+		noContent bool
+	}{
+		{"history in a span, by object", timeline.VersionQuery{History: true, Since: t0.Add(time.Minute), Until: t0.Add(3 * time.Minute)},
+			[]string{"a@2", "b@3"}, false},
+		{"history in a span, by time", timeline.VersionQuery{History: true, ByTime: true, Since: t0, Until: t0.Add(3 * time.Minute)},
+			[]string{"b@1", "a@2", "b@3"}, false},
+		{"latest before until", timeline.VersionQuery{Until: t0.Add(2 * time.Minute)},
+			[]string{"a@2", "b@1"}, false},
+		{"latest at At among those after since", timeline.VersionQuery{At: t0.Add(3 * time.Minute), Since: t0.Add(time.Minute)},
+			[]string{"a@2", "b@3", "c@4"}, false},
+		{"one object by time, no content", timeline.VersionQuery{Name: "b", History: true, ByTime: true, NoContent: true},
+			[]string{"b@1", "b@3"}, true},
+		{"limit by time", timeline.VersionQuery{History: true, ByTime: true, Limit: 2, Since: t0.Add(time.Nanosecond)},
+			[]string{"a@2", "b@3"}, false},
+		{"nothing in the span", timeline.VersionQuery{History: true, Since: t0.Add(time.Hour)}, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vs, err := s.Versions(ctx, tc.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, v := range vs {
+				got = append(got, v.Object.Name+"@"+v.ResourceVersion)
+				if (v.Content == nil) != tc.noContent || v.Hash == "" {
+					t.Errorf("%s@%s: content %q, hash %q", v.Object.Name, v.ResourceVersion, v.Content, v.Hash)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
 			}
 		})
 	}

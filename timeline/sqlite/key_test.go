@@ -93,7 +93,7 @@ func TestOldSaltIsDeleted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.DB().Exec("INSERT INTO meta (k, v) VALUES ('salt', 'abcd')"); err != nil {
+	if _, err := s.db.Exec("INSERT INTO meta (k, v) VALUES ('salt', 'abcd')"); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -103,7 +103,7 @@ func TestOldSaltIsDeleted(t *testing.T) {
 	}
 	defer s.Close()
 	var n int
-	if err := s.DB().QueryRow("SELECT count(*) FROM meta WHERE k = 'salt'").Scan(&n); err != nil || n != 0 {
+	if err := s.db.QueryRow("SELECT count(*) FROM meta WHERE k = 'salt'").Scan(&n); err != nil || n != 0 {
 		t.Errorf("salt rows = %d, %v; want 0", n, err)
 	}
 }

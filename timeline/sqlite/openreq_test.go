@@ -136,7 +136,7 @@ func TestPreparedVersions(t *testing.T) {
 				t.Fatal(err)
 			}
 			var body string
-			if err := s.DB().QueryRow("SELECT body FROM content").Scan(&body); err != nil {
+			if err := s.db.QueryRow("SELECT body FROM content").Scan(&body); err != nil {
 				t.Fatal(err)
 			}
 			if !contains(body, "hmac-sha256:") || contains(body, "aHVudGVyMg==") || contains(body, "c2VjcmV0Mw==") {

@@ -98,6 +98,8 @@ func planStatements(t testing.TB) []planStatement {
 		ORDER BY class, code, bucket`, "req_stat_class", 0, 1)
 	add("rollup: clients over all (rollup.go)", `SELECT q.class, min(q.minute), q.user, sum(q.n), max(q.minute) FROM req_client q
 		WHERE ? < ? GROUP BY q.class, q.user ORDER BY q.class, q.user`, "req_client_class", 0, 1)
+	changes, args := versionQuery(timeline.ChangesBetween(since, until, 200))
+	add("bisect: the changes of a window (read.go)", changes, "object_version_time", args...)
 	return out
 }
 
@@ -124,7 +126,7 @@ func TestQueryPlans(t *testing.T) {
 	used := map[string]bool{}
 	fmt.Println("| statement | plan |\n|---|---|")
 	for _, st := range planStatements(t) {
-		rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+st.sql, st.args...)
+		rows, err := s.db.Query("EXPLAIN QUERY PLAN "+st.sql, st.args...)
 		if err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
@@ -150,7 +152,7 @@ func TestQueryPlans(t *testing.T) {
 		}
 	}
 	var names []string
-	rows, err := s.DB().Query(`SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name IN ('record', 'req_stat', 'req_client')
+	rows, err := s.db.Query(`SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name IN ('record', 'req_stat', 'req_client')
 		AND name NOT LIKE 'sqlite_autoindex%'`)
 	if err != nil {
 		t.Fatal(err)

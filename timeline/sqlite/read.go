@@ -321,48 +321,10 @@ func (s *Store) LiveObjects(ctx context.Context, group, resource, namespace stri
 // Versions returns object versions with their contents. With q.At (or no
 // time at all), one version per object: the latest at or before At; objects
 // are told apart by uid, or by resource, namespace and name where the uid
-// is unknown.
+// is unknown. With q.ByTime, the versions come in time order, at most
+// q.Limit of them, read through the time index.
 func (s *Store) Versions(ctx context.Context, q timeline.VersionQuery) ([]timeline.ObjectVersion, error) {
-	var (
-		where []string
-		args  []any
-	)
-	for _, f := range []struct{ col, val string }{{"api_group", q.Group}, {"resource", q.Resource}, {"namespace", q.Namespace}, {"name", q.Name}} {
-		if f.val != "" {
-			where = append(where, "v."+f.col+" = COALESCE((SELECT id FROM strs WHERE s = ?), -1)")
-			args = append(args, f.val)
-		}
-	}
-	if q.UID != "" {
-		where = append(where, "v.uid = ?")
-		args = append(args, q.UID)
-	}
-	order := "v.time_ns DESC, v.id DESC"
-	if !q.History && !q.At.IsZero() {
-		if q.OrFirstAfter {
-			// Versions at or before At first, newest first; then the rest,
-			// oldest first.
-			at := boundNS(q.At)
-			order = fmt.Sprintf("(v.time_ns <= %d) DESC, CASE WHEN v.time_ns <= %d THEN -v.time_ns ELSE v.time_ns END, v.id DESC", at, at)
-		} else {
-			where = append(where, "v.time_ns <= ?")
-			args = append(args, boundNS(q.At))
-		}
-	}
-	cond := "1"
-	if len(where) > 0 {
-		cond = strings.Join(where, " AND ")
-	}
-	object := "CASE WHEN v.uid != '' THEN v.uid ELSE v.resource || '/' || v.namespace || '/' || v.name END"
-	inner := "SELECT v.*, ROW_NUMBER() OVER (PARTITION BY " + object + " ORDER BY " + order + ") AS rn FROM object_version v WHERE " + cond
-	if q.History {
-		inner = "SELECT v.*, 1 AS rn FROM object_version v WHERE " + cond
-	}
-	str := func(col string) string { return "(SELECT s FROM strs WHERE id = x." + col + ")" }
-	query := "SELECT " + strings.Join([]string{str("api_group"), str("api_version"), str("resource"), str("kind"), str("namespace"),
-		str("name"), "x.uid", "x.resource_version", "x.time_ns", "c.hash", "c.body", "x.run_id", "x.line", "x.seen"}, ", ") +
-		" FROM (" + inner + ") x JOIN content c ON c.id = x.content_id WHERE x.rn = 1" +
-		" ORDER BY " + str("namespace") + ", " + str("name") + ", x.uid, x.time_ns, x.id"
+	query, args := versionQuery(q)
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("query versions: %w", err)
@@ -386,8 +348,71 @@ func (s *Store) Versions(ctx context.Context, q timeline.VersionQuery) ([]timeli
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	orderVersions(out)
+	if !q.ByTime {
+		orderVersions(out)
+	}
 	return out, nil
+}
+
+// versionQuery builds the statement of Versions.
+func versionQuery(q timeline.VersionQuery) (query string, args []any) {
+	var where []string
+	for _, f := range []struct{ col, val string }{{"api_group", q.Group}, {"resource", q.Resource}, {"namespace", q.Namespace}, {"name", q.Name}} {
+		if f.val != "" {
+			where = append(where, "v."+f.col+" = COALESCE((SELECT id FROM strs WHERE s = ?), -1)")
+			args = append(args, f.val)
+		}
+	}
+	if q.UID != "" {
+		where = append(where, "v.uid = ?")
+		args = append(args, q.UID)
+	}
+	if !q.Since.IsZero() {
+		where = append(where, "v.time_ns >= ?")
+		args = append(args, boundNS(q.Since))
+	}
+	if !q.Until.IsZero() {
+		where = append(where, "v.time_ns < ?")
+		args = append(args, boundNS(q.Until))
+	}
+	order := "v.time_ns DESC, v.id DESC"
+	if !q.History && !q.At.IsZero() {
+		if q.OrFirstAfter {
+			// Versions at or before At first, newest first; then the rest,
+			// oldest first.
+			at := boundNS(q.At)
+			order = fmt.Sprintf("(v.time_ns <= %d) DESC, CASE WHEN v.time_ns <= %d THEN -v.time_ns ELSE v.time_ns END, v.id DESC", at, at)
+		} else {
+			where = append(where, "v.time_ns <= ?")
+			args = append(args, boundNS(q.At))
+		}
+	}
+	cond := "1"
+	if len(where) > 0 {
+		cond = strings.Join(where, " AND ")
+	}
+	object := "CASE WHEN v.uid != '' THEN v.uid ELSE v.resource || '/' || v.namespace || '/' || v.name END"
+	inner := "SELECT v.*, ROW_NUMBER() OVER (PARTITION BY " + object + " ORDER BY " + order + ") AS rn FROM object_version v WHERE " + cond
+	if q.History {
+		inner = "SELECT v.*, 1 AS rn FROM object_version v WHERE " + cond
+	}
+	str := func(col string) string { return "(SELECT s FROM strs WHERE id = x." + col + ")" }
+	body := "c.body"
+	if q.NoContent {
+		body = "NULL"
+	}
+	query = "SELECT " + strings.Join([]string{str("api_group"), str("api_version"), str("resource"), str("kind"), str("namespace"),
+		str("name"), "x.uid", "x.resource_version", "x.time_ns", "c.hash", body, "x.run_id", "x.line", "x.seen"}, ", ") +
+		" FROM (" + inner + ") x JOIN content c ON c.id = x.content_id WHERE x.rn = 1"
+	if !q.ByTime {
+		return query + " ORDER BY " + str("namespace") + ", " + str("name") + ", x.uid, x.time_ns, x.id", args
+	}
+	query += " ORDER BY x.time_ns, x.id"
+	if q.Limit > 0 {
+		query += " LIMIT ?"
+		args = append(args, q.Limit)
+	}
+	return query, args
 }
 
 // orderVersions puts each object's versions (consecutive in vs) in the

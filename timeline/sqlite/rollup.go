@@ -278,6 +278,27 @@ func (b *batch) flushRollup(ctx context.Context) error {
 	if len(u.secs) == 0 && len(u.stats) == 0 {
 		return nil
 	}
+	ids, err := b.rollupClassIDs(ctx)
+	if err != nil {
+		return err
+	}
+	if err := b.flushSeconds(ctx, ids); err != nil {
+		return err
+	}
+	if err := b.flushClients(ctx, ids); err != nil {
+		return err
+	}
+	if err := b.flushStats(ctx, ids); err != nil {
+		return err
+	}
+	b.roll = rollup{}
+	return nil
+}
+
+// rollupClassIDs returns the stored id of each class of the batch's rollup,
+// by the batch's index, storing the new ones.
+func (b *batch) rollupClassIDs(ctx context.Context) ([]int64, error) {
+	u := &b.roll
 	// New classes get ids in a fixed order, so the same input gives the
 	// same ids.
 	classes := slices.Clone(u.classes)
@@ -286,7 +307,7 @@ func (b *batch) flushRollup(ctx context.Context) error {
 	for _, k := range classes {
 		id, err := b.classID(ctx, k)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		byKey[k] = id
 	}
@@ -294,7 +315,12 @@ func (b *batch) flushRollup(ctx context.Context) error {
 	for i, k := range u.classes {
 		ids[i] = byKey[k]
 	}
+	return ids, nil
+}
 
+// flushSeconds writes the per-second counts, in key order.
+func (b *batch) flushSeconds(ctx context.Context, ids []int64) error {
+	u := &b.roll
 	type secRow struct{ class, sec, n int64 }
 	secs := make([]secRow, 0, len(u.secs))
 	for k, n := range u.secs {
@@ -311,7 +337,12 @@ func (b *batch) flushRollup(ctx context.Context) error {
 			return fmt.Errorf("write req_second: %w", err)
 		}
 	}
+	return nil
+}
 
+// flushClients writes the per-minute counts of each raw user, in key order.
+func (b *batch) flushClients(ctx context.Context, ids []int64) error {
+	u := &b.roll
 	type clientRow struct{ minute, class, user, n int64 }
 	clients := make([]clientRow, 0, len(u.clients))
 	for k, n := range u.clients {
@@ -324,7 +355,7 @@ func (b *batch) flushRollup(ctx context.Context) error {
 	slices.SortFunc(clients, func(a, b clientRow) int {
 		return cmp.Or(cmp.Compare(a.minute, b.minute), cmp.Compare(a.class, b.class), cmp.Compare(a.user, b.user))
 	})
-	st, err = b.stmt(ctx, &b.putClient, `INSERT INTO req_client (minute, class, user, n) VALUES (?, ?, ?, ?)
+	st, err := b.stmt(ctx, &b.putClient, `INSERT INTO req_client (minute, class, user, n) VALUES (?, ?, ?, ?)
 		ON CONFLICT (minute, class, user) DO UPDATE SET n = n + excluded.n`)
 	if err != nil {
 		return err
@@ -334,7 +365,13 @@ func (b *batch) flushRollup(ctx context.Context) error {
 			return fmt.Errorf("write req_client: %w", err)
 		}
 	}
+	return nil
+}
 
+// flushStats writes the per-minute aggregates, in key order, and removes
+// those the batch took back to nothing.
+func (b *batch) flushStats(ctx context.Context, ids []int64) error {
+	u := &b.roll
 	type statRow struct {
 		minute, class int64
 		code, bucket  int
@@ -348,7 +385,7 @@ func (b *batch) flushRollup(ctx context.Context) error {
 		return cmp.Or(cmp.Compare(a.minute, b.minute), cmp.Compare(a.class, b.class), cmp.Compare(a.code, b.code),
 			cmp.Compare(a.bucket, b.bucket))
 	})
-	st, err = b.stmt(ctx, &b.putStat, `INSERT INTO req_stat (minute, class, code, bucket, n, etcd_lists, unpaged_lists,
+	st, err := b.stmt(ctx, &b.putStat, `INSERT INTO req_stat (minute, class, code, bucket, n, etcd_lists, unpaged_lists,
 		lat_sum, lat_max, apf_wait_max) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (minute, class, code, bucket) DO UPDATE SET n = n + excluded.n,
 		etcd_lists = etcd_lists + excluded.etcd_lists, unpaged_lists = unpaged_lists + excluded.unpaged_lists,
@@ -373,17 +410,19 @@ func (b *batch) flushRollup(ctx context.Context) error {
 			}
 		}
 	}
-	b.roll = rollup{}
 	return nil
 }
 
-// RequestStats returns the request rollup in [since, until): per-second
-// rows by second, per-minute rows by the minute's start.
+// RequestStats returns the request rollup in [since, until) unfolded:
+// per-second rows by second, per-minute rows by the minute's start. No
+// analysis reads the rollup unfolded (they read RequestSummary, the
+// timeline.Rollup role), so it is not part of timeline.Store: the rollup's
+// own tests and benchmark read the rows as written through it.
 func (s *Store) RequestStats(ctx context.Context, since, until time.Time) (*timeline.RequestStats, error) {
 	return s.requestStats(ctx, since, until, false)
 }
 
-// RequestSummary is RequestStats folded over the window (see timeline.Store):
+// RequestSummary is RequestStats folded over the window (see timeline.Rollup):
 // SQLite sums the minutes, so a long window costs one row per class, code
 // and bucket, and one per class and user.
 func (s *Store) RequestSummary(ctx context.Context, since, until time.Time) (*timeline.RequestStats, error) {
@@ -404,34 +443,59 @@ func (s *Store) requestStats(ctx context.Context, since, until time.Time, summar
 			hi++ // a second starting before until
 		}
 	}
-	out := &timeline.RequestStats{}
-	used := map[int64]bool{}
+	rd := &rollupRead{s: s, lo: lo, hi: hi, summary: summary, all: since.IsZero() && until.IsZero(),
+		out: &timeline.RequestStats{}, used: map[int64]bool{}}
+	for _, read := range []func(context.Context) error{rd.seconds, rd.stats, rd.clients, rd.classes} {
+		if err := read(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return rd.out, nil
+}
 
+// rollupRead is one read of the rollup: the rows of [lo, hi) (Unix
+// seconds), folded over it or not, and the classes they refer to.
+type rollupRead struct {
+	s       *Store
+	lo, hi  int64
+	summary bool
+	// all: over all the evidence, the summaries read the covering indexes
+	// by class in order (no sort); over a window, the minutes' key range.
+	all  bool
+	out  *timeline.RequestStats
+	used map[int64]bool // the classes the rows refer to
+}
+
+// seconds reads the per-second counts.
+func (rd *rollupRead) seconds(ctx context.Context) error {
+	s, out, used, lo, hi := rd.s, rd.out, rd.used, rd.lo, rd.hi
 	// One range of the primary key per class, in class order: no sort.
 	rows, err := s.db.QueryContext(ctx, `SELECT q.class, q.sec, q.n FROM req_class c CROSS JOIN req_second q
 		ON q.class = c.id AND q.sec >= ? AND q.sec < ? ORDER BY c.id, q.sec`, lo, hi)
 	if err != nil {
-		return nil, fmt.Errorf("request stats: %w", err)
+		return fmt.Errorf("request stats: %w", err)
 	}
 	for rows.Next() {
 		var r timeline.RequestSecond
 		if err := rows.Scan(&r.Class, &r.Sec, &r.Count); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("request stats: %w", err)
+			return fmt.Errorf("request stats: %w", err)
 		}
 		used[r.Class] = true
 		out.Seconds = append(out.Seconds, r)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("request stats: %w", err)
+		return fmt.Errorf("request stats: %w", err)
 	}
+	return nil
+}
 
+// stats reads the per-minute aggregates, or their sums over the window.
+func (rd *rollupRead) stats(ctx context.Context) error {
+	s, out, used, lo, hi, summary, all := rd.s, rd.out, rd.used, rd.lo, rd.hi, rd.summary, rd.all
 	statQuery := `SELECT class, minute, code, bucket, n, etcd_lists, unpaged_lists, lat_sum >> 32, lat_sum & 4294967295,
 		lat_max, apf_wait_max FROM req_stat WHERE minute >= ? AND minute < ? ORDER BY minute, class, code, bucket`
-	// Over all the evidence, the summaries read the covering indexes by
-	// class in order (no sort); over a window, the minutes' key range.
-	all := since.IsZero() && until.IsZero()
 	if summary {
 		statQuery = `SELECT class, 0, code, bucket, sum(n), sum(etcd_lists), sum(unpaged_lists), sum(lat_sum >> 32), sum(lat_sum & 4294967295),
 		max(lat_max), max(apf_wait_max) FROM req_stat WHERE minute >= ? AND minute < ? GROUP BY class, code, bucket
@@ -440,9 +504,9 @@ func (s *Store) requestStats(ctx context.Context, since, until time.Time, summar
 			statQuery = strings.Replace(statQuery, "WHERE minute >= ? AND minute < ?", "WHERE ? < ?", 1)
 		}
 	}
-	rows, err = s.db.QueryContext(ctx, statQuery, lo, hi)
+	rows, err := s.db.QueryContext(ctx, statQuery, lo, hi)
 	if err != nil {
-		return nil, fmt.Errorf("request stats: %w", err)
+		return fmt.Errorf("request stats: %w", err)
 	}
 	for rows.Next() {
 		var (
@@ -452,7 +516,7 @@ func (s *Store) requestStats(ctx context.Context, since, until time.Time, summar
 		if err := rows.Scan(&r.Class, &r.Minute, &r.Code, &r.LatencyBucket, &r.Count, &r.EtcdLists, &r.UnpagedLists,
 			&hi, &lo, &r.LatencyMaxNs, &r.APFQueueWaitMaxNs); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("request stats: %w", err)
+			return fmt.Errorf("request stats: %w", err)
 		}
 		r.LatencySumNs = joinSum(hi, lo)
 		used[r.Class] = true
@@ -460,9 +524,15 @@ func (s *Store) requestStats(ctx context.Context, since, until time.Time, summar
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("request stats: %w", err)
+		return fmt.Errorf("request stats: %w", err)
 	}
+	return nil
+}
 
+// clients reads the per-minute counts of raw users, or their sums over
+// the window with each user's first and last minute.
+func (rd *rollupRead) clients(ctx context.Context) error {
+	s, out, used, lo, hi, summary, all := rd.s, rd.out, rd.used, rd.lo, rd.hi, rd.summary, rd.all
 	clientQuery := `SELECT q.class, q.minute, q.user, q.n, 0 FROM req_client q
 		WHERE q.minute >= ? AND q.minute < ? ORDER BY q.minute, q.class, q.user`
 	if summary {
@@ -472,9 +542,9 @@ func (s *Store) requestStats(ctx context.Context, since, until time.Time, summar
 			clientQuery = strings.Replace(clientQuery, "WHERE q.minute >= ? AND q.minute < ?", "WHERE ? < ?", 1)
 		}
 	}
-	rows, err = s.db.QueryContext(ctx, clientQuery, lo, hi)
+	rows, err := s.db.QueryContext(ctx, clientQuery, lo, hi)
 	if err != nil {
-		return nil, fmt.Errorf("request stats: %w", err)
+		return fmt.Errorf("request stats: %w", err)
 	}
 	for rows.Next() {
 		var (
@@ -483,24 +553,29 @@ func (s *Store) requestStats(ctx context.Context, since, until time.Time, summar
 		)
 		if err := rows.Scan(&r.Class, &r.Minute, &user, &r.Count, &r.LastMinute); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("request stats: %w", err)
+			return fmt.Errorf("request stats: %w", err)
 		}
 		if r.User, err = s.strOf(ctx, user); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("request stats: %w", err)
+			return fmt.Errorf("request stats: %w", err)
 		}
 		used[r.Class] = true
 		out.Clients = append(out.Clients, r)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("request stats: %w", err)
+		return fmt.Errorf("request stats: %w", err)
 	}
+	return nil
+}
 
-	rows, err = s.db.QueryContext(ctx, `SELECT id, verb, api_group, resource, subresource, scope, user, user_agent
+// classes reads the classes the rows refer to.
+func (rd *rollupRead) classes(ctx context.Context) error {
+	s, out, used := rd.s, rd.out, rd.used
+	rows, err := s.db.QueryContext(ctx, `SELECT id, verb, api_group, resource, subresource, scope, user, user_agent
 		FROM req_class ORDER BY id`)
 	if err != nil {
-		return nil, fmt.Errorf("request classes: %w", err)
+		return fmt.Errorf("request classes: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -509,19 +584,19 @@ func (s *Store) requestStats(ctx context.Context, since, until time.Time, summar
 			ids [6]int64
 		)
 		if err := rows.Scan(&c.ID, &ids[0], &ids[1], &ids[2], &ids[3], &c.Scope, &ids[4], &ids[5]); err != nil {
-			return nil, fmt.Errorf("request classes: %w", err)
+			return fmt.Errorf("request classes: %w", err)
 		}
 		if !used[c.ID] {
 			continue
 		}
 		for i, dst := range []*string{&c.Verb, &c.Group, &c.Resource, &c.Subresource, &c.User, &c.UserAgent} {
 			if *dst, err = s.strOf(ctx, ids[i]); err != nil {
-				return nil, fmt.Errorf("request classes: %w", err)
+				return fmt.Errorf("request classes: %w", err)
 			}
 		}
 		out.Classes = append(out.Classes, c)
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
 
 // satAdd is a + b, saturated at the ends of int64: a latency sum that

@@ -108,7 +108,7 @@ func TestRowEncodingReadsBack(t *testing.T) {
 
 	// The canonical forms are stored encoded.
 	var blobs, tpls, splits int
-	if err := s.DB().QueryRow(`SELECT sum(typeof(audit_id) = 'blob'), sum(uri_tpl != 0), sum(extra_dict != 0) FROM record`).
+	if err := s.db.QueryRow(`SELECT sum(typeof(audit_id) = 'blob'), sum(uri_tpl != 0), sum(extra_dict != 0) FROM record`).
 		Scan(&blobs, &tpls, &splits); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestMigrationEncodesRows(t *testing.T) {
 		t.Errorf("migrated records differ from fresh ones (-fresh +migrated)\n%s", diff)
 	}
 	// And stores them as the writer does.
-	if diff := gocmp.Diff(storedRows(t, fresh.DB()), storedRows(t, s.DB())); diff != "" {
+	if diff := gocmp.Diff(storedRows(t, fresh.db), storedRows(t, s.db)); diff != "" {
 		t.Errorf("migrated rows differ from fresh ones (-fresh +migrated)\n%s", diff)
 	}
 	if msg, err := s.IntegrityCheck(ctx); err != nil || msg != "ok" {
@@ -279,7 +279,7 @@ func FuzzRowEncoding(f *testing.F) {
 		// SQLite's decoding of the same parts.
 		var sid, suri string
 		var sextra sql.NullString
-		err := s.DB().QueryRow(`WITH r AS (SELECT ? AS audit_id, ? AS tpl, ? AS ns, ? AS nm, ? AS rest,
+		err := s.db.QueryRow(`WITH r AS (SELECT ? AS audit_id, ? AS tpl, ? AS ns, ? AS nm, ? AS rest,
 			? AS extra, ? AS head, ? AS dict, ? AS tail)
 			SELECT `+idSQL("r.audit_id")+`, replace(replace(r.tpl, char(1), r.ns), char(2), r.nm) || r.rest,
 			COALESCE(r.extra, NULLIF(replace(r.head, char(1), '`+latencyKey+`') || r.dict || replace(r.tail, char(1), '`+latencyKey+`'), ''))

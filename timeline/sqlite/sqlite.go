@@ -310,9 +310,6 @@ func unwritable(file string) string {
 // Path returns the database file's path.
 func (s *Store) Path() string { return s.path }
 
-// DB exposes the database handle to this module's tests and tools.
-func (s *Store) DB() *sql.DB { return s.db }
-
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 

@@ -146,7 +146,7 @@ func TestVersionsAreRedactedAndIdempotent(t *testing.T) {
 		}
 	}
 	var body string
-	if err := s.DB().QueryRow("SELECT body FROM content").Scan(&body); err != nil {
+	if err := s.db.QueryRow("SELECT body FROM content").Scan(&body); err != nil {
 		t.Fatal(err)
 	}
 	if want := "hmac-sha256:"; !contains(body, want) || contains(body, "aHVudGVyMg==") {

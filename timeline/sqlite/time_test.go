@@ -66,7 +66,7 @@ func TestOutOfRangeTimesAreRefused(t *testing.T) {
 				}
 			}
 			var n int
-			if err := s.DB().QueryRow(`SELECT (SELECT count(*) FROM record) + (SELECT count(*) FROM object_version) +
+			if err := s.db.QueryRow(`SELECT (SELECT count(*) FROM record) + (SELECT count(*) FROM object_version) +
 				(SELECT count(*) FROM bisect_mark)`).Scan(&n); err != nil || n != 0 {
 				t.Errorf("stored %d rows (%v), want none", n, err)
 			}

@@ -74,13 +74,47 @@ type whereField struct {
 	kind   fieldKind
 }
 
+// fieldColumns maps each filter field (timeline.Fields) that the record
+// table holds to its column; interned columns hold ids into strs. The
+// fields not here (stage, annotations, bad) are evaluated row by row only.
+var fieldColumns = map[string]struct {
+	column   string
+	interned bool
+}{
+	"time":        {"time_ns", false},
+	"source":      {"source", true},
+	"group":       {"api_group", true},
+	"version":     {"api_version", true},
+	"resource":    {"resource", true},
+	"subresource": {"subresource", true},
+	"kind":        {"kind", true},
+	"ns":          {"namespace", true},
+	"name":        {"name", true},
+	"uid":         {"uid", false},
+	"verb":        {"verb", true},
+	"reason":      {"reason", true},
+	"user":        {"user", true},
+	"userAgent":   {"user_agent", true},
+	"sourceIP":    {"source_ip", true},
+	"code":        {"code", false},
+	"type":        {"type", true},
+	"level":       {"level", true},
+	"latency":     {"latency_ns", false},
+	"auditID":     {"audit_id", false},
+	"requestURI":  {"uri", false},
+	"message":     {"message", false},
+	"run":         {"run_id", false},
+	"line":        {"line", false},
+}
+
 var whereFields = func() map[string]whereField {
 	m := make(map[string]whereField, len(timeline.Fields))
 	for _, f := range timeline.Fields {
+		c, ok := fieldColumns[f.Name]
 		k := kindNone
 		switch {
-		case f.Column == "":
-		case f.Type.IsExactType(types.StringType) && f.Interned:
+		case !ok:
+		case f.Type.IsExactType(types.StringType) && c.interned:
 			k = kindInterned
 		case f.Type.IsExactType(types.StringType):
 			k = kindText
@@ -92,9 +126,9 @@ var whereFields = func() map[string]whereField {
 			k = kindDuration
 		}
 		if k != kindNone {
-			m[f.Name] = whereField{name: f.Name, column: "r." + f.Column, kind: k}
+			m[f.Name] = whereField{name: f.Name, column: "r." + c.column, kind: k}
 		}
-		if enc, ok := encodedText[f.Column]; ok && k == kindText {
+		if enc, ok := encodedText[c.column]; ok && k == kindText {
 			m[f.Name] = whereField{name: f.Name, column: enc, kind: k}
 		}
 	}

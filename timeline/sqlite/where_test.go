@@ -401,7 +401,7 @@ func TestCompileWhereUsesIndexes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
 			q, args, _ := recordQuery(timeline.Query{Where: mustFilter(t, tt.expr)})
-			rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+q, args...)
+			rows, err := s.db.Query("EXPLAIN QUERY PLAN "+q, args...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -561,5 +561,28 @@ func TestCompileWhereLimits(t *testing.T) {
 			}
 			checkAgainstCEL(t, s, all, f)
 		})
+	}
+}
+
+// TestFieldColumns: every column mapping names a filter field, and every
+// mapped field becomes a SQL condition, so a renamed field cannot silently
+// lose its index.
+func TestFieldColumns(t *testing.T) {
+	known := map[string]bool{}
+	for _, f := range timeline.Fields {
+		known[f.Name] = true
+	}
+	for name := range fieldColumns {
+		if !known[name] {
+			t.Errorf("fieldColumns[%q]: no such filter field in timeline.Fields", name)
+		}
+		if _, ok := whereFields[name]; !ok {
+			t.Errorf("field %q has a column but no SQL condition (its type has no column kind)", name)
+		}
+	}
+	for _, rowOnly := range []string{"stage", "annotations", "bad"} {
+		if _, ok := whereFields[rowOnly]; ok {
+			t.Errorf("field %q is evaluated row by row, yet has a column", rowOnly)
+		}
 	}
 }

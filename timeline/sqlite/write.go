@@ -338,7 +338,6 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 // addKeyed adds r under key (see AddRecord); ids are its interned fields,
 // row its encoded strings.
 func (b *batch) addKeyed(ctx context.Context, r *timeline.Record, ids []int64, row recordRow, key int64) (timeline.AddResult, error) {
-	o := &r.Object
 	ok := openKey{ns(r.Time), key}
 	if r.Stages != 0 {
 		if held := b.s.open.get(ok); held != nil {
@@ -365,24 +364,37 @@ func (b *batch) addKeyed(ctx context.Context, r *timeline.Record, ids []int64, r
 		return 0, fmt.Errorf("add record: %w", err)
 	}
 	if n == 1 {
-		var rq *request
-		if r.Source == timeline.SourceAudit && o.Resource != "" {
-			q := newRequest(r.Verb, o.Group, o.Resource, o.Subresource, o.Namespace, o.Name, r.User, r.UserAgent,
-				r.URI, ns(r.Time))
-			rq = &q
-			b.roll.count(rq, 0, r.Stages, reqValues{r.Code, int64(r.Latency), apfQueueWait(r.Extra)}, reqValues{})
-		}
-		if r.Stages != 0 && r.Stages&finalStages == 0 {
-			id, err := res.LastInsertId()
-			if err != nil {
-				return 0, fmt.Errorf("add record: %w", err)
-			}
-			b.s.open.put(ok, &openRequest{id: id, stages: r.Stages, code: r.Code, latency: int64(r.Latency),
-				ident: identOf(ids), rq: rq})
-		}
-		return timeline.Added, nil
+		return b.added(r, ids, ok, res)
 	}
-	// Held already: the same request's record, or another's (a conflict).
+	return b.joinHeld(ctx, r, ids, row, key)
+}
+
+// added counts a newly inserted record in the rollup and, while its request
+// is open (no final stage yet), keeps it in the open-request cache.
+func (b *batch) added(r *timeline.Record, ids []int64, ok openKey, res sql.Result) (timeline.AddResult, error) {
+	o := &r.Object
+	var rq *request
+	if r.Source == timeline.SourceAudit && o.Resource != "" {
+		q := newRequest(r.Verb, o.Group, o.Resource, o.Subresource, o.Namespace, o.Name, r.User, r.UserAgent,
+			r.URI, ns(r.Time))
+		rq = &q
+		b.roll.count(rq, 0, r.Stages, reqValues{r.Code, int64(r.Latency), apfQueueWait(r.Extra)}, reqValues{})
+	}
+	if r.Stages != 0 && r.Stages&finalStages == 0 {
+		id, err := res.LastInsertId()
+		if err != nil {
+			return 0, fmt.Errorf("add record: %w", err)
+		}
+		b.s.open.put(ok, &openRequest{id: id, stages: r.Stages, code: r.Code, latency: int64(r.Latency),
+			ident: identOf(ids), rq: rq})
+	}
+	return timeline.Added, nil
+}
+
+// joinHeld judges r against the record already held under key: the same
+// request's record (a stage seen again, or a further stage, joined into it)
+// or another's (a conflict).
+func (b *batch) joinHeld(ctx context.Context, r *timeline.Record, ids []int64, row recordRow, key int64) (timeline.AddResult, error) {
 	// The held record is read first: the rollup needs its stages before a
 	// join.
 	held, q, args := &b.held, heldStaged, []any{ns(r.Time), key}

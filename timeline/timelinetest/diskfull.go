@@ -10,15 +10,15 @@ import (
 // ErrDiskFull is what SQLite says when the disk fills.
 var ErrDiskFull = errors.New("database or disk is full")
 
-// FullDisk is a store whose disk fills after Commits batches: the next
+// FullDisk is an appender whose disk fills after Commits batches: the next
 // batch's Commit rolls it back and fails with ErrDiskFull.
 type FullDisk struct {
-	timeline.Store
+	timeline.Appender
 	Commits int // batches that commit; the next fails
 }
 
 func (s *FullDisk) Batch(ctx context.Context, run int64) (timeline.Batch, error) {
-	b, err := s.Store.Batch(ctx, run)
+	b, err := s.Appender.Batch(ctx, run)
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@ func classify(ctx context.Context, store outcome.Store, since, until time.Time) 
 // read (records of source "status", not stored), merged in q's order, each
 // marked bad as classified; q.Where and q.Limit apply to both. q.Bad must
 // hold the classifier's bad set.
-func withStates(ctx context.Context, store timeline.Store, q timeline.Query, states []outcome.Observation) iter.Seq2[*timeline.Record, error] {
+func withStates(ctx context.Context, store timeline.Reader, q timeline.Query, states []outcome.Observation) iter.Seq2[*timeline.Record, error] {
 	return func(yield func(*timeline.Record, error) bool) {
 		var st []*timeline.Record
 		for i := range states {

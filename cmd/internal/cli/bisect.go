@@ -275,7 +275,7 @@ func openBisectData(ctx context.Context, f *Factory) (store timeline.Store, firs
 
 // dataBounds returns the first and last instants of evidence, refusing an
 // empty timeline.
-func dataBounds(ctx context.Context, f *Factory, store timeline.Store) (first, last time.Time, err error) {
+func dataBounds(ctx context.Context, f *Factory, store timeline.Reader) (first, last time.Time, err error) {
 	first, last, err = store.Bounds(ctx)
 	if err != nil {
 		return first, last, err
@@ -290,7 +290,7 @@ func dataBounds(ctx context.Context, f *Factory, store timeline.Store) (first, l
 var errNoBisect = usagef("faultline bisect start --bad end", "no bisect session: run `faultline bisect start`")
 
 // openSession returns the open session or the no-session error.
-func openSession(ctx context.Context, store timeline.Store) (*timeline.BisectSession, error) {
+func openSession(ctx context.Context, store timeline.BisectLog) (*timeline.BisectSession, error) {
 	sess, err := store.Bisect(ctx)
 	if err != nil {
 		return nil, err
@@ -501,7 +501,7 @@ func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 		for _, m := range sess.Marks {
 			out.Marks = append(out.Marks, markJSON{Kind: m.Kind, Time: m.Time.UTC(), Note: m.Note, At: m.At.UTC()})
 		}
-		versions, err := store.VersionsBetween(ctx, w.lo.Add(1), w.hi.Add(1), bisectMaxVersions)
+		versions, err := store.Versions(ctx, timeline.ChangesBetween(w.lo.Add(1), w.hi.Add(1), bisectMaxVersions))
 		if err != nil {
 			return err
 		}
@@ -716,10 +716,10 @@ func (w window) next() (time.Time, bool) { return w.Next() }
 
 // printBisectReport prints the window, what changed and happened inside
 // it, and the instant to judge next.
-func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store, sess *timeline.BisectSession, first, last time.Time, scope scopeFlags) error {
+func printBisectReport(ctx context.Context, out io.Writer, store timeline.Reader, sess *timeline.BisectSession, first, last time.Time, scope scopeFlags) error {
 	w := newBisectWindow(sess.Marks, first, last)
 	since, until := w.lo.Add(1), w.hi.Add(1) // (lo, hi] as [since, until)
-	versions, err := store.VersionsBetween(ctx, since, until, bisectMaxVersions)
+	versions, err := store.Versions(ctx, timeline.ChangesBetween(since, until, bisectMaxVersions))
 	if err != nil {
 		return err
 	}
@@ -862,7 +862,7 @@ type windowChangeJSON struct {
 
 // windowChanges groups the versions of a window by object, newest last,
 // at most bisectMaxObjects of them, each with who made its last version.
-func windowChanges(ctx context.Context, store timeline.Store, versions []timeline.ObjectVersion) (groups []versionGroup, earlier int, err error) {
+func windowChanges(ctx context.Context, store timeline.Reader, versions []timeline.ObjectVersion) (groups []versionGroup, earlier int, err error) {
 	groups = groupVersions(versions)
 	if len(groups) > bisectMaxObjects {
 		earlier = len(groups) - bisectMaxObjects
@@ -914,7 +914,7 @@ func groupVersions(vs []timeline.ObjectVersion) []versionGroup {
 }
 
 // startSession replaces any open session with a new one holding marks.
-func startSession(ctx context.Context, f *Factory, store timeline.Store, now time.Time, marks []timeline.BisectMark) (int64, error) {
+func startSession(ctx context.Context, f *Factory, store timeline.BisectLog, now time.Time, marks []timeline.BisectMark) (int64, error) {
 	old, err := store.Bisect(ctx)
 	if err != nil {
 		return 0, err

@@ -230,7 +230,7 @@ item by item, so a dump of any size fits in memory.`,
   faultline ingest objects ./must-gather.local.5512/`,
 		Args: argsAtLeast(1, "faultline ingest objects snapshot.json"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return ingestFilesRun(cmd.Context(), f, func(ctx context.Context, store timeline.Store) ([]timeline.IngestRun, error) {
+			return ingestFilesRun(cmd.Context(), f, func(ctx context.Context, store timeline.Appender) ([]timeline.IngestRun, error) {
 				return kube.IngestFiles(ctx, store, args, kube.FileOptions{Now: f.Now,
 					OnBad: func(path string, doc int, err error) { f.warnf("%s: document %d: %v", path, doc, err) }})
 			})

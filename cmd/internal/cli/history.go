@@ -221,7 +221,7 @@ skipped; --strict stops at the first.`,
   faultline ingest versions runs.yaml --strict`,
 		Args: argsAtLeast(1, "faultline ingest versions runs.jsonl"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return ingestFilesRun(cmd.Context(), f, func(ctx context.Context, store timeline.Store) ([]timeline.IngestRun, error) {
+			return ingestFilesRun(cmd.Context(), f, func(ctx context.Context, store timeline.Appender) ([]timeline.IngestRun, error) {
 				return versions.Ingest(ctx, store, args, versions.Options{Strict: strict,
 					OnBadLine: func(b *versions.BadEntry) { f.warnf("%s", b) }})
 			})

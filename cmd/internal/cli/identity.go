@@ -104,7 +104,7 @@ func addIdentityFlags(cmd *cobra.Command, opts *identityOptions) {
 }
 
 // resolver opens the store and builds a resolver for an instant flag.
-func (o *identityOptions) resolver(ctx context.Context, store timeline.Store, when string) (*identity.Resolver, time.Time, error) {
+func (o *identityOptions) resolver(ctx context.Context, store timeline.Reader, when string) (*identity.Resolver, time.Time, error) {
 	_, last, err := store.Bounds(ctx)
 	if err != nil {
 		return nil, time.Time{}, err

@@ -192,7 +192,7 @@ func noneGood(runs []timeline.IngestRun) error {
 // ingestFilesRun is the shape of an ingest from files: open the store, run
 // the ingester, summarise each run on stderr, refresh the planner's
 // statistics.
-func ingestFilesRun(ctx context.Context, f *Factory, ingest func(context.Context, timeline.Store) ([]timeline.IngestRun, error)) error {
+func ingestFilesRun(ctx context.Context, f *Factory, ingest func(context.Context, timeline.Appender) ([]timeline.IngestRun, error)) error {
 	store, err := f.OpenStore(ctx)
 	if err != nil {
 		return err
