@@ -29,22 +29,12 @@ type Options struct {
 	BatchSize int  // records per transaction; <= 0: 100000
 	Workers   int  // decoding goroutines; <= 0: GOMAXPROCS
 	Logger    *slog.Logger
-	// OnBadLine, if set, hears of every bad line as it is skipped.
-	OnBadLine func(*BadLine)
+	// OnSkip, if set, hears of every bad line as it is skipped.
+	OnSkip input.OnSkip
 	// OnProgress, if set, is called about every 250 ms and once at the end
 	// of each source.
 	OnProgress func(Progress)
 }
-
-// BadLine is a line that could not be ingested.
-type BadLine struct {
-	Path string
-	Line int64
-	Err  error
-}
-
-func (b *BadLine) Error() string { return fmt.Sprintf("%s:%d: %v", b.Path, b.Line, b.Err) }
-func (b *BadLine) Unwrap() error { return b.Err }
 
 // Progress reports an ingest under way.
 type Progress struct {
@@ -85,7 +75,7 @@ type item struct {
 type decoded struct {
 	seq   int
 	items []item
-	bad   []*BadLine
+	bad   []*input.Skip
 }
 
 // sniffLines is how many lines FirstTime reads looking for a record.
@@ -144,7 +134,7 @@ func noRecord(lines int, first error) error {
 
 // Ingest reads each path (files, directories of rotated logs in time order,
 // "-" for stdin) into the store, one ingest run per file. It returns the
-// runs. Bad lines are skipped (reported through OnBadLine) unless Strict.
+// runs. Bad lines are skipped (reported through OnSkip) unless Strict.
 // Files of a directory that hold no audit record in their first lines, or
 // that the file rule refuses (input.Walk), are not read; they are named in
 // an *input.SkippedError returned after the others were ingested (empty
@@ -528,18 +518,18 @@ func (w *writer) decodeChunk(c chunk) decoded {
 	out := decoded{seq: c.seq}
 	for _, l := range c.lines {
 		if l.err != nil {
-			out.bad = append(out.bad, &BadLine{Path: w.src.Name(), Line: l.no, Err: l.err})
+			out.bad = append(out.bad, &input.Skip{Path: w.src.Name(), Line: l.no, Err: l.err})
 			continue
 		}
 		evs, err := decode(l.data)
 		if err != nil {
-			out.bad = append(out.bad, &BadLine{Path: w.src.Name(), Line: l.no, Err: err})
+			out.bad = append(out.bad, &input.Skip{Path: w.src.Name(), Line: l.no, Err: err})
 			continue
 		}
 		for i := range evs {
 			rec, vs, err := toRecord(&evs[i], l.data)
 			if err != nil {
-				out.bad = append(out.bad, &BadLine{Path: w.src.Name(), Line: l.no, Err: err})
+				out.bad = append(out.bad, &input.Skip{Path: w.src.Name(), Line: l.no, Err: err})
 				break
 			}
 			rec.Evidence.Line = l.no
@@ -621,9 +611,7 @@ func (w *writer) write(ctx context.Context, results <-chan decoded) error {
 				if b.bad != nil {
 					w.run.BadLines++
 					w.run.Lines++
-					if w.opt.OnBadLine != nil {
-						w.opt.OnBadLine(b.bad)
-					}
+					w.opt.OnSkip.Report(b.bad)
 					if w.opt.Strict {
 						if err := commit(); err != nil {
 							return err
@@ -661,7 +649,7 @@ func (w *writer) write(ctx context.Context, results <-chan decoded) error {
 
 type entry struct {
 	item *item
-	bad  *BadLine
+	bad  *input.Skip
 }
 
 // mergeOrder interleaves a chunk's records and bad lines by line number.

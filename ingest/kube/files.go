@@ -20,9 +20,9 @@ import (
 
 // FileOptions tune IngestFiles.
 type FileOptions struct {
-	// OnBad hears of every document that could not be ingested.
-	OnBad func(path string, doc int, err error)
-	Now   func() time.Time
+	// OnSkip hears of every document that could not be ingested.
+	OnSkip input.OnSkip
+	Now    func() time.Time
 	// BatchSize is the objects per transaction; <= 0: commit.Size.
 	BatchSize int
 }
@@ -35,9 +35,6 @@ type FileOptions struct {
 func IngestFiles(ctx context.Context, store timeline.Store, paths []string, opt FileOptions) ([]timeline.IngestRun, error) {
 	if opt.Now == nil {
 		opt.Now = time.Now
-	}
-	if opt.OnBad == nil {
-		opt.OnBad = func(string, int, error) {}
 	}
 	var files []string
 	var skipped []input.Skipped
@@ -105,7 +102,7 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt File
 			switch {
 			case errors.As(err, &bo):
 				run.BadLines++
-				opt.OnBad(src.Name(), doc, err)
+				opt.OnSkip.Report(&input.Skip{Path: src.Name(), Doc: doc, Err: err})
 			case err != nil:
 				storeErr = err
 				return
@@ -116,7 +113,7 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt File
 			bad++
 			run.Lines = item + bad
 			run.BadLines++
-			opt.OnBad(src.Name(), doc, err)
+			opt.OnSkip.Report(&input.Skip{Path: src.Name(), Doc: doc, Err: err})
 		},
 		stop: func() bool { return ctx.Err() != nil || storeErr != nil },
 	}

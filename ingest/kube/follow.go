@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/pager"
 
+	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/timeline"
 )
 
@@ -71,7 +72,7 @@ func (in *Ingester) Follow(ctx context.Context) error {
 			defer wg.Done()
 			if err := in.watchLoop(wctx, t, changes); err != nil {
 				if msg := in.skippable(t, err); msg != "" {
-					in.opt.OnWarning(msg)
+					in.opt.OnSkip(&input.Skip{Err: errors.New(msg)})
 					return
 				}
 				errc <- err

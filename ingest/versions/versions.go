@@ -175,20 +175,11 @@ func (e *Entry) record() (*timeline.Record, error) {
 	return r, nil
 }
 
-// BadEntry is a line (or YAML document) that could not be ingested.
-type BadEntry struct {
-	Path string
-	Line int64
-	Err  error
-}
-
-func (b *BadEntry) Error() string { return fmt.Sprintf("%s:%d: %v", b.Path, b.Line, b.Err) }
-
 // Options tune an ingest.
 type Options struct {
 	Strict    bool
-	OnBadLine func(*BadEntry)
-	BatchSize int // entries per transaction; <= 0: commit.Size
+	OnSkip    input.OnSkip // hears of every bad line (or YAML document) as it is skipped
+	BatchSize int          // entries per transaction; <= 0: commit.Size
 }
 
 // Ingest reads versions files (JSON Lines, or YAML by .yaml/.yml name) into
@@ -252,11 +243,9 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 			rec, en.err = en.e.record()
 		}
 		if en.err != nil {
-			bad := &BadEntry{Path: src.Name(), Line: en.line, Err: en.err}
+			bad := &input.Skip{Path: src.Name(), Line: en.line, Err: en.err}
 			run.BadLines++
-			if opt.OnBadLine != nil {
-				opt.OnBadLine(bad)
-			}
+			opt.OnSkip.Report(bad)
 			if opt.Strict {
 				return fmt.Errorf("%w: %w", ErrStrict, bad)
 			}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/ingest/kube"
 	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
@@ -172,7 +173,7 @@ func ingestClusterRun(ctx context.Context, o *ingestClusterOptions) error {
 		Namespace: ns,
 		PageSize:  o.pageSize,
 		Logger:    f.Logger(),
-		OnWarning: func(msg string) { f.warnf("%s", msg) },
+		OnSkip:    func(s *input.Skip) { f.warnf("%s", s) },
 		Now:       f.Now,
 	})
 	if o.follow {
@@ -232,7 +233,7 @@ item by item, so a dump of any size fits in memory.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return ingestFilesRun(cmd.Context(), f, func(ctx context.Context, store timeline.Store) ([]timeline.IngestRun, error) {
 				return kube.IngestFiles(ctx, store, args, kube.FileOptions{Now: f.Now,
-					OnBad: func(path string, doc int, err error) { f.warnf("%s: document %d: %v", path, doc, err) }})
+					OnSkip: func(s *input.Skip) { f.warnf("%s", s) }})
 			})
 		},
 	}

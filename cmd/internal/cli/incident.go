@@ -67,7 +67,7 @@ func (l incidentLoader) ingest(ctx context.Context, fsys fs.FS, dir, work, db st
 func (l incidentLoader) ingestInto(ctx context.Context, store *sqlite.Store, ev *stagedEvidence) ([]timeline.IngestRun, error) {
 	var runs []timeline.IngestRun
 	if len(ev.audits) > 0 {
-		r, err := audit.Ingest(ctx, store, ev.audits, audit.Options{Logger: l.logger, OnBadLine: func(b *audit.BadLine) { l.warnf("%s", b) }})
+		r, err := audit.Ingest(ctx, store, ev.audits, audit.Options{Logger: l.logger, OnSkip: func(b *input.Skip) { l.warnf("%s", b) }})
 		runs = append(runs, r...)
 		if err != nil {
 			return runs, err
@@ -75,14 +75,14 @@ func (l incidentLoader) ingestInto(ctx context.Context, store *sqlite.Store, ev 
 	}
 	if len(ev.objects) > 0 {
 		r, err := kube.IngestFiles(ctx, store, ev.objects, kube.FileOptions{Now: l.now,
-			OnBad: func(p string, doc int, err error) { l.warnf("%s: document %d: %v", p, doc, err) }})
+			OnSkip: func(s *input.Skip) { l.warnf("%s", s) }})
 		runs = append(runs, r...)
 		if err != nil {
 			return runs, err
 		}
 	}
 	if len(ev.versions) > 0 {
-		r, err := versions.Ingest(ctx, store, ev.versions, versions.Options{OnBadLine: func(b *versions.BadEntry) { l.warnf("%s", b) }})
+		r, err := versions.Ingest(ctx, store, ev.versions, versions.Options{OnSkip: func(b *input.Skip) { l.warnf("%s", b) }})
 		runs = append(runs, r...)
 		if err != nil {
 			return runs, err
