@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"runtime"
@@ -31,6 +32,9 @@ type Options struct {
 	Logger    *slog.Logger
 	// OnSkip, if set, hears of every bad line as it is skipped.
 	OnSkip input.OnSkip
+	// FS, if set, holds the files: paths name files of it (no folders, no
+	// standard input), read with input.OpenFS.
+	FS fs.FS
 	// OnProgress, if set, is called about every 250 ms and once at the end
 	// of each source.
 	OnProgress func(Progress)
@@ -140,11 +144,13 @@ func noRecord(lines int, first error) error {
 // an *input.SkippedError returned after the others were ingested (empty
 // files are left out without a word).
 func Ingest(ctx context.Context, store timeline.Store, paths []string, opt Options) (runs []timeline.IngestRun, err error) {
-	files, skipped, err := input.Expand(paths, FirstTime)
-	if err != nil {
-		return nil, fmt.Errorf("ingest audit: %w", err)
+	files, skipped := paths, []input.Skipped(nil)
+	if opt.FS == nil {
+		if files, skipped, err = input.Expand(paths, FirstTime); err != nil {
+			return nil, fmt.Errorf("ingest audit: %w", err)
+		}
 	}
-	if b, ok := store.(bulkLoader); ok && allRegular(files) {
+	if b, ok := store.(bulkLoader); ok && allRegular(opt.FS, files) {
 		end, err := b.BulkLoad(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("ingest audit: %w", err)
@@ -180,7 +186,7 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	src, err := input.Open(ctx, path, opt.MaxLine)
+	src, err := input.OpenIn(ctx, opt.FS, path, opt.MaxLine)
 	if err != nil {
 		return nil, fmt.Errorf("ingest audit: %w", err)
 	}
@@ -216,9 +222,13 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt Opti
 // allRegular reports whether every input is a regular file: a pipe may
 // stream for hours while the timeline is read, and a bulk load leaves it
 // without its indexes until the end.
-func allRegular(files []string) bool {
+func allRegular(fsys fs.FS, files []string) bool {
+	stat := os.Stat
+	if fsys != nil {
+		stat = func(name string) (fs.FileInfo, error) { return fs.Stat(fsys, name) }
+	}
 	for _, f := range files {
-		fi, err := os.Stat(f)
+		fi, err := stat(f)
 		if f == "-" || err != nil || !fi.Mode().IsRegular() {
 			return false
 		}

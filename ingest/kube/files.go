@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/faultline/faultline/ingest/commit"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +26,9 @@ type FileOptions struct {
 	Now    func() time.Time
 	// BatchSize is the objects per transaction; <= 0: commit.Size.
 	BatchSize int
+	// FS, if set, holds the files: paths name files of it (no folders, no
+	// standard input), read with input.OpenFS.
+	FS fs.FS
 }
 
 // IngestFiles reads offline dumps into the store, one ingest run per file:
@@ -38,6 +42,9 @@ func IngestFiles(ctx context.Context, store timeline.Store, paths []string, opt 
 	}
 	var files []string
 	var skipped []input.Skipped
+	if opt.FS != nil {
+		files, paths = paths, nil
+	}
 	for _, p := range paths {
 		fi, err := os.Stat(p)
 		if p != input.Stdin && err != nil {
@@ -67,7 +74,7 @@ func IngestFiles(ctx context.Context, store timeline.Store, paths []string, opt 
 }
 
 func ingestFile(ctx context.Context, store timeline.Store, path string, opt FileOptions) (*timeline.IngestRun, error) {
-	src, err := input.Open(ctx, path, 0)
+	src, err := input.OpenIn(ctx, opt.FS, path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("ingest objects: %w", err)
 	}

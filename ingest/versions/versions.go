@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"github.com/faultline/faultline/ingest/commit"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -180,6 +181,9 @@ type Options struct {
 	Strict    bool
 	OnSkip    input.OnSkip // hears of every bad line (or YAML document) as it is skipped
 	BatchSize int          // entries per transaction; <= 0: commit.Size
+	// FS, if set, holds the files: paths name files of it, read with
+	// input.OpenFS.
+	FS fs.FS
 }
 
 // Ingest reads versions files (JSON Lines, or YAML by .yaml/.yml name) into
@@ -192,7 +196,7 @@ func Ingest(ctx context.Context, store timeline.Store, paths []string, opt Optio
 var ErrStrict = errors.New("stopped at the first bad entry (--strict)")
 
 func ingestFile(ctx context.Context, store timeline.Store, path string, opt Options) (*timeline.IngestRun, error) {
-	src, err := input.Open(ctx, path, 0)
+	src, err := input.OpenIn(ctx, opt.FS, path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("ingest versions: %w", err)
 	}
