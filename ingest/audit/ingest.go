@@ -264,6 +264,11 @@ type writer struct {
 	handled   int64
 	lastLine  int64  // so a line holding many events (EventList) counts once
 	arena     []byte // where next copies lines (reader goroutine only)
+
+	// The open batch, and its records (writer goroutine only).
+	batch      timeline.Batch
+	inBatch    int
+	lastCommit time.Time
 }
 
 // lineArenaSize is the size of the blocks the reader copies lines into.
@@ -558,102 +563,121 @@ func (w *writer) decodeChunk(c chunk) decoded {
 // write stores decoded chunks in order, committing every BatchSize records
 // and at least every commitEvery while records are pending.
 func (w *writer) write(ctx context.Context, results <-chan decoded) error {
-	size := w.opt.BatchSize
-	if size <= 0 {
-		size = 100000
-	}
-	var (
-		pending = map[int]decoded{}
-		next    = 0
-		batch   timeline.Batch
-		inBatch = 0
-	)
-	lastCommit := time.Now()
-	commit := func() error {
-		lastCommit = time.Now()
-		if batch == nil {
-			return nil
-		}
-		err := batch.Commit(context.WithoutCancel(ctx), w.run)
-		batch, inBatch = nil, 0
-		if err != nil {
-			w.uncount()
-			return err
-		}
-		w.committed = *w.run
-		return nil
-	}
+	w.lastCommit = time.Now()
 	// A slow source (a pipe that trickles) must not hold read records
 	// uncommitted: they are committed within commitEvery of arriving.
 	tick := time.NewTicker(commitEvery / 4)
 	defer tick.Stop()
-	defer func() {
-		if batch != nil {
-			batch.Rollback()
-			w.uncount()
-		}
-	}()
+	defer w.rollback()
+	pending := map[int]decoded{} // chunks decoded ahead of their turn, by seq
+	next := 0
 	for {
-		var res decoded
 		select {
-		case r, ok := <-results:
+		case res, ok := <-results:
 			if !ok {
-				return commit()
+				return w.commit(ctx)
 			}
-			res = r
+			pending[res.seq] = res
 		case <-tick.C:
-			if batch != nil && time.Since(lastCommit) >= commitEvery {
-				if err := commit(); err != nil {
+			if w.batch != nil && time.Since(w.lastCommit) >= commitEvery {
+				if err := w.commit(ctx); err != nil {
 					return err
 				}
 			}
 			continue
 		}
-		pending[res.seq] = res
-		for {
-			d, ok := pending[next]
-			if !ok {
-				break
-			}
+		for d, ok := pending[next]; ok; d, ok = pending[next] {
 			delete(pending, next)
 			next++
-			for _, b := range mergeOrder(d) {
-				if b.bad != nil {
-					w.run.BadLines++
-					w.run.Lines++
-					w.opt.OnSkip.Report(b.bad)
-					if w.opt.Strict {
-						if err := commit(); err != nil {
-							return err
-						}
-						return fmt.Errorf("%w: %w", ErrStrict, b.bad)
-					}
-					continue
-				}
-				if batch == nil {
-					var err error
-					if batch, err = w.store.Batch(ctx, w.run.ID); err != nil {
-						return err
-					}
-				}
-				if err := w.add(ctx, batch, b.item); err != nil {
-					return fmt.Errorf("ingest audit %s:%d: %w", w.src.Name(), b.item.line, err)
-				}
-				inBatch++
+			if err := w.apply(ctx, d); err != nil {
+				return err
 			}
-			if inBatch >= size || (batch != nil && time.Since(lastCommit) >= commitEvery) {
-				if err := commit(); err != nil {
-					return err
-				}
-			}
-			w.progress(false)
 		}
 		if err := ctx.Err(); err != nil {
-			if cerr := commit(); cerr != nil {
+			if cerr := w.commit(ctx); cerr != nil {
 				return cerr
 			}
 			return err
 		}
+	}
+}
+
+// apply writes the lines of one decoded chunk in order, and commits the
+// batch once it is full or has been open for commitEvery.
+func (w *writer) apply(ctx context.Context, d decoded) error {
+	for _, b := range mergeOrder(d) {
+		if b.bad != nil {
+			if err := w.skip(ctx, b.bad); err != nil {
+				return err
+			}
+			continue
+		}
+		if w.batch == nil {
+			var err error
+			if w.batch, err = w.store.Batch(ctx, w.run.ID); err != nil {
+				return err
+			}
+		}
+		if err := w.add(ctx, w.batch, b.item); err != nil {
+			return fmt.Errorf("ingest audit %s:%d: %w", w.src.Name(), b.item.line, err)
+		}
+		w.inBatch++
+	}
+	if w.inBatch >= w.batchSize() || (w.batch != nil && time.Since(w.lastCommit) >= commitEvery) {
+		if err := w.commit(ctx); err != nil {
+			return err
+		}
+	}
+	w.progress(false)
+	return nil
+}
+
+// skip counts and reports a bad line; with Strict, it commits what came
+// before and stops the ingest.
+func (w *writer) skip(ctx context.Context, bad *input.Skip) error {
+	w.run.BadLines++
+	w.run.Lines++
+	w.opt.OnSkip.Report(bad)
+	if !w.opt.Strict {
+		return nil
+	}
+	if err := w.commit(ctx); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrStrict, bad)
+}
+
+// batchSize is the records per transaction.
+func (w *writer) batchSize() int {
+	if w.opt.BatchSize <= 0 {
+		return 100000
+	}
+	return w.opt.BatchSize
+}
+
+// commit commits the open batch, if any, even when ctx is done: what was
+// read is kept. A failed commit takes the run's counts back to the last
+// one that succeeded.
+func (w *writer) commit(ctx context.Context) error {
+	w.lastCommit = time.Now()
+	if w.batch == nil {
+		return nil
+	}
+	err := w.batch.Commit(context.WithoutCancel(ctx), w.run)
+	w.batch, w.inBatch = nil, 0
+	if err != nil {
+		w.uncount()
+		return err
+	}
+	w.committed = *w.run
+	return nil
+}
+
+// rollback rolls back a batch left open by an error, and its counts.
+func (w *writer) rollback() {
+	if w.batch != nil {
+		w.batch.Rollback()
+		w.uncount()
 	}
 }
 

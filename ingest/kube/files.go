@@ -135,6 +135,13 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt File
 		return run, storeErr
 	}
 	run.Lines = item + bad
+	return run, finishFile(ctx, store, batch, run, src, readErr)
+}
+
+// finishFile ends the run of a file read to its end (or to readErr, or to
+// ctx being done): what was read is committed even when ctx is done
+// (Ctrl-C), and the run says how far it got.
+func finishFile(ctx context.Context, store timeline.Store, batch *commit.Periodic, run *timeline.IngestRun, src *input.Source, readErr error) error {
 	src.Drain()
 	run.SHA256, run.Status = src.SHA256(), timeline.RunDone
 	if readErr != nil && ctx.Err() == nil {
@@ -146,13 +153,12 @@ func ingestFile(ctx context.Context, store timeline.Store, path string, opt File
 	if err := ctx.Err(); err != nil {
 		run.Status, run.Error = timeline.RunFailed, err.Error()
 	}
-	// What was read is committed even when ctx is done (Ctrl-C).
 	if err := batch.Commit(ctx); err != nil {
 		run.Status, run.Error = timeline.RunFailed, err.Error()
 		store.FinishRun(context.WithoutCancel(ctx), run)
-		return run, err
+		return err
 	}
-	return run, store.FinishRun(context.WithoutCancel(ctx), run)
+	return store.FinishRun(context.WithoutCancel(ctx), run)
 }
 
 // addObject stores one dumped object, the resource guessed from its kind
