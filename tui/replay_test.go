@@ -3,23 +3,19 @@ package tui_test
 import (
 	"context"
 	"io"
-	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/faultline/faultline/fixtures"
-	"github.com/faultline/faultline/ingest/audit"
-	"github.com/faultline/faultline/ingest/kube"
+	"github.com/faultline/faultline/ingest/evidence"
 	"github.com/faultline/faultline/timeline/sqlite"
 )
 
 // replayed holds, per fixture, a database built once per test binary by
-// replaying the fixture's evidence, as faultline replay does.
+// replaying the fixture's evidence with the loader faultline replay uses.
 var replayed = struct {
 	sync.Mutex
 	dbs map[string]string
@@ -59,33 +55,7 @@ func replayOnce(t testing.TB, name string) string {
 		t.Fatal(err)
 	}
 	work := filepath.Join(replayed.dir, name)
-	var audits, objects []string
-	err = fs.WalkDir(fx.FS, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		base := strings.TrimSuffix(path.Base(p), ".gz")
-		var into *[]string
-		switch {
-		case strings.HasPrefix(p, "objects/"):
-			into = &objects
-		case strings.HasSuffix(base, ".log"):
-			into = &audits
-		default:
-			return nil
-		}
-		b, err := fs.ReadFile(fx.FS, p)
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(work, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
-		}
-		*into = append(*into, dst)
-		return os.WriteFile(dst, b, 0o644)
-	})
-	if err != nil {
+	if err := os.MkdirAll(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -95,11 +65,8 @@ func replayOnce(t testing.TB, name string) string {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := audit.Ingest(ctx, s, audits, audit.Options{}); err != nil {
-		t.Fatal(err)
-	}
 	now := func() time.Time { return time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC) }
-	if _, err := kube.IngestFiles(ctx, s, objects, kube.FileOptions{Now: now}); err != nil {
+	if _, err := (evidence.Loader{Now: now}).Load(ctx, s, fx.FS); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Analyze(ctx); err != nil {

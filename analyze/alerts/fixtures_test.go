@@ -5,10 +5,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,9 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/faultline/faultline/analyze/alerts"
-	"github.com/faultline/faultline/ingest/audit"
-	"github.com/faultline/faultline/ingest/kube"
-	"github.com/faultline/faultline/ingest/versions"
+	"github.com/faultline/faultline/ingest/evidence"
 	"github.com/faultline/faultline/timeline/sqlite"
 
 	"github.com/faultline/faultline/internal/testenv"
@@ -45,63 +41,28 @@ func fixtureDir(t *testing.T, name string) string {
 }
 
 var (
-	evMu     sync.Mutex
-	evidence = map[string]*alerts.Evidence{}
+	evMu   sync.Mutex
+	loaded = map[string]*alerts.Evidence{}
 )
 
-// replay ingests a fixture folder into a fresh timeline, as faultline
-// replay does, and loads the investigated evidence (once per test binary).
+// replay ingests a fixture folder into a fresh timeline with the loader
+// faultline replay uses, and loads the investigated evidence (once per test binary).
 func replay(t *testing.T, name string) *alerts.Evidence {
 	t.Helper()
 	dir := fixtureDir(t, name)
 	evMu.Lock()
 	defer evMu.Unlock()
-	if ev := evidence[name]; ev != nil {
+	if ev := loaded[name]; ev != nil {
 		return ev
 	}
 	ctx := context.Background()
-	work := t.TempDir()
-	var audits, objects, vers []string
-	fsys := os.DirFS(dir)
-	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		base := strings.TrimSuffix(path.Base(p), ".gz")
-		var into *[]string
-		switch {
-		case strings.HasPrefix(p, "objects/"):
-			into = &objects
-		case base == "versions.jsonl" || base == "versions.yaml":
-			into = &vers
-		case strings.HasSuffix(base, ".log"):
-			into = &audits
-		default:
-			return nil
-		}
-		*into = append(*into, filepath.Join(dir, filepath.FromSlash(p)))
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := sqlite.Open(ctx, filepath.Join(work, "t.db"), sqlite.Options{})
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "t.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	if _, err := audit.Ingest(ctx, store, audits, audit.Options{}); err != nil {
+	if _, err := (evidence.Loader{Dir: dir}).Load(ctx, store, os.DirFS(dir)); err != nil {
 		t.Fatal(err)
-	}
-	if len(objects) > 0 {
-		if _, err := kube.IngestFiles(ctx, store, objects, kube.FileOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if len(vers) > 0 {
-		if _, err := versions.Ingest(ctx, store, vers, versions.Options{}); err != nil {
-			t.Fatal(err)
-		}
 	}
 	if err := store.Analyze(ctx); err != nil {
 		t.Fatal(err)
@@ -110,7 +71,7 @@ func replay(t *testing.T, name string) *alerts.Evidence {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evidence[name] = ev
+	loaded[name] = ev
 	return ev
 }
 

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/faultline/faultline/ingest/input"
 )
 
 func goodLine(id string) string {
@@ -94,8 +96,8 @@ func TestBadLines(t *testing.T) {
 			s := openStore(t)
 			var bad []string
 			runs, err := Ingest(context.Background(), s, []string{path}, Options{
-				MaxLine:   tc.maxLine,
-				OnBadLine: func(b *BadLine) { bad = append(bad, strings.Replace(b.Error(), filepath.Dir(path)+"/", "", 1)) },
+				MaxLine: tc.maxLine,
+				OnSkip:  func(b *input.Skip) { bad = append(bad, strings.Replace(b.Error(), filepath.Dir(path)+"/", "", 1)) },
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -228,74 +228,10 @@ func (d *fastDecoder) event(r gjson.Result, ev *event) {
 			return d.ok
 		}
 		d.seen(&mask, uint(bit))
-		switch bit {
-		case 0:
-			d.str(v, &ev.Kind)
-		case 1:
-			d.str(v, &ev.APIVersion)
-		case 2:
-			d.str(v, &ev.Level)
-		case 3:
-			d.str(v, &ev.AuditID)
-		case 4:
-			d.str(v, &ev.Stage)
-		case 5:
-			d.str(v, &ev.RequestURI)
-		case 6:
-			d.str(v, &ev.Verb)
-		case 7:
-			if v.Type != gjson.Null {
-				d.user(v, &ev.User)
-			}
-		case 8:
-			if v.Type != gjson.Null {
-				ev.ImpersonatedUser = new(userInfo)
-				d.user(v, ev.ImpersonatedUser)
-			}
-		case 9:
-			ev.SourceIPs = d.strings(v)
-		case 10:
-			d.str(v, &ev.UserAgent)
-		case 11:
-			if v.Type != gjson.Null {
-				ev.ObjectRef = new(objectRef)
-				d.objectRef(v, ev.ObjectRef)
-			}
-		case 12:
-			if v.Type != gjson.Null {
-				ev.ResponseStatus = new(status)
-				d.status(v, ev.ResponseStatus)
-			}
-		case 13:
-			ev.RequestObject = rawSpan(v)
-		case 14:
-			ev.ResponseObject = rawSpan(v)
-		case 15:
-			d.str(v, &ev.RequestReceivedTimestamp)
-		case 16:
-			d.str(v, &ev.StageTimestamp)
-		case 17:
-			d.annotations(v, ev)
-		case 18:
-			// The envelope's timestamp takes any JSON; only a string is
-			// the event's time.
-			if v.Type == gjson.String {
-				d.str(v, &ev.Timestamp)
-			}
-		case 19:
-			d.str(v, &d.env.time)
-		case 20:
-			d.env.items = v
-		case 21:
-			d.env.properties = v
-		case 26:
-			d.env.message = v
-		case 27:
-			d.env.logEvents = v
-		case 28:
-			d.env.events = v
-		default: // GKE's fields: left to decodeStd
-			d.ok = false
+		if bit < firstEnvelopeKey {
+			d.eventField(bit, v, ev)
+		} else {
+			d.envelopeField(bit, v, ev)
 		}
 		return d.ok
 	})
@@ -303,6 +239,90 @@ func (d *fastDecoder) event(r gjson.Result, ev *event) {
 	// is chosen; the fast path reads lines with one envelope at most.
 	const envelopes = 1<<20 | 1<<21 | 1<<26 | 1<<27 | 1<<28
 	if bits.OnesCount64(mask&envelopes) > 1 {
+		d.ok = false
+	}
+}
+
+// firstEnvelopeKey is the index in eventKeys of the first key that is not
+// the audit event's own but an envelope's (timestamp, time, items...).
+const firstEnvelopeKey = 18
+
+// eventField decodes the value v of the audit event's own key eventKeys[bit].
+func (d *fastDecoder) eventField(bit int, v gjson.Result, ev *event) {
+	switch bit {
+	case 0:
+		d.str(v, &ev.Kind)
+	case 1:
+		d.str(v, &ev.APIVersion)
+	case 2:
+		d.str(v, &ev.Level)
+	case 3:
+		d.str(v, &ev.AuditID)
+	case 4:
+		d.str(v, &ev.Stage)
+	case 5:
+		d.str(v, &ev.RequestURI)
+	case 6:
+		d.str(v, &ev.Verb)
+	case 7:
+		if v.Type != gjson.Null {
+			d.user(v, &ev.User)
+		}
+	case 8:
+		if v.Type != gjson.Null {
+			ev.ImpersonatedUser = new(userInfo)
+			d.user(v, ev.ImpersonatedUser)
+		}
+	case 9:
+		ev.SourceIPs = d.strings(v)
+	case 10:
+		d.str(v, &ev.UserAgent)
+	case 11:
+		if v.Type != gjson.Null {
+			ev.ObjectRef = new(objectRef)
+			d.objectRef(v, ev.ObjectRef)
+		}
+	case 12:
+		if v.Type != gjson.Null {
+			ev.ResponseStatus = new(status)
+			d.status(v, ev.ResponseStatus)
+		}
+	case 13:
+		ev.RequestObject = rawSpan(v)
+	case 14:
+		ev.ResponseObject = rawSpan(v)
+	case 15:
+		d.str(v, &ev.RequestReceivedTimestamp)
+	case 16:
+		d.str(v, &ev.StageTimestamp)
+	case 17:
+		d.annotations(v, ev)
+	}
+}
+
+// envelopeField decodes the value v of an envelope's key eventKeys[bit]
+// (bit >= firstEnvelopeKey): the envelope is chosen once the line is read.
+func (d *fastDecoder) envelopeField(bit int, v gjson.Result, ev *event) {
+	switch bit {
+	case 18:
+		// The envelope's timestamp takes any JSON; only a string is
+		// the event's time.
+		if v.Type == gjson.String {
+			d.str(v, &ev.Timestamp)
+		}
+	case 19:
+		d.str(v, &d.env.time)
+	case 20:
+		d.env.items = v
+	case 21:
+		d.env.properties = v
+	case 26:
+		d.env.message = v
+	case 27:
+		d.env.logEvents = v
+	case 28:
+		d.env.events = v
+	default: // GKE's fields: left to decodeStd
 		d.ok = false
 	}
 }

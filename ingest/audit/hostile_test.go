@@ -76,8 +76,8 @@ func TestNoPanicNoLossOnDamagedGzip(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, "audit-3.log"), []byte(auditLines("new", 10)), 0o644)
 			kept := completeLines(t, tc.data)
 			s := openStore(t)
-			var bad []*BadLine
-			runs, err := Ingest(context.Background(), s, []string{dir}, Options{OnBadLine: func(b *BadLine) { bad = append(bad, b) }})
+			var bad []*input.Skip
+			runs, err := Ingest(context.Background(), s, []string{dir}, Options{OnSkip: func(b *input.Skip) { bad = append(bad, b) }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +128,7 @@ func TestFirstLineSniffing(t *testing.T) {
 			s := openStore(t)
 			var badAt []int64
 			runs, err := Ingest(context.Background(), s, []string{path}, Options{MaxLine: tc.maxLine,
-				OnBadLine: func(b *BadLine) { badAt = append(badAt, b.Line) }})
+				OnSkip: func(b *input.Skip) { badAt = append(badAt, b.Line) }})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"runtime"
@@ -29,22 +30,15 @@ type Options struct {
 	BatchSize int  // records per transaction; <= 0: 100000
 	Workers   int  // decoding goroutines; <= 0: GOMAXPROCS
 	Logger    *slog.Logger
-	// OnBadLine, if set, hears of every bad line as it is skipped.
-	OnBadLine func(*BadLine)
+	// OnSkip, if set, hears of every bad line as it is skipped.
+	OnSkip input.OnSkip
+	// FS, if set, holds the files: paths name files of it (no folders, no
+	// standard input), read with input.OpenFS.
+	FS fs.FS
 	// OnProgress, if set, is called about every 250 ms and once at the end
 	// of each source.
 	OnProgress func(Progress)
 }
-
-// BadLine is a line that could not be ingested.
-type BadLine struct {
-	Path string
-	Line int64
-	Err  error
-}
-
-func (b *BadLine) Error() string { return fmt.Sprintf("%s:%d: %v", b.Path, b.Line, b.Err) }
-func (b *BadLine) Unwrap() error { return b.Err }
 
 // Progress reports an ingest under way.
 type Progress struct {
@@ -85,7 +79,7 @@ type item struct {
 type decoded struct {
 	seq   int
 	items []item
-	bad   []*BadLine
+	bad   []*input.Skip
 }
 
 // sniffLines is how many lines FirstTime reads looking for a record.
@@ -144,17 +138,19 @@ func noRecord(lines int, first error) error {
 
 // Ingest reads each path (files, directories of rotated logs in time order,
 // "-" for stdin) into the store, one ingest run per file. It returns the
-// runs. Bad lines are skipped (reported through OnBadLine) unless Strict.
+// runs. Bad lines are skipped (reported through OnSkip) unless Strict.
 // Files of a directory that hold no audit record in their first lines, or
 // that the file rule refuses (input.Walk), are not read; they are named in
 // an *input.SkippedError returned after the others were ingested (empty
 // files are left out without a word).
 func Ingest(ctx context.Context, store timeline.Appender, paths []string, opt Options) (runs []timeline.IngestRun, err error) {
-	files, skipped, err := input.Expand(paths, FirstTime)
-	if err != nil {
-		return nil, fmt.Errorf("ingest audit: %w", err)
+	files, skipped := paths, []input.Skipped(nil)
+	if opt.FS == nil {
+		if files, skipped, err = input.Expand(paths, FirstTime); err != nil {
+			return nil, fmt.Errorf("ingest audit: %w", err)
+		}
 	}
-	if b, ok := store.(bulkLoader); ok && allRegular(files) {
+	if b, ok := store.(bulkLoader); ok && allRegular(opt.FS, files) {
 		end, err := b.BulkLoad(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("ingest audit: %w", err)
@@ -190,7 +186,7 @@ func ingestFile(ctx context.Context, store timeline.Appender, path string, opt O
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	src, err := input.Open(ctx, path, opt.MaxLine)
+	src, err := input.OpenIn(ctx, opt.FS, path, opt.MaxLine)
 	if err != nil {
 		return nil, fmt.Errorf("ingest audit: %w", err)
 	}
@@ -226,9 +222,13 @@ func ingestFile(ctx context.Context, store timeline.Appender, path string, opt O
 // allRegular reports whether every input is a regular file: a pipe may
 // stream for hours while the timeline is read, and a bulk load leaves it
 // without its indexes until the end.
-func allRegular(files []string) bool {
+func allRegular(fsys fs.FS, files []string) bool {
+	stat := os.Stat
+	if fsys != nil {
+		stat = func(name string) (fs.FileInfo, error) { return fs.Stat(fsys, name) }
+	}
 	for _, f := range files {
-		fi, err := os.Stat(f)
+		fi, err := stat(f)
 		if f == "-" || err != nil || !fi.Mode().IsRegular() {
 			return false
 		}
@@ -264,6 +264,11 @@ type writer struct {
 	handled   int64
 	lastLine  int64  // so a line holding many events (EventList) counts once
 	arena     []byte // where next copies lines (reader goroutine only)
+
+	// The open batch, and its records (writer goroutine only).
+	batch      timeline.Batch
+	inBatch    int
+	lastCommit time.Time
 }
 
 // lineArenaSize is the size of the blocks the reader copies lines into.
@@ -528,18 +533,18 @@ func (w *writer) decodeChunk(c chunk) decoded {
 	out := decoded{seq: c.seq}
 	for _, l := range c.lines {
 		if l.err != nil {
-			out.bad = append(out.bad, &BadLine{Path: w.src.Name(), Line: l.no, Err: l.err})
+			out.bad = append(out.bad, &input.Skip{Path: w.src.Name(), Line: l.no, Err: l.err})
 			continue
 		}
 		evs, err := decode(l.data)
 		if err != nil {
-			out.bad = append(out.bad, &BadLine{Path: w.src.Name(), Line: l.no, Err: err})
+			out.bad = append(out.bad, &input.Skip{Path: w.src.Name(), Line: l.no, Err: err})
 			continue
 		}
 		for i := range evs {
 			rec, vs, err := toRecord(&evs[i], l.data)
 			if err != nil {
-				out.bad = append(out.bad, &BadLine{Path: w.src.Name(), Line: l.no, Err: err})
+				out.bad = append(out.bad, &input.Skip{Path: w.src.Name(), Line: l.no, Err: err})
 				break
 			}
 			rec.Evidence.Line = l.no
@@ -558,100 +563,38 @@ func (w *writer) decodeChunk(c chunk) decoded {
 // write stores decoded chunks in order, committing every BatchSize records
 // and at least every commitEvery while records are pending.
 func (w *writer) write(ctx context.Context, results <-chan decoded) error {
-	size := w.opt.BatchSize
-	if size <= 0 {
-		size = 100000
-	}
-	var (
-		pending = map[int]decoded{}
-		next    = 0
-		batch   timeline.Batch
-		inBatch = 0
-	)
-	lastCommit := time.Now()
-	commit := func() error {
-		lastCommit = time.Now()
-		if batch == nil {
-			return nil
-		}
-		err := batch.Commit(context.WithoutCancel(ctx), w.run)
-		batch, inBatch = nil, 0
-		if err != nil {
-			w.uncount()
-			return err
-		}
-		w.committed = *w.run
-		return nil
-	}
+	w.lastCommit = time.Now()
 	// A slow source (a pipe that trickles) must not hold read records
 	// uncommitted: they are committed within commitEvery of arriving.
 	tick := time.NewTicker(commitEvery / 4)
 	defer tick.Stop()
-	defer func() {
-		if batch != nil {
-			batch.Rollback()
-			w.uncount()
-		}
-	}()
+	defer w.rollback()
+	pending := map[int]decoded{} // chunks decoded ahead of their turn, by seq
+	next := 0
 	for {
-		var res decoded
 		select {
-		case r, ok := <-results:
+		case res, ok := <-results:
 			if !ok {
-				return commit()
+				return w.commit(ctx)
 			}
-			res = r
+			pending[res.seq] = res
 		case <-tick.C:
-			if batch != nil && time.Since(lastCommit) >= commitEvery {
-				if err := commit(); err != nil {
+			if w.batch != nil && time.Since(w.lastCommit) >= commitEvery {
+				if err := w.commit(ctx); err != nil {
 					return err
 				}
 			}
 			continue
 		}
-		pending[res.seq] = res
-		for {
-			d, ok := pending[next]
-			if !ok {
-				break
-			}
+		for d, ok := pending[next]; ok; d, ok = pending[next] {
 			delete(pending, next)
 			next++
-			for _, b := range mergeOrder(d) {
-				if b.bad != nil {
-					w.run.BadLines++
-					w.run.Lines++
-					if w.opt.OnBadLine != nil {
-						w.opt.OnBadLine(b.bad)
-					}
-					if w.opt.Strict {
-						if err := commit(); err != nil {
-							return err
-						}
-						return fmt.Errorf("%w: %w", ErrStrict, b.bad)
-					}
-					continue
-				}
-				if batch == nil {
-					var err error
-					if batch, err = w.store.Batch(ctx, w.run.ID); err != nil {
-						return err
-					}
-				}
-				if err := w.add(ctx, batch, b.item); err != nil {
-					return fmt.Errorf("ingest audit %s:%d: %w", w.src.Name(), b.item.line, err)
-				}
-				inBatch++
+			if err := w.apply(ctx, d); err != nil {
+				return err
 			}
-			if inBatch >= size || (batch != nil && time.Since(lastCommit) >= commitEvery) {
-				if err := commit(); err != nil {
-					return err
-				}
-			}
-			w.progress(false)
 		}
 		if err := ctx.Err(); err != nil {
-			if cerr := commit(); cerr != nil {
+			if cerr := w.commit(ctx); cerr != nil {
 				return cerr
 			}
 			return err
@@ -659,9 +602,88 @@ func (w *writer) write(ctx context.Context, results <-chan decoded) error {
 	}
 }
 
+// apply writes the lines of one decoded chunk in order, and commits the
+// batch once it is full or has been open for commitEvery.
+func (w *writer) apply(ctx context.Context, d decoded) error {
+	for _, b := range mergeOrder(d) {
+		if b.bad != nil {
+			if err := w.skip(ctx, b.bad); err != nil {
+				return err
+			}
+			continue
+		}
+		if w.batch == nil {
+			var err error
+			if w.batch, err = w.store.Batch(ctx, w.run.ID); err != nil {
+				return err
+			}
+		}
+		if err := w.add(ctx, w.batch, b.item); err != nil {
+			return fmt.Errorf("ingest audit %s:%d: %w", w.src.Name(), b.item.line, err)
+		}
+		w.inBatch++
+	}
+	if w.inBatch >= w.batchSize() || (w.batch != nil && time.Since(w.lastCommit) >= commitEvery) {
+		if err := w.commit(ctx); err != nil {
+			return err
+		}
+	}
+	w.progress(false)
+	return nil
+}
+
+// skip counts and reports a bad line; with Strict, it commits what came
+// before and stops the ingest.
+func (w *writer) skip(ctx context.Context, bad *input.Skip) error {
+	w.run.BadLines++
+	w.run.Lines++
+	w.opt.OnSkip.Report(bad)
+	if !w.opt.Strict {
+		return nil
+	}
+	if err := w.commit(ctx); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrStrict, bad)
+}
+
+// batchSize is the records per transaction.
+func (w *writer) batchSize() int {
+	if w.opt.BatchSize <= 0 {
+		return 100000
+	}
+	return w.opt.BatchSize
+}
+
+// commit commits the open batch, if any, even when ctx is done: what was
+// read is kept. A failed commit takes the run's counts back to the last
+// one that succeeded.
+func (w *writer) commit(ctx context.Context) error {
+	w.lastCommit = time.Now()
+	if w.batch == nil {
+		return nil
+	}
+	err := w.batch.Commit(context.WithoutCancel(ctx), w.run)
+	w.batch, w.inBatch = nil, 0
+	if err != nil {
+		w.uncount()
+		return err
+	}
+	w.committed = *w.run
+	return nil
+}
+
+// rollback rolls back a batch left open by an error, and its counts.
+func (w *writer) rollback() {
+	if w.batch != nil {
+		w.batch.Rollback()
+		w.uncount()
+	}
+}
+
 type entry struct {
 	item *item
-	bad  *BadLine
+	bad  *input.Skip
 }
 
 // mergeOrder interleaves a chunk's records and bad lines by line number.

@@ -76,34 +76,9 @@ func parseTime(field, s string) (time.Time, error) {
 // request and response bodies show. raw is the line, for events that have no
 // audit ID to key on.
 func toRecord(ev *event, raw []byte) (*timeline.Record, []*timeline.ObjectVersion, error) {
-	var (
-		received, staged time.Time
-		err              error
-	)
-	switch {
-	case ev.RequestReceivedTimestamp != "":
-		if received, err = parseTime("requestReceivedTimestamp", ev.RequestReceivedTimestamp); err != nil {
-			return nil, nil, err
-		}
-	case ev.Timestamp != "":
-		if received, err = parseTime("timestamp", ev.Timestamp); err != nil {
-			return nil, nil, err
-		}
-	case ev.StageTimestamp != "":
-	case ev.envTime != "":
-		if received, err = parseTime("time", ev.envTime); err != nil {
-			return nil, nil, err
-		}
-	default:
-		return nil, nil, &FieldError{"requestReceivedTimestamp", "missing, and no other timestamp on the line"}
-	}
-	if ev.StageTimestamp != "" {
-		if staged, err = parseTime("stageTimestamp", ev.StageTimestamp); err != nil {
-			return nil, nil, err
-		}
-		if received.IsZero() {
-			received = staged
-		}
+	received, staged, err := eventTimes(ev)
+	if err != nil {
+		return nil, nil, err
 	}
 	stage := timeline.ParseStage(ev.Stage)
 	if stage == 0 {
@@ -140,6 +115,53 @@ func toRecord(ev *event, raw []byte) (*timeline.Record, []*timeline.ObjectVersio
 		r.Object = timeline.ObjectRef{Group: ref.APIGroup, Version: ref.APIVersion, Resource: ref.Resource,
 			Subresource: ref.Subresource, Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}
 	}
+	if st := ev.ResponseStatus; st != nil {
+		r.Code = st.Code
+		r.Message = truncate(st.Message, maxMessage)
+	}
+	r.Extra = extraOf(ev)
+	versions := objectVersions(ev, staged, received)
+	if len(versions) > 0 && r.Object.Kind == "" {
+		r.Object.Kind = versions[0].Object.Kind
+	}
+	return r, versions, nil
+}
+
+// eventTimes returns when the request was received (from the first of
+// requestReceivedTimestamp, timestamp, stageTimestamp and the envelope's
+// time the line has) and when its stage was (zero without stageTimestamp).
+func eventTimes(ev *event) (received, staged time.Time, err error) {
+	switch {
+	case ev.RequestReceivedTimestamp != "":
+		if received, err = parseTime("requestReceivedTimestamp", ev.RequestReceivedTimestamp); err != nil {
+			return received, staged, err
+		}
+	case ev.Timestamp != "":
+		if received, err = parseTime("timestamp", ev.Timestamp); err != nil {
+			return received, staged, err
+		}
+	case ev.StageTimestamp != "":
+	case ev.envTime != "":
+		if received, err = parseTime("time", ev.envTime); err != nil {
+			return received, staged, err
+		}
+	default:
+		return received, staged, &FieldError{"requestReceivedTimestamp", "missing, and no other timestamp on the line"}
+	}
+	if ev.StageTimestamp != "" {
+		if staged, err = parseTime("stageTimestamp", ev.StageTimestamp); err != nil {
+			return received, staged, err
+		}
+		if received.IsZero() {
+			received = staged
+		}
+	}
+	return received, staged, nil
+}
+
+// extraOf is the record's Extra: what of the event has no column, as
+// JSON; nil for nothing.
+func extraOf(ev *event) []byte {
 	x := extra{Annotations: ev.Annotations, annots: ev.annots, Groups: ev.User.Groups, GRPCCode: ev.grpc, Pod: podOf(ev.User)}
 	if ev.format != FormatEvent {
 		x.Format = ev.format
@@ -154,19 +176,13 @@ func toRecord(ev *event, raw []byte) (*timeline.Record, []*timeline.ObjectVersio
 		x.ResourceVersion = ev.ObjectRef.ResourceVersion
 	}
 	if st := ev.ResponseStatus; st != nil {
-		r.Code = st.Code
-		r.Message = truncate(st.Message, maxMessage)
 		x.StatusReason = st.Reason
 	}
 	var buf [1024]byte
 	if b := x.appendJSON(buf[:0]); len(b) > 0 {
-		r.Extra = bytes.Clone(b)
+		return bytes.Clone(b)
 	}
-	versions := objectVersions(ev, staged, received)
-	if len(versions) > 0 && r.Object.Kind == "" {
-		r.Object.Kind = versions[0].Object.Kind
-	}
-	return r, versions, nil
+	return nil
 }
 
 func truncate(s string, n int) string {

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -125,7 +126,8 @@ type Source struct {
 	Path string // as given; "-" for standard input
 	Size int64  // on-disk size, -1 when unknown (stdin)
 
-	f      *os.File
+	f      io.Closer // the file; nil for standard input
+	inFS   bool      // opened by OpenFS: Path names a file of an fs.FS
 	hasher hash.Hash
 	count  *countingReader
 	gz     io.Closer // the decompressor, when there is one to close
@@ -146,10 +148,11 @@ func (s *Source) Name() string {
 }
 
 // RunPath is the path an ingest run records: absolute for files, "-" for
-// standard input, so a run says which evidence it read wherever it ran.
+// standard input, so a run says which evidence it read wherever it ran; the
+// name as given for a file of an fs.FS, which has no place on disk.
 func (s *Source) RunPath() string {
-	if s.Path == Stdin {
-		return Stdin
+	if s.Path == Stdin || s.inFS {
+		return s.Path
 	}
 	if abs, err := filepath.Abs(s.Path); err == nil {
 		return abs
@@ -171,10 +174,9 @@ func Open(ctx context.Context, path string, maxLine int) (*Source, error) {
 	s := &Source{Path: path, Size: -1, max: maxLine, hasher: sha256.New()}
 	var in io.Reader
 	if path == Stdin {
-		s.f = os.Stdin
-		in = s.f
-		if fi, err := s.f.Stat(); err != nil || !fi.Mode().IsRegular() {
-			in = newCancelReader(ctx, s.f)
+		in = os.Stdin
+		if fi, err := os.Stdin.Stat(); err != nil || !fi.Mode().IsRegular() {
+			in = newCancelReader(ctx, os.Stdin)
 		}
 	} else {
 		f, pipe, err := openNamed(ctx, path)
@@ -188,6 +190,43 @@ func Open(ctx context.Context, path string, maxLine int) (*Source, error) {
 			s.Size = fi.Size()
 		}
 	}
+	s.start(in)
+	return s, nil
+}
+
+// OpenFS opens the file name of fsys as Open opens a path, for evidence
+// that is not on disk (the incidents embedded in the binary): no copy to a
+// temporary folder is needed to read them. The source's Path and RunPath
+// are name as given. Reads need no context: an fs.FS holds no pipes the
+// caller did not put there.
+func OpenFS(fsys fs.FS, name string, maxLine int) (*Source, error) {
+	if maxLine <= 0 {
+		maxLine = DefaultMaxLine
+	}
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	s := &Source{Path: name, Size: -1, max: maxLine, hasher: sha256.New(), f: f, inFS: true}
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		s.Size = fi.Size()
+	}
+	s.start(f)
+	return s, nil
+}
+
+// OpenIn opens name with OpenFS when fsys is set, else the path name with
+// Open: for ingesters whose options may name an fs.FS.
+func OpenIn(ctx context.Context, fsys fs.FS, name string, maxLine int) (*Source, error) {
+	if fsys != nil {
+		return OpenFS(fsys, name, maxLine)
+	}
+	return Open(ctx, name, maxLine)
+}
+
+// start reads in: hashed and counted as read, decompressed when its first
+// bytes are the magic of gzip or xz.
+func (s *Source) start(in io.Reader) {
 	s.count = &countingReader{r: io.TeeReader(in, s.hasher)}
 	raw := bufio.NewReaderSize(s.count, 1<<20)
 	// Peek no further than the magic needs: a pipe may hold one short line
@@ -222,7 +261,6 @@ func Open(ctx context.Context, path string, maxLine int) (*Source, error) {
 	default:
 		s.r = raw
 	}
-	return s, nil
 }
 
 // isCancel reports a read ended by its context: no damage to the file.
@@ -282,7 +320,7 @@ func (s *Source) Close() error {
 	if s.gz != nil {
 		s.gz.Close()
 	}
-	if s.f != nil && s.f != os.Stdin {
+	if s.f != nil {
 		return s.f.Close()
 	}
 	return nil

@@ -35,6 +35,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/timeline"
 	"github.com/faultline/faultline/timeline/sqlite"
 
@@ -365,7 +366,7 @@ func TestForbiddenResourceIsSkipped(t *testing.T) {
 	var warnings []string
 	in := c.ingester(t, "no-secrets", "faultline/test-no-secrets", s, Options{
 		Resources: []Wanted{{"", "configmaps", false}, {"", "secrets", false}, {"", "pods", false}},
-		OnWarning: func(w string) { warnings = append(warnings, w) },
+		OnSkip:    func(s *input.Skip) { warnings = append(warnings, s.Error()) },
 	})
 	runs, err := in.Snapshot(context.Background())
 	if err != nil {
@@ -402,7 +403,7 @@ func TestFollowSurvivesAnAPIServerRestart(t *testing.T) {
 	in := c.ingester(t, "admin", "faultline/test-follow", s, Options{
 		Namespace: ns,
 		Resources: []Wanted{{"", "configmaps", false}, {"", "events", false}},
-		OnWarning: func(w string) { t.Log(w) },
+		OnSkip:    func(s *input.Skip) { t.Log(s) },
 	})
 	fctx, stop := context.WithCancel(ctx)
 	var (

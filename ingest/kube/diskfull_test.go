@@ -41,7 +41,7 @@ func TestFullDiskLeavesNoTransactionOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	opt := FileOptions{OnBad: func(string, int, error) {}, Now: time.Now, BatchSize: 20_000}
+	opt := FileOptions{Now: time.Now, BatchSize: 20_000}
 	runs, err := IngestFiles(ctx, &timelinetest.FullDisk{Appender: s, Commits: 1}, []string{path}, opt)
 	if !errors.Is(err, timelinetest.ErrDiskFull) {
 		t.Fatalf("err = %v, want the disk-full error", err)

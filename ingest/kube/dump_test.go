@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/timeline"
 	"github.com/faultline/faultline/timeline/sqlite"
 )
@@ -38,8 +39,8 @@ func ingestDump(t *testing.T, name string, data []byte) (versions, badCount int6
 		t.Fatal(err)
 	}
 	defer s.Close()
-	runs, err := IngestFiles(context.Background(), s, []string{path}, FileOptions{OnBad: func(_ string, doc int, err error) {
-		bad = append(bad, fmt.Sprintf("document %d: %v", doc, err))
+	runs, err := IngestFiles(context.Background(), s, []string{path}, FileOptions{OnSkip: func(s *input.Skip) {
+		bad = append(bad, fmt.Sprintf("document %d: %v", s.Doc, s.Err))
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -73,65 +73,25 @@ func fromUnstructured(obj map[string]any, out any) error {
 // version are one record.
 func eventRecord(u *unstructured.Unstructured, mapper meta.RESTMapper) (*timeline.Record, error) {
 	var (
-		ref             timeline.ObjectRef
-		reason, typ     string
-		msg, controller string
-		t               time.Time
-		x               = eventExtra{EventName: u.GetName(), EventNamespace: u.GetNamespace(), ResourceVersion: u.GetResourceVersion()}
-		apiVersion      string
+		ev  *eventFields
+		err error
 	)
 	switch u.GetAPIVersion() {
 	case "events.k8s.io/v1":
-		var e eventsv1.Event
-		if err := fromUnstructured(u.Object, &e); err != nil {
-			return nil, err
-		}
-		ref = objectRef(e.Regarding)
-		apiVersion = e.Regarding.APIVersion
-		reason, typ, msg, controller = e.Reason, e.Type, e.Note, e.ReportingController
-		x.ReportingInstance, x.Action = e.ReportingInstance, e.Action
-		x.Count = e.DeprecatedCount
-		if e.Series != nil {
-			x.Count = e.Series.Count
-			t = e.Series.LastObservedTime.Time
-		}
-		x.FirstTimestamp, x.LastTimestamp = rfc(e.DeprecatedFirstTimestamp.Time), rfc(e.DeprecatedLastTimestamp.Time)
-		t = latest(t, e.DeprecatedLastTimestamp.Time, e.EventTime.Time, e.DeprecatedFirstTimestamp.Time, e.CreationTimestamp.Time)
-		x.Host = e.DeprecatedSource.Host
-		if e.Related != nil {
-			x.Related = e.Related.Kind + "/" + e.Related.Namespace + "/" + e.Related.Name
-		}
+		ev, err = eventsV1Fields(u)
 	case "v1", "":
-		var e corev1.Event
-		if err := fromUnstructured(u.Object, &e); err != nil {
-			return nil, err
-		}
-		ref = objectRef(e.InvolvedObject)
-		apiVersion = e.InvolvedObject.APIVersion
-		reason, typ, msg = e.Reason, e.Type, e.Message
-		controller = e.ReportingController
-		if controller == "" {
-			controller = e.Source.Component
-		}
-		x.ReportingInstance, x.Action, x.Host = e.ReportingInstance, e.Action, e.Source.Host
-		x.Count = e.Count
-		var series time.Time
-		if e.Series != nil {
-			x.Count = e.Series.Count
-			series = e.Series.LastObservedTime.Time
-		}
-		x.FirstTimestamp, x.LastTimestamp = rfc(e.FirstTimestamp.Time), rfc(e.LastTimestamp.Time)
-		t = latest(series, e.LastTimestamp.Time, e.EventTime.Time, e.FirstTimestamp.Time, e.CreationTimestamp.Time)
-		if e.Related != nil {
-			x.Related = e.Related.Kind + "/" + e.Related.Namespace + "/" + e.Related.Name
-		}
+		ev, err = coreV1Fields(u)
 	default:
 		return nil, errors.New("apiVersion " + u.GetAPIVersion() + " is not an Event")
 	}
-	if t.IsZero() {
+	if err != nil {
+		return nil, err
+	}
+	if ev.t.IsZero() {
 		return nil, errors.New("no timestamp")
 	}
-	gv, _ := schema.ParseGroupVersion(apiVersion)
+	ref := ev.ref
+	gv, _ := schema.ParseGroupVersion(ev.apiVersion)
 	ref.Group, ref.Version = gv.Group, gv.Version
 	ref.Resource = resourceFor(ref.Kind) // kubectl's guess when there is no API to ask
 	if mapper != nil && ref.Kind != "" {
@@ -139,21 +99,91 @@ func eventRecord(u *unstructured.Unstructured, mapper meta.RESTMapper) (*timelin
 			ref.Resource = m.Resource.Resource
 		}
 	}
-	extra, err := json.Marshal(x)
+	extra, err := json.Marshal(ev.x)
 	if err != nil {
 		return nil, err
 	}
 	return &timeline.Record{
 		Key:       "event\x00" + string(u.GetUID()) + "\x00" + u.GetResourceVersion(),
-		Time:      t.UTC(),
+		Time:      ev.t.UTC(),
 		Source:    timeline.SourceEvent,
 		Object:    ref,
-		Reason:    reason,
-		Type:      typ,
-		Message:   msg,
-		UserAgent: controller,
+		Reason:    ev.reason,
+		Type:      ev.typ,
+		Message:   ev.msg,
+		UserAgent: ev.controller,
 		Extra:     extra,
 	}, nil
+}
+
+// eventFields are what a record keeps of an Event of either API group.
+type eventFields struct {
+	ref                          timeline.ObjectRef // the object the Event is about, without its group, version and resource
+	apiVersion                   string             // of that object
+	reason, typ, msg, controller string
+	t                            time.Time // the latest of the Event's times
+	x                            eventExtra
+}
+
+func newEventFields(u *unstructured.Unstructured) *eventFields {
+	return &eventFields{x: eventExtra{EventName: u.GetName(), EventNamespace: u.GetNamespace(), ResourceVersion: u.GetResourceVersion()}}
+}
+
+// eventsV1Fields reads an events.k8s.io/v1 Event.
+func eventsV1Fields(u *unstructured.Unstructured) (*eventFields, error) {
+	var e eventsv1.Event
+	if err := fromUnstructured(u.Object, &e); err != nil {
+		return nil, err
+	}
+	ev := newEventFields(u)
+	ev.ref = objectRef(e.Regarding)
+	ev.apiVersion = e.Regarding.APIVersion
+	ev.reason, ev.typ, ev.msg, ev.controller = e.Reason, e.Type, e.Note, e.ReportingController
+	x := &ev.x
+	x.ReportingInstance, x.Action = e.ReportingInstance, e.Action
+	x.Count = e.DeprecatedCount
+	var t time.Time
+	if e.Series != nil {
+		x.Count = e.Series.Count
+		t = e.Series.LastObservedTime.Time
+	}
+	x.FirstTimestamp, x.LastTimestamp = rfc(e.DeprecatedFirstTimestamp.Time), rfc(e.DeprecatedLastTimestamp.Time)
+	ev.t = latest(t, e.DeprecatedLastTimestamp.Time, e.EventTime.Time, e.DeprecatedFirstTimestamp.Time, e.CreationTimestamp.Time)
+	x.Host = e.DeprecatedSource.Host
+	if e.Related != nil {
+		x.Related = e.Related.Kind + "/" + e.Related.Namespace + "/" + e.Related.Name
+	}
+	return ev, nil
+}
+
+// coreV1Fields reads a core/v1 Event.
+func coreV1Fields(u *unstructured.Unstructured) (*eventFields, error) {
+	var e corev1.Event
+	if err := fromUnstructured(u.Object, &e); err != nil {
+		return nil, err
+	}
+	ev := newEventFields(u)
+	ev.ref = objectRef(e.InvolvedObject)
+	ev.apiVersion = e.InvolvedObject.APIVersion
+	ev.reason, ev.typ, ev.msg = e.Reason, e.Type, e.Message
+	ev.controller = e.ReportingController
+	if ev.controller == "" {
+		ev.controller = e.Source.Component
+	}
+	x := &ev.x
+	x.ReportingInstance, x.Action, x.Host = e.ReportingInstance, e.Action, e.Source.Host
+	x.Count = e.Count
+	var series time.Time
+	if e.Series != nil {
+		x.Count = e.Series.Count
+		series = e.Series.LastObservedTime.Time
+	}
+	x.FirstTimestamp, x.LastTimestamp = rfc(e.FirstTimestamp.Time), rfc(e.LastTimestamp.Time)
+	ev.t = latest(series, e.LastTimestamp.Time, e.EventTime.Time, e.FirstTimestamp.Time, e.CreationTimestamp.Time)
+	if e.Related != nil {
+		x.Related = e.Related.Kind + "/" + e.Related.Namespace + "/" + e.Related.Name
+	}
+	return ev, nil
 }
 
 func objectRef(o corev1.ObjectReference) timeline.ObjectRef {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/faultline/faultline/ingest/commit"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,11 +21,14 @@ import (
 
 // FileOptions tune IngestFiles.
 type FileOptions struct {
-	// OnBad hears of every document that could not be ingested.
-	OnBad func(path string, doc int, err error)
-	Now   func() time.Time
+	// OnSkip hears of every document that could not be ingested.
+	OnSkip input.OnSkip
+	Now    func() time.Time
 	// BatchSize is the objects per transaction; <= 0: commit.Size.
 	BatchSize int
+	// FS, if set, holds the files: paths name files of it (no folders, no
+	// standard input), read with input.OpenFS.
+	FS fs.FS
 }
 
 // IngestFiles reads offline dumps into the store, one ingest run per file:
@@ -36,11 +40,11 @@ func IngestFiles(ctx context.Context, store timeline.Appender, paths []string, o
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	if opt.OnBad == nil {
-		opt.OnBad = func(string, int, error) {}
-	}
 	var files []string
 	var skipped []input.Skipped
+	if opt.FS != nil {
+		files, paths = paths, nil
+	}
 	for _, p := range paths {
 		fi, err := os.Stat(p)
 		if p != input.Stdin && err != nil {
@@ -70,7 +74,7 @@ func IngestFiles(ctx context.Context, store timeline.Appender, paths []string, o
 }
 
 func ingestFile(ctx context.Context, store timeline.Appender, path string, opt FileOptions) (*timeline.IngestRun, error) {
-	src, err := input.Open(ctx, path, 0)
+	src, err := input.OpenIn(ctx, opt.FS, path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("ingest objects: %w", err)
 	}
@@ -105,7 +109,7 @@ func ingestFile(ctx context.Context, store timeline.Appender, path string, opt F
 			switch {
 			case errors.As(err, &bo):
 				run.BadLines++
-				opt.OnBad(src.Name(), doc, err)
+				opt.OnSkip.Report(&input.Skip{Path: src.Name(), Doc: doc, Err: err})
 			case err != nil:
 				storeErr = err
 				return
@@ -116,7 +120,7 @@ func ingestFile(ctx context.Context, store timeline.Appender, path string, opt F
 			bad++
 			run.Lines = item + bad
 			run.BadLines++
-			opt.OnBad(src.Name(), doc, err)
+			opt.OnSkip.Report(&input.Skip{Path: src.Name(), Doc: doc, Err: err})
 		},
 		stop: func() bool { return ctx.Err() != nil || storeErr != nil },
 	}
@@ -131,6 +135,13 @@ func ingestFile(ctx context.Context, store timeline.Appender, path string, opt F
 		return run, storeErr
 	}
 	run.Lines = item + bad
+	return run, finishFile(ctx, store, batch, run, src, readErr)
+}
+
+// finishFile ends the run of a file read to its end (or to readErr, or to
+// ctx being done): what was read is committed even when ctx is done
+// (Ctrl-C), and the run says how far it got.
+func finishFile(ctx context.Context, store timeline.Appender, batch *commit.Periodic, run *timeline.IngestRun, src *input.Source, readErr error) error {
 	src.Drain()
 	run.SHA256, run.Status = src.SHA256(), timeline.RunDone
 	if readErr != nil && ctx.Err() == nil {
@@ -142,13 +153,12 @@ func ingestFile(ctx context.Context, store timeline.Appender, path string, opt F
 	if err := ctx.Err(); err != nil {
 		run.Status, run.Error = timeline.RunFailed, err.Error()
 	}
-	// What was read is committed even when ctx is done (Ctrl-C).
 	if err := batch.Commit(ctx); err != nil {
 		run.Status, run.Error = timeline.RunFailed, err.Error()
 		store.FinishRun(context.WithoutCancel(ctx), run)
-		return run, err
+		return err
 	}
-	return run, store.FinishRun(context.WithoutCancel(ctx), run)
+	return store.FinishRun(context.WithoutCancel(ctx), run)
 }
 
 // addObject stores one dumped object, the resource guessed from its kind

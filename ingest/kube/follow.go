@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/pager"
 
+	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/timeline"
 )
 
@@ -71,7 +72,7 @@ func (in *Ingester) Follow(ctx context.Context) error {
 			defer wg.Done()
 			if err := in.watchLoop(wctx, t, changes); err != nil {
 				if msg := in.skippable(t, err); msg != "" {
-					in.opt.OnWarning(msg)
+					in.opt.OnSkip(&input.Skip{Err: errors.New(msg)})
 					return
 				}
 				errc <- err
@@ -244,145 +245,184 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
+// followWriter is the one writer of a follow: it batches what the watchers
+// saw, commits it with the positions to resume from, and keeps the ingest
+// run of each LIST under way.
+type followWriter struct {
+	in      *Ingester
+	run     *timeline.IngestRun // the follow's run: watched changes go to it
+	batch   timeline.Batch      // open, or nil
+	pending int                 // changes in batch
+	cursors map[string]string   // positions to commit with the batch, by cursor name
+	lists   map[string]*timeline.IngestRun
+	item    int64 // changes written, numbering their evidence
+}
+
 // writeChanges commits changes in batches, each with the positions it
 // reached, until the watchers stop. LISTs get ingest runs of their own.
 func (in *Ingester) writeChanges(ctx context.Context, run *timeline.IngestRun, changes <-chan change) error {
-	var (
-		batch   timeline.Batch
-		pending int
-		cursors = map[string]string{}
-		lists   = map[string]*timeline.IngestRun{} // LISTs under way, by cursor name
-		tick    = time.NewTicker(flushEvery)
-		item    int64
-	)
+	w := &followWriter{in: in, run: run, cursors: map[string]string{}, lists: map[string]*timeline.IngestRun{}}
+	defer w.abandon(ctx)
+	tick := time.NewTicker(flushEvery)
 	defer tick.Stop()
-	open := func() error {
-		if batch != nil {
-			return nil
-		}
-		var err error
-		batch, err = in.store.Batch(ctx, run.ID)
-		return err
-	}
-	// flush commits what is pending: changes, and positions alone too (an
-	// empty LIST or a bookmark still moves the cursor).
-	flush := func() error {
-		if batch == nil && len(cursors) == 0 {
-			return nil
-		}
-		if err := open(); err != nil {
-			return err
-		}
-		for name, rv := range cursors {
-			if err := batch.SetCursor(ctx, name, rv); err != nil {
-				return err
-			}
-		}
-		err := batch.Commit(ctx, run)
-		batch, pending = nil, 0
-		clear(cursors)
-		return err
-	}
-	endList := func(name string, status timeline.RunStatus, msg string) error {
-		lr := lists[name]
-		if lr == nil {
-			return nil
-		}
-		delete(lists, name)
-		lr.Status, lr.Error = status, msg
-		return in.store.FinishRun(context.WithoutCancel(ctx), lr)
-	}
-	defer func() {
-		if batch != nil {
-			batch.Rollback() // only on an error path: a clean end flushes
-		}
-		for name := range lists {
-			endList(name, timeline.RunFailed, "the follow stopped before this list completed")
-		}
-	}()
 	for {
 		select {
 		case c, ok := <-changes:
 			if !ok {
-				return flush()
+				return w.flush(ctx)
 			}
-			name := c.t.cursorName(in.opt.Namespace)
-			switch c.kind {
-			case changeListStart:
-				if err := flush(); err != nil {
-					return err
-				}
-				if err := endList(name, timeline.RunFailed, "interrupted; listed again"); err != nil {
-					return err
-				}
-				lr := &timeline.IngestRun{Source: timeline.SourceObject, Path: in.runPath(c.t)}
-				if c.t.isEvent() {
-					lr.Source = timeline.SourceEvent
-				}
-				if err := in.store.BeginRun(ctx, lr); err != nil {
-					return err
-				}
-				lists[name] = lr
-				continue
-			case changeListEnd:
-				lr := lists[name]
-				if lr == nil {
-					continue
-				}
-				if !c.t.isEvent() {
-					// What the LIST no longer shows was deleted unseen. The
-					// items are committed first, so the store sees them.
-					if err := flush(); err != nil {
-						return err
-					}
-					if err := open(); err != nil {
-						return err
-					}
-					if err := in.reconcile(ctx, batch, lr, c.t, c.listed); err != nil {
-						return err
-					}
-				}
-				cursors[name] = c.cursor
-				if err := flush(); err != nil {
-					return err
-				}
-				if err := endList(name, timeline.RunDone, ""); err != nil {
-					return err
-				}
-				continue
-			}
-			if err := open(); err != nil {
+			if err := w.handle(ctx, c); err != nil {
 				return err
 			}
-			if c.kind == changeObject {
-				into := run
-				if lr := lists[name]; lr != nil {
-					into = lr
-				}
-				item++
-				if err := in.add(ctx, batch, into, c.t, c.obj, item); err != nil {
-					return err
-				}
-				if c.typ == watch.Deleted && !c.t.isEvent() {
-					if err := in.addDeletion(ctx, batch, into, c.t, c.obj, item); err != nil {
-						return err
-					}
-				}
-				pending++
-			}
-			if c.cursor != "" && lists[name] == nil {
-				cursors[name] = c.cursor
-			}
-			if pending >= 1000 {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
 		case <-tick.C:
-			if err := flush(); err != nil {
+			if err := w.flush(ctx); err != nil {
 				return err
 			}
 		}
+	}
+}
+
+// handle writes one change; a thousand pending are committed.
+func (w *followWriter) handle(ctx context.Context, c change) error {
+	name := c.t.cursorName(w.in.opt.Namespace)
+	switch c.kind {
+	case changeListStart:
+		return w.listStart(ctx, c.t, name)
+	case changeListEnd:
+		return w.listEnd(ctx, c, name)
+	}
+	if err := w.open(ctx); err != nil {
+		return err
+	}
+	if c.kind == changeObject {
+		if err := w.object(ctx, c, name); err != nil {
+			return err
+		}
+	}
+	if c.cursor != "" && w.lists[name] == nil {
+		w.cursors[name] = c.cursor
+	}
+	if w.pending >= 1000 {
+		return w.flush(ctx)
+	}
+	return nil
+}
+
+// object writes an object a watch or a LIST page saw, into the run of its
+// LIST if one is under way, and its deletion as a record of its own.
+func (w *followWriter) object(ctx context.Context, c change, name string) error {
+	into := w.run
+	if lr := w.lists[name]; lr != nil {
+		into = lr
+	}
+	w.item++
+	if err := w.in.add(ctx, w.batch, into, c.t, c.obj, w.item); err != nil {
+		return err
+	}
+	if c.typ == watch.Deleted && !c.t.isEvent() {
+		if err := w.in.addDeletion(ctx, w.batch, into, c.t, c.obj, w.item); err != nil {
+			return err
+		}
+	}
+	w.pending++
+	return nil
+}
+
+// listStart begins the run of a LIST, ending as failed the one it
+// interrupts.
+func (w *followWriter) listStart(ctx context.Context, t target, name string) error {
+	if err := w.flush(ctx); err != nil {
+		return err
+	}
+	if err := w.endList(ctx, name, timeline.RunFailed, "interrupted; listed again"); err != nil {
+		return err
+	}
+	lr := &timeline.IngestRun{Source: timeline.SourceObject, Path: w.in.runPath(t)}
+	if t.isEvent() {
+		lr.Source = timeline.SourceEvent
+	}
+	if err := w.in.store.BeginRun(ctx, lr); err != nil {
+		return err
+	}
+	w.lists[name] = lr
+	return nil
+}
+
+// listEnd completes a LIST: what it no longer shows was deleted unseen,
+// and the watch resumes from its position.
+func (w *followWriter) listEnd(ctx context.Context, c change, name string) error {
+	lr := w.lists[name]
+	if lr == nil {
+		return nil
+	}
+	if !c.t.isEvent() {
+		// The items are committed first, so the store sees them.
+		if err := w.flush(ctx); err != nil {
+			return err
+		}
+		if err := w.open(ctx); err != nil {
+			return err
+		}
+		if err := w.in.reconcile(ctx, w.batch, lr, c.t, c.listed); err != nil {
+			return err
+		}
+	}
+	w.cursors[name] = c.cursor
+	if err := w.flush(ctx); err != nil {
+		return err
+	}
+	return w.endList(ctx, name, timeline.RunDone, "")
+}
+
+// open opens a batch if none is.
+func (w *followWriter) open(ctx context.Context) error {
+	if w.batch != nil {
+		return nil
+	}
+	var err error
+	w.batch, err = w.in.store.Batch(ctx, w.run.ID)
+	return err
+}
+
+// flush commits what is pending: changes, and positions alone too (an
+// empty LIST or a bookmark still moves the cursor).
+func (w *followWriter) flush(ctx context.Context) error {
+	if w.batch == nil && len(w.cursors) == 0 {
+		return nil
+	}
+	if err := w.open(ctx); err != nil {
+		return err
+	}
+	for name, rv := range w.cursors {
+		if err := w.batch.SetCursor(ctx, name, rv); err != nil {
+			return err
+		}
+	}
+	err := w.batch.Commit(ctx, w.run)
+	w.batch, w.pending = nil, 0
+	clear(w.cursors)
+	return err
+}
+
+// endList finishes the run of the LIST name, if one is under way.
+func (w *followWriter) endList(ctx context.Context, name string, status timeline.RunStatus, msg string) error {
+	lr := w.lists[name]
+	if lr == nil {
+		return nil
+	}
+	delete(w.lists, name)
+	lr.Status, lr.Error = status, msg
+	return w.in.store.FinishRun(context.WithoutCancel(ctx), lr)
+}
+
+// abandon rolls back an open batch (only on an error path: a clean end
+// flushes) and fails the LISTs still under way.
+func (w *followWriter) abandon(ctx context.Context) {
+	if w.batch != nil {
+		w.batch.Rollback()
+	}
+	for name := range w.lists {
+		w.endList(ctx, name, timeline.RunFailed, "the follow stopped before this list completed")
 	}
 }
 

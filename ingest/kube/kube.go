@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/pager"
 
+	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/timeline"
 )
 
@@ -67,9 +68,9 @@ type Options struct {
 	PageSize  int64  // LIST page size; <= 0: 500
 	Resources []Wanted
 	Logger    *slog.Logger
-	// OnWarning hears of what was skipped (a forbidden resource, say).
-	OnWarning func(string)
-	Now       func() time.Time
+	// OnSkip hears of what was skipped (a forbidden resource, say).
+	OnSkip input.OnSkip
+	Now    func() time.Time
 }
 
 func (o *Options) defaults() {
@@ -85,8 +86,8 @@ func (o *Options) defaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.OnWarning == nil {
-		o.OnWarning = func(string) {}
+	if o.OnSkip == nil {
+		o.OnSkip = func(*input.Skip) {}
 	}
 }
 
@@ -136,7 +137,7 @@ func (in *Ingester) resolve(ctx context.Context) ([]target, error) {
 			return nil, fmt.Errorf("discover the API: %w", err)
 		}
 		for gv, e := range gdf.Groups {
-			in.opt.OnWarning(fmt.Sprintf("API group %s could not be discovered (%v): its resources are skipped", gv, e))
+			in.opt.OnSkip(&input.Skip{Err: fmt.Errorf("API group %s could not be discovered (%v): its resources are skipped", gv, e)})
 		}
 	}
 	served := map[schema.GroupResource]target{}
@@ -158,7 +159,7 @@ func (in *Ingester) resolve(ctx context.Context) ([]target, error) {
 		t, ok := served[schema.GroupResource{Group: w.Group, Resource: w.Resource}]
 		if !ok {
 			if !w.Optional {
-				in.opt.OnWarning(fmt.Sprintf("%s is not served by this cluster: skipped", groupResource(w.Group, w.Resource)))
+				in.opt.OnSkip(&input.Skip{Err: fmt.Errorf("%s is not served by this cluster: skipped", groupResource(w.Group, w.Resource))})
 			} else {
 				in.opt.Logger.Debug("optional resource absent", "resource", groupResource(w.Group, w.Resource))
 			}
@@ -208,7 +209,7 @@ func (in *Ingester) Snapshot(ctx context.Context) ([]timeline.IngestRun, error) 
 		}
 		if err != nil {
 			if skip := in.skippable(t, err); skip != "" {
-				in.opt.OnWarning(skip)
+				in.opt.OnSkip(&input.Skip{Err: errors.New(skip)})
 				continue
 			}
 			return runs, err
@@ -328,7 +329,7 @@ func (in *Ingester) add(ctx context.Context, b timeline.Batch, run *timeline.Ing
 	var bad *badObject
 	if errors.As(err, &bad) {
 		run.BadLines++
-		in.opt.OnWarning(fmt.Sprintf("%s %s/%s: %v: skipped", t.gvr.Resource, u.GetNamespace(), u.GetName(), bad.err))
+		in.opt.OnSkip(&input.Skip{Err: fmt.Errorf("%s %s/%s: %v: skipped", t.gvr.Resource, u.GetNamespace(), u.GetName(), bad.err)})
 		return nil
 	}
 	return err

@@ -21,6 +21,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/timeline"
 	"github.com/faultline/faultline/timeline/sqlite"
 )
@@ -109,7 +110,7 @@ func TestSnapshotSkipsForbiddenResources(t *testing.T) {
 	var warnings []string
 	in := New(store, dyn, disc, "fake", Options{
 		Resources: []Wanted{{"", "pods", false}, {"", "secrets", false}, {"kubeflow.org", "mpijobs", true}},
-		OnWarning: func(s string) { warnings = append(warnings, s) },
+		OnSkip:    func(s *input.Skip) { warnings = append(warnings, s.Error()) },
 	})
 	runs, err := in.Snapshot(ctx)
 	if err != nil {
@@ -147,8 +148,8 @@ func TestIngestFiles(t *testing.T) {
 	var bad []string
 	runs, err := IngestFiles(context.Background(), s, []string{filepath.Join(dir, "pods.json"), filepath.Join(dir, "events.json"),
 		filepath.Join(dir, "must-gather"), filepath.Join(dir, "bad.yaml")}, FileOptions{
-		OnBad: func(path string, doc int, err error) {
-			bad = append(bad, fmt.Sprintf("%s doc %d", filepath.Base(path), doc))
+		OnSkip: func(s *input.Skip) {
+			bad = append(bad, fmt.Sprintf("%s doc %d", filepath.Base(s.Path), s.Doc))
 		},
 	})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"github.com/faultline/faultline/ingest/commit"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -178,20 +179,14 @@ func (e *Entry) record() (*timeline.Record, error) {
 	return r, nil
 }
 
-// BadEntry is a line (or YAML document) that could not be ingested.
-type BadEntry struct {
-	Path string
-	Line int64
-	Err  error
-}
-
-func (b *BadEntry) Error() string { return fmt.Sprintf("%s:%d: %v", b.Path, b.Line, b.Err) }
-
 // Options tune an ingest.
 type Options struct {
 	Strict    bool
-	OnBadLine func(*BadEntry)
-	BatchSize int // entries per transaction; <= 0: commit.Size
+	OnSkip    input.OnSkip // hears of every bad line (or YAML document) as it is skipped
+	BatchSize int          // entries per transaction; <= 0: commit.Size
+	// FS, if set, holds the files: paths name files of it, read with
+	// input.OpenFS.
+	FS fs.FS
 }
 
 // Ingest reads versions files (JSON Lines, or YAML by .yaml/.yml name) into
@@ -204,7 +199,7 @@ func Ingest(ctx context.Context, store timeline.Appender, paths []string, opt Op
 var ErrStrict = errors.New("stopped at the first bad entry (--strict)")
 
 func ingestFile(ctx context.Context, store timeline.Appender, path string, opt Options) (*timeline.IngestRun, error) {
-	src, err := input.Open(ctx, path, 0)
+	src, err := input.OpenIn(ctx, opt.FS, path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("ingest versions: %w", err)
 	}
@@ -223,75 +218,93 @@ func ingestFile(ctx context.Context, store timeline.Appender, path string, opt O
 	if opt.BatchSize > 0 {
 		b.Size = opt.BatchSize
 	}
-	finish := func(err error) (*timeline.IngestRun, error) {
-		run.Status = timeline.RunDone
-		if err != nil {
-			run.Status, run.Error = timeline.RunFailed, err.Error()
-		}
-		src.Drain()
-		run.SHA256 = src.SHA256()
-		if run.Size < 0 {
-			run.Size = src.BytesRead()
-		}
-		// What was read is committed even when ctx is done (Ctrl-C).
-		if cerr := b.Commit(ctx); cerr != nil && err == nil {
-			err = cerr
-			run.Status, run.Error = timeline.RunFailed, err.Error()
-		}
-		if ferr := store.FinishRun(context.WithoutCancel(ctx), run); ferr != nil && err == nil {
-			err = ferr
-		}
-		return run, err
-	}
+	w := &entryWriter{run: run, batch: b, src: src, opt: opt}
 	// Entries are stored as they are read. One read before a fault (or
 	// Ctrl-C on a pipe) is stored even so: it is in memory.
-	readErr := read(ctx, src, path, func(en entryAt) error {
-		run.Lines++
-		if en.err == nil {
-			en.err = en.e.validate()
-		}
-		var rec *timeline.Record
-		if en.err == nil {
-			rec, en.err = en.e.record()
-		}
-		if en.err != nil {
-			bad := &BadEntry{Path: src.Name(), Line: en.line, Err: en.err}
-			run.BadLines++
-			if opt.OnBadLine != nil {
-				opt.OnBadLine(bad)
-			}
-			if opt.Strict {
-				return fmt.Errorf("%w: %w", ErrStrict, bad)
-			}
-			return nil
-		}
-		rec.Evidence = timeline.Evidence{Run: run.ID, Line: en.line}
-		res, err := b.Batch().AddRecord(context.WithoutCancel(ctx), rec)
-		if err != nil {
-			return &storeError{err}
-		}
-		run.Tally(res)
-		if run.First.IsZero() || rec.Time.Before(run.First) {
-			run.First = rec.Time
-		}
-		if rec.Time.After(run.Last) {
-			run.Last = rec.Time
-		}
-		if err := b.Added(ctx); err != nil {
-			return &storeError{err}
-		}
-		return nil
-	})
+	readErr := read(ctx, src, path, func(en entryAt) error { return w.add(ctx, en) })
 	var se *storeError
 	switch {
 	case errors.As(readErr, &se):
-		return finish(se.err)
+		err = se.err
 	case errors.Is(readErr, ErrStrict):
-		return finish(readErr)
+		err = readErr
 	case readErr != nil && ctx.Err() == nil:
-		return finish(fmt.Errorf("ingest versions %s: %w", src.Name(), readErr))
+		err = fmt.Errorf("ingest versions %s: %w", src.Name(), readErr)
+	default:
+		err = ctx.Err()
 	}
-	return finish(ctx.Err())
+	return run, w.finish(ctx, store, err)
+}
+
+// entryWriter stores the entries of one file into its run.
+type entryWriter struct {
+	run   *timeline.IngestRun
+	batch *commit.Periodic
+	src   *input.Source
+	opt   Options
+}
+
+// add stores one entry read, or reports it as skipped; an error of the
+// store is a *storeError.
+func (w *entryWriter) add(ctx context.Context, en entryAt) error {
+	run := w.run
+	run.Lines++
+	if en.err == nil {
+		en.err = en.e.validate()
+	}
+	var rec *timeline.Record
+	if en.err == nil {
+		rec, en.err = en.e.record()
+	}
+	if en.err != nil {
+		bad := &input.Skip{Path: w.src.Name(), Line: en.line, Err: en.err}
+		run.BadLines++
+		w.opt.OnSkip.Report(bad)
+		if w.opt.Strict {
+			return fmt.Errorf("%w: %w", ErrStrict, bad)
+		}
+		return nil
+	}
+	rec.Evidence = timeline.Evidence{Run: run.ID, Line: en.line}
+	res, err := w.batch.Batch().AddRecord(context.WithoutCancel(ctx), rec)
+	if err != nil {
+		return &storeError{err}
+	}
+	run.Tally(res)
+	if run.First.IsZero() || rec.Time.Before(run.First) {
+		run.First = rec.Time
+	}
+	if rec.Time.After(run.Last) {
+		run.Last = rec.Time
+	}
+	if err := w.batch.Added(ctx); err != nil {
+		return &storeError{err}
+	}
+	return nil
+}
+
+// finish ends the run, failed by err if set: what was read is committed
+// even when ctx is done (Ctrl-C). It returns err, or the first error of
+// the commit and of finishing the run.
+func (w *entryWriter) finish(ctx context.Context, store timeline.Appender, err error) error {
+	run, src := w.run, w.src
+	run.Status = timeline.RunDone
+	if err != nil {
+		run.Status, run.Error = timeline.RunFailed, err.Error()
+	}
+	src.Drain()
+	run.SHA256 = src.SHA256()
+	if run.Size < 0 {
+		run.Size = src.BytesRead()
+	}
+	if cerr := w.batch.Commit(ctx); cerr != nil && err == nil {
+		err = cerr
+		run.Status, run.Error = timeline.RunFailed, err.Error()
+	}
+	if ferr := store.FinishRun(context.WithoutCancel(ctx), run); ferr != nil && err == nil {
+		err = ferr
+	}
+	return err
 }
 
 // storeError is a failure to store, not a bad entry: the ingest stops.

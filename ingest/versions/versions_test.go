@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/timeline"
 	"github.com/faultline/faultline/timeline/sqlite"
 )
@@ -75,7 +76,7 @@ func TestBadEntriesAreNamed(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v.jsonl")
 	os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644)
 	var got []string
-	runs, err := Ingest(context.Background(), open(t), []string{path}, Options{OnBadLine: func(b *BadEntry) {
+	runs, err := Ingest(context.Background(), open(t), []string{path}, Options{OnSkip: func(b *input.Skip) {
 		got = append(got, strings.TrimPrefix(b.Error(), filepath.Dir(path)+"/"))
 	}})
 	if err != nil {

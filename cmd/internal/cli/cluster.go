@@ -11,11 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/ingest/kube"
 	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
@@ -23,7 +23,7 @@ import (
 
 type ingestClusterOptions struct {
 	f        *Factory
-	kube     *genericclioptions.ConfigFlags
+	kube     *kubeFlags
 	allNS    bool
 	follow   bool
 	qps      float32
@@ -34,7 +34,7 @@ type ingestClusterOptions struct {
 }
 
 func newIngestClusterCmd(f *Factory) *cobra.Command {
-	opts := &ingestClusterOptions{f: f, kube: genericclioptions.NewConfigFlags(true)}
+	opts := &ingestClusterOptions{f: f, kube: newKubeFlags()}
 	cmd := &cobra.Command{
 		Use:   "cluster",
 		Short: "Ingest a live cluster's objects and events through its API",
@@ -63,7 +63,7 @@ Without -n, all namespaces are read.`,
 		},
 	}
 	fl := cmd.Flags()
-	opts.kube.AddFlags(fl)
+	opts.kube.addFlags(cmd)
 	fl.BoolVarP(&opts.allNS, "all-namespaces", "A", false, "read all namespaces (the default without -n)")
 	fl.BoolVar(&opts.follow, "follow", false, "after the snapshot, watch for changes until interrupted")
 	fl.Float32Var(&opts.qps, "qps", 20, "client-side requests per second to the apiserver")
@@ -123,7 +123,7 @@ func (r readOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 func (o *ingestClusterOptions) restConfig() (*rest.Config, error) {
-	cfg, err := o.kube.ToRESTConfig()
+	cfg, err := o.kube.restConfig()
 	if err != nil {
 		return nil, usagef("faultline ingest cluster --kubeconfig ~/.kube/config --context NAME", "no usable cluster configuration: %v", err)
 	}
@@ -137,8 +137,9 @@ func (o *ingestClusterOptions) restConfig() (*rest.Config, error) {
 
 func ingestClusterRun(ctx context.Context, o *ingestClusterOptions) error {
 	f := o.f
-	if o.allNS && o.kube.Namespace != nil && *o.kube.Namespace != "" {
-		return usagef("faultline ingest cluster -A", "-A and -n %s contradict each other", *o.kube.Namespace)
+	ns := o.kube.namespace()
+	if o.allNS && ns != "" {
+		return usagef("faultline ingest cluster -A", "-A and -n %s contradict each other", ns)
 	}
 	cfg, err := o.restConfig()
 	if err != nil {
@@ -151,10 +152,6 @@ func ingestClusterRun(ctx context.Context, o *ingestClusterOptions) error {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err
-	}
-	ns := ""
-	if o.kube.Namespace != nil {
-		ns = *o.kube.Namespace
 	}
 	if _, err := disc.ServerVersion(); err != nil {
 		return clusterError(cfg.Host, err)
@@ -172,7 +169,7 @@ func ingestClusterRun(ctx context.Context, o *ingestClusterOptions) error {
 		Namespace: ns,
 		PageSize:  o.pageSize,
 		Logger:    f.Logger(),
-		OnWarning: func(msg string) { f.warnf("%s", msg) },
+		OnSkip:    func(s *input.Skip) { f.warnf("%s", s) },
 		Now:       f.Now,
 	})
 	if o.follow {
@@ -232,7 +229,7 @@ item by item, so a dump of any size fits in memory.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return ingestFilesRun(cmd.Context(), f, func(ctx context.Context, store timeline.Appender) ([]timeline.IngestRun, error) {
 				return kube.IngestFiles(ctx, store, args, kube.FileOptions{Now: f.Now,
-					OnBad: func(path string, doc int, err error) { f.warnf("%s: document %d: %v", path, doc, err) }})
+					OnSkip: func(s *input.Skip) { f.warnf("%s", s) }})
 			})
 		},
 	}

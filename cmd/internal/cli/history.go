@@ -11,6 +11,7 @@ import (
 	"github.com/faultline/faultline/analyze/actor"
 	"github.com/faultline/faultline/analyze/identity"
 	"github.com/faultline/faultline/analyze/objdiff"
+	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/ingest/versions"
 	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
@@ -223,7 +224,7 @@ skipped; --strict stops at the first.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return ingestFilesRun(cmd.Context(), f, func(ctx context.Context, store timeline.Appender) ([]timeline.IngestRun, error) {
 				return versions.Ingest(ctx, store, args, versions.Options{Strict: strict,
-					OnBadLine: func(b *versions.BadEntry) { f.warnf("%s", b) }})
+					OnSkip: func(b *input.Skip) { f.warnf("%s", b) }})
 			})
 		},
 	}

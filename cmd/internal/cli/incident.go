@@ -3,31 +3,22 @@ package cli
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
-	"path"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/faultline/faultline/analyze/controlplane"
 	"github.com/faultline/faultline/analyze/investigate"
-	"github.com/faultline/faultline/ingest/audit"
+	"github.com/faultline/faultline/ingest/evidence"
 	"github.com/faultline/faultline/ingest/input"
-	"github.com/faultline/faultline/ingest/kube"
-	"github.com/faultline/faultline/ingest/versions"
 	"github.com/faultline/faultline/timeline"
 	"github.com/faultline/faultline/timeline/sqlite"
 )
 
-// errNoEvidence is an incident folder with nothing to ingest.
-var errNoEvidence = errors.New("no evidence in it (*.log, *.log.gz, *.log.xz, objects/, versions.jsonl): see fixtures/README.md")
-
-// incidentLoader ingests an incident folder (fixtures/README.md) the one
-// way replay and eval share.
+// incidentLoader ingests an incident folder (fixtures/README.md) into a
+// timeline file the one way replay and eval share (evidence.Loader).
 type incidentLoader struct {
 	logger *slog.Logger
 	now    func() time.Time
@@ -38,18 +29,15 @@ type incidentLoader struct {
 	redactAll bool
 }
 
-// stagedEvidence is an incident's evidence copied to a work folder, by kind.
-type stagedEvidence struct {
-	audits, objects, versions []string
-}
-
-// ingest copies the evidence of fsys into work and ingests each kind with
-// its ingester into the timeline at db (created if need be), then updates
-// its statistics. It returns the ingest runs, also on failure. dir is the
-// folder fsys reads ("" for the embedded fixtures): its files are read by
-// the file rule of input.Walk.
-func (l incidentLoader) ingest(ctx context.Context, fsys fs.FS, dir, work, db string) ([]timeline.IngestRun, error) {
-	ev, err := stageEvidence(fsys, dir, work)
+// ingest ingests the evidence of fsys into the timeline at db (created if
+// need be), then updates its statistics. It returns the ingest runs, also
+// on failure. dir is the folder fsys reads ("" for the embedded fixtures):
+// its files are read from disk, and one the file rule of input.Walk
+// refuses fails the replay before the timeline is opened.
+func (l incidentLoader) ingest(ctx context.Context, fsys fs.FS, dir, db string) ([]timeline.IngestRun, error) {
+	load := evidence.Loader{Logger: l.logger, Now: l.now, Dir: dir,
+		OnSkip: func(s *input.Skip) { l.warnf("%s", s) }}
+	ev, err := load.Find(fsys)
 	if err != nil {
 		return nil, err
 	}
@@ -57,84 +45,11 @@ func (l incidentLoader) ingest(ctx context.Context, fsys fs.FS, dir, work, db st
 	if err != nil {
 		return nil, err
 	}
-	runs, err := l.ingestInto(ctx, store, ev)
+	runs, err := load.Ingest(ctx, store, fsys, ev)
 	if err == nil {
 		err = store.Analyze(ctx)
 	}
 	return runs, cmp.Or(err, store.Close())
-}
-
-func (l incidentLoader) ingestInto(ctx context.Context, store *sqlite.Store, ev *stagedEvidence) ([]timeline.IngestRun, error) {
-	var runs []timeline.IngestRun
-	if len(ev.audits) > 0 {
-		r, err := audit.Ingest(ctx, store, ev.audits, audit.Options{Logger: l.logger, OnBadLine: func(b *audit.BadLine) { l.warnf("%s", b) }})
-		runs = append(runs, r...)
-		if err != nil {
-			return runs, err
-		}
-	}
-	if len(ev.objects) > 0 {
-		r, err := kube.IngestFiles(ctx, store, ev.objects, kube.FileOptions{Now: l.now,
-			OnBad: func(p string, doc int, err error) { l.warnf("%s: document %d: %v", p, doc, err) }})
-		runs = append(runs, r...)
-		if err != nil {
-			return runs, err
-		}
-	}
-	if len(ev.versions) > 0 {
-		r, err := versions.Ingest(ctx, store, ev.versions, versions.Options{OnBadLine: func(b *versions.BadEntry) { l.warnf("%s", b) }})
-		runs = append(runs, r...)
-		if err != nil {
-			return runs, err
-		}
-	}
-	return runs, nil
-}
-
-// stageEvidence copies the evidence files of fsys (which may be the
-// binary's embedded fixtures) into work, sorted by kind. When fsys reads the
-// folder dir, an evidence file the file rule refuses (a FIFO, a device, a
-// symlink leaving dir) fails the replay before anything is read: copying it
-// would read outside the folder, hang, or fill memory.
-func stageEvidence(fsys fs.FS, dir, work string) (*stagedEvidence, error) {
-	ev := &stagedEvidence{}
-	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		var into *[]string
-		base := strings.TrimSuffix(strings.TrimSuffix(path.Base(p), ".gz"), ".xz")
-		switch {
-		case strings.HasPrefix(p, "objects/"):
-			into = &ev.objects
-		case base == "versions.jsonl" || base == "versions.yaml":
-			into = &ev.versions
-		case strings.HasSuffix(base, ".log"):
-			into = &ev.audits
-		default:
-			return nil
-		}
-		if err := checkIncidentFile(dir, p); err != nil {
-			return err
-		}
-		b, err := fs.ReadFile(fsys, p)
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(work, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
-		}
-		*into = append(*into, dst)
-		return os.WriteFile(dst, b, 0o644)
-	})
-	if err != nil {
-		return nil, err
-	}
-	if len(ev.audits)+len(ev.objects)+len(ev.versions) == 0 {
-		return nil, errNoEvidence
-	}
-	return ev, nil
 }
 
 // checkIncidentFile applies the file rule to the file p (slash-separated)

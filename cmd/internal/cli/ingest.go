@@ -152,7 +152,7 @@ func ingestAuditRun(ctx context.Context, opts *ingestAuditOptions) error {
 		Workers:   opts.workers,
 		BatchSize: opts.batchSize,
 		Logger:    f.Logger(),
-		OnBadLine: func(b *audit.BadLine) {
+		OnSkip: func(b *input.Skip) {
 			if shown[absPath(b.Path)] < opts.maxBad || opts.strict {
 				prog.clear()
 				f.warnf("%s", b)

@@ -90,9 +90,8 @@ func replayList(f *Factory) error {
 	return tw.Flush()
 }
 
-// replayRun copies the fixture's evidence to a work folder, ingests each
-// kind with its ingester, and shows the sources; with --check it compares
-// the findings with expected.json.
+// replayRun ingests the fixture's evidence where it is (evidence.Loader)
+// and shows the findings; with --check it compares them with expected.json.
 func replayRun(ctx context.Context, opts *replayOptions) error {
 	f := opts.f
 	var (
@@ -118,15 +117,11 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 			return fmt.Errorf("replay %s --check: %w", opts.name, err)
 		}
 	}
-	// The evidence is copied to a staging folder removed on return, also on
-	// failure or Ctrl-C. Without --db the timeline goes to a folder of its
-	// own, removed on return too (after the TUI, on a terminal) unless
-	// --keep keeps it: twelve replays used to leave 238 MB in /tmp.
-	stage, err := os.MkdirTemp("", "faultline-replay-stage-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(stage)
+	// The evidence is read where it is: embedded in the binary, or in the
+	// folder. Without --db the timeline goes to a folder of its own,
+	// removed on return (after the TUI, on a terminal), also on failure or
+	// Ctrl-C, unless --keep keeps it: twelve replays used to leave 238 MB
+	// in /tmp.
 	keep := true
 	if !opts.dbSet {
 		work, err := os.MkdirTemp("", "faultline-replay-")
@@ -142,7 +137,7 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 		f.dbPath = filepath.Join(work, "faultline.db")
 	}
 	load := incidentLoader{logger: f.Logger(), now: f.Now, warnf: f.warnf, key: f.Key(), redactAll: f.redactConfigMaps}
-	runs, err := load.ingest(ctx, fsys, dir, stage, f.dbPath)
+	runs, err := load.ingest(ctx, fsys, dir, f.dbPath)
 	for _, r := range runs {
 		printRunSummary(f.IO.ErrOut, &r, 0) // every bad line was printed
 	}

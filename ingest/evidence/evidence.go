@@ -1,0 +1,154 @@
+// Package evidence ingests a recorded incident (fixtures/README.md) into a
+// timeline: its audit logs (*.log, *.log.gz, *.log.xz), its objects/ dumps
+// (kubectl get -o json or yaml, events too) and its versions.jsonl (or
+// versions.yaml), each kind with its ingester. It is the one loader of
+// faultline replay, faultline eval and the tests that replay a fixture.
+//
+// The incident is an fs.FS: the fixtures embedded in the binary are read in
+// place, with no copy to a temporary folder; a folder on disk is read from
+// disk (Dir), so its runs name its files where they are.
+package evidence
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/ingest/audit"
+	"github.com/faultline/faultline/ingest/input"
+	"github.com/faultline/faultline/ingest/kube"
+	"github.com/faultline/faultline/ingest/versions"
+	"github.com/faultline/faultline/timeline"
+)
+
+// ErrNone is an incident with nothing to ingest.
+var ErrNone = errors.New("no evidence in it (*.log, *.log.gz, *.log.xz, objects/, versions.jsonl): see fixtures/README.md")
+
+// Files are an incident's evidence files by kind, slash-separated names of
+// its fs.FS in walk (lexical) order.
+type Files struct {
+	Audits, Objects, Versions []string
+}
+
+// Find lists the evidence files of fsys. With Dir set, each must pass
+// the file rule (input.CheckInFolder: no FIFO, device or symlink leaving
+// Dir) before anything is read. A file of no kind (README.md,
+// expected.json) is left out; no evidence at all is ErrNone.
+func (l Loader) Find(fsys fs.FS) (*Files, error) {
+	ev := &Files{}
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		into := ev.kind(p)
+		if into == nil {
+			return nil
+		}
+		if l.Dir != "" {
+			if err := input.CheckInFolder(l.Dir, l.onDisk(p)); err != nil {
+				return err
+			}
+		}
+		*into = append(*into, p)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(ev.Audits)+len(ev.Objects)+len(ev.Versions) == 0 {
+		return nil, ErrNone
+	}
+	return ev, nil
+}
+
+// kind returns the list the file p belongs to; nil for a file that is no
+// evidence.
+func (ev *Files) kind(p string) *[]string {
+	base := strings.TrimSuffix(strings.TrimSuffix(path.Base(p), ".gz"), ".xz")
+	switch {
+	case strings.HasPrefix(p, "objects/"):
+		return &ev.Objects
+	case base == "versions.jsonl" || base == "versions.yaml":
+		return &ev.Versions
+	case strings.HasSuffix(base, ".log"):
+		return &ev.Audits
+	}
+	return nil
+}
+
+// Loader ingests incidents. The zero Loader works: it logs nothing, hears
+// of no skipped input, and stamps object versions with the time of day.
+type Loader struct {
+	Logger *slog.Logger
+	Now    func() time.Time // the ingest time of dumped objects; nil: time.Now
+	OnSkip input.OnSkip     // hears of each bad line or document, skipped
+	// Dir, when set, is the folder on disk the fs.FS reads (os.DirFS(Dir)):
+	// its files are read from disk, each first passing the file rule
+	// (input.CheckInFolder: no FIFO, device or symlink leaving Dir), and
+	// their runs record where they are.
+	Dir string
+}
+
+// Load finds the evidence of fsys and ingests it into store: Find, then
+// Ingest.
+func (l Loader) Load(ctx context.Context, store timeline.Appender, fsys fs.FS) ([]timeline.IngestRun, error) {
+	ev, err := l.Find(fsys)
+	if err != nil {
+		return nil, err
+	}
+	return l.Ingest(ctx, store, fsys, ev)
+}
+
+// onDisk is the path of the file p of Dir.
+func (l Loader) onDisk(p string) string { return filepath.Join(l.Dir, filepath.FromSlash(p)) }
+
+// Ingest ingests the evidence ev of fsys into store, audit logs first, then
+// objects, then versions, each kind with its ingester, and returns the
+// ingest runs, also on failure. With Dir set, the files are read from disk.
+func (l Loader) Ingest(ctx context.Context, store timeline.Appender, fsys fs.FS, ev *Files) ([]timeline.IngestRun, error) {
+	logger := l.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	audits, objects, vers := ev.Audits, ev.Objects, ev.Versions
+	if l.Dir != "" {
+		fsys = nil // read by path, from disk
+		audits, objects, vers = l.allOnDisk(audits), l.allOnDisk(objects), l.allOnDisk(vers)
+	}
+	var runs []timeline.IngestRun
+	if len(audits) > 0 {
+		r, err := audit.Ingest(ctx, store, audits, audit.Options{FS: fsys, Logger: logger, OnSkip: l.OnSkip})
+		runs = append(runs, r...)
+		if err != nil {
+			return runs, err
+		}
+	}
+	if len(objects) > 0 {
+		r, err := kube.IngestFiles(ctx, store, objects, kube.FileOptions{FS: fsys, Now: l.Now, OnSkip: l.OnSkip})
+		runs = append(runs, r...)
+		if err != nil {
+			return runs, err
+		}
+	}
+	if len(vers) > 0 {
+		r, err := versions.Ingest(ctx, store, vers, versions.Options{FS: fsys, OnSkip: l.OnSkip})
+		runs = append(runs, r...)
+		if err != nil {
+			return runs, err
+		}
+	}
+	return runs, nil
+}
+
+func (l Loader) allOnDisk(names []string) []string {
+	paths := make([]string, len(names))
+	for i, p := range names {
+		paths[i] = l.onDisk(p)
+	}
+	return paths
+}
