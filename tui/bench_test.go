@@ -2,32 +2,17 @@ package tui
 
 import (
 	"context"
-	"os"
 	"runtime"
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/faultline/faultline/timeline/sqlite"
+	"github.com/faultline/faultline/timeline/sqlite/sqlitetest"
 )
 
-// benchStore opens the large benchmark timeline named by
-// FAULTLINE_BENCH_DB (hack/bench makes a 10 M-record one), or skips.
-func benchStore(b *testing.B) *sqlite.Store {
-	path := os.Getenv("FAULTLINE_BENCH_DB")
-	if path == "" {
-		path = "/tmp/faultline-bench/10m.db"
-	}
-	if _, err := os.Stat(path); err != nil {
-		b.Skipf("no benchmark timeline at %s (FAULTLINE_BENCH_DB)", path)
-	}
-	s, err := sqlite.Open(context.Background(), path, sqlite.Options{ReadOnly: true})
-	if err != nil {
-		b.Skipf("benchmark timeline %s: %v", path, err)
-	}
-	b.Cleanup(func() { s.Close() })
-	return s
-}
+// benchStore opens the large benchmark timeline (sqlitetest.Bench).
+func benchStore(b *testing.B) *sqlite.Store { return sqlitetest.Bench(b) }
 
 // step runs one command to its message and feeds it to the model.
 func step(m *Model, cmd tea.Cmd) tea.Cmd {

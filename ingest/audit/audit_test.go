@@ -15,6 +15,7 @@ import (
 	"github.com/faultline/faultline/timeline/sqlite"
 
 	"github.com/faultline/faultline/internal/testenv"
+	"github.com/faultline/faultline/timeline/sqlite/sqlitetest"
 )
 
 // sharedSamples is ../shared/data/audit-samples from the repository root:
@@ -27,16 +28,6 @@ func samplesDir(t *testing.T) string {
 		testenv.Missing(t, "shared samples not beside the repository: %v", err)
 	}
 	return sharedSamples
-}
-
-func openStore(t *testing.T) *sqlite.Store {
-	t.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
 }
 
 func records(t *testing.T, s *sqlite.Store) []*timeline.Record {
@@ -149,7 +140,7 @@ type sharedSample struct {
 // checkSharedSample ingests tt.file from dir and checks its records and
 // its run: done, no bad line, the duplicates and versions tt expects.
 func checkSharedSample(t *testing.T, dir string, tt sharedSample) {
-	s := openStore(t)
+	s := sqlitetest.New(t)
 	runs, err := Ingest(context.Background(), s, []string{filepath.Join(dir, tt.file)}, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +160,7 @@ func checkSharedSample(t *testing.T, dir string, tt sharedSample) {
 // ConfigMap default/my-config.
 func checkSensitiveConfigMapSample(t *testing.T, dir string) {
 	cm := timeline.ObjectRef{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespace: "default", Name: "my-config", UID: "b4952dc3-d670-11e5-8cd0-68f728db1985"}
-	s := openStore(t)
+	s := sqlitetest.New(t)
 	runs, err := Ingest(context.Background(), s, []string{filepath.Join(dir, "falco-create_configmap_sensitive_values.json")}, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +198,7 @@ func TestSamplesInEveryEnvelopeMapAlike(t *testing.T) {
 		AuditID: "a-1", URI: "/api/v1/namespaces/ml/pods?limit=500", Level: "Metadata", Stage: "ResponseComplete", Line: 1}
 	for name, line := range lines {
 		t.Run(name, func(t *testing.T) {
-			s := openStore(t)
+			s := sqlitetest.New(t)
 			path := filepath.Join(t.TempDir(), "audit.log")
 			if err := os.WriteFile(path, []byte(line+"\n"), 0o644); err != nil {
 				t.Fatal(err)
@@ -231,7 +222,7 @@ func TestStagesJoinByAuditID(t *testing.T) {
 {"kind":"Event","level":"Metadata","auditID":"x","stage":"ResponseStarted","verb":"watch","user":{"username":"u"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-05-01T10:00:00Z","stageTimestamp":"2026-05-01T10:00:00.01Z"}
 {"kind":"Event","level":"Metadata","auditID":"x","stage":"ResponseComplete","verb":"watch","user":{"username":"u"},"responseStatus":{"code":200},"requestReceivedTimestamp":"2026-05-01T10:00:00Z","stageTimestamp":"2026-05-01T10:05:00Z"}
 `
-	s := openStore(t)
+	s := sqlitetest.New(t)
 	path := filepath.Join(t.TempDir(), "audit.log")
 	os.WriteFile(path, []byte(lines), 0o644)
 	runs, err := Ingest(context.Background(), s, []string{path}, Options{})
@@ -249,7 +240,7 @@ func TestStagesJoinByAuditID(t *testing.T) {
 
 func TestReingestIsANoop(t *testing.T) {
 	dir := samplesDir(t)
-	s := openStore(t)
+	s := sqlitetest.New(t)
 	ctx := context.Background()
 	files := []string{filepath.Join(dir, "elastic-test-audit.log"), filepath.Join(dir, "falco-create_configmap_sensitive_values.json")}
 	var reports int
@@ -290,7 +281,7 @@ func TestStrictStopsAtFirstBadLineKeepingWhatCameBefore(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "audit.log")
 	os.WriteFile(path, []byte(good("a")+"\n"+good("b")+"\n{\"kind\":\n"+good("c")+"\n"), 0o644)
-	s := openStore(t)
+	s := sqlitetest.New(t)
 	runs, err := Ingest(context.Background(), s, []string{path}, Options{Strict: true})
 	if !errors.Is(err, ErrStrict) || !strings.Contains(err.Error(), "audit.log:3: json: truncated") {
 		t.Fatalf("err = %v", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/faultline/faultline/ingest/input"
+	"github.com/faultline/faultline/timeline/sqlite/sqlitetest"
 )
 
 func goodLine(id string) string {
@@ -93,7 +94,7 @@ func TestBadLines(t *testing.T) {
 		{name: "16 MiB limit", maxLine: 16 << 20, wantBad: append(slices.Clone(common), tooLong, bomMid, y9999), records: 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := openStore(t)
+			s := sqlitetest.New(t)
 			var bad []string
 			runs, err := Ingest(context.Background(), s, []string{path}, Options{
 				MaxLine: tc.maxLine,
@@ -185,7 +186,7 @@ func TestSecretValuesNeverReachTheDatabase(t *testing.T) {
 		files = append(files, filepath.Join(sharedSamples, "falco-create_configmap_sensitive_values.json"))
 	}
 
-	s := openStore(t)
+	s := sqlitetest.New(t)
 	runs, err := Ingest(context.Background(), s, files, Options{Strict: true})
 	if err != nil {
 		t.Fatal(err)

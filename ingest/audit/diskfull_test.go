@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/sqlite/sqlitetest"
 	"github.com/faultline/faultline/timeline/timelinetest"
 )
 
@@ -29,7 +30,7 @@ func TestFullDiskReportsWhatWasCommitted(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := openStore(t)
+	s := sqlitetest.New(t)
 	runs, err := Ingest(context.Background(), &timelinetest.FullDisk{Appender: s, Commits: 2}, []string{path}, Options{BatchSize: 1000, Workers: 1})
 	if !errors.Is(err, timelinetest.ErrDiskFull) {
 		t.Fatalf("err = %v, want the disk-full error", err)

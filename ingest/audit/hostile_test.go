@@ -17,6 +17,7 @@ import (
 
 	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/sqlite/sqlitetest"
 )
 
 // auditLines returns n good lines with audit IDs prefix-1..prefix-n.
@@ -75,7 +76,7 @@ func TestNoPanicNoLossOnDamagedGzip(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, "audit-2.log.gz"), tc.data, 0o644)
 			os.WriteFile(filepath.Join(dir, "audit-3.log"), []byte(auditLines("new", 10)), 0o644)
 			kept := completeLines(t, tc.data)
-			s := openStore(t)
+			s := sqlitetest.New(t)
 			var bad []*input.Skip
 			runs, err := Ingest(context.Background(), s, []string{dir}, Options{OnSkip: func(b *input.Skip) { bad = append(bad, b) }})
 			if err != nil {
@@ -125,7 +126,7 @@ func TestFirstLineSniffing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "audit.log")
 			os.WriteFile(path, []byte(tc.data), 0o644)
-			s := openStore(t)
+			s := sqlitetest.New(t)
 			var badAt []int64
 			runs, err := Ingest(context.Background(), s, []string{path}, Options{MaxLine: tc.maxLine,
 				OnSkip: func(b *input.Skip) { badAt = append(badAt, b.Line) }})
@@ -151,7 +152,7 @@ func TestSkippedFilesAreNamed(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "audit.log"), []byte(auditLines("g", 3)), 0o644)
 	os.WriteFile(filepath.Join(dir, "audit-0.log"), []byte(strings.Repeat("not json\n", 20)+auditLines("late", 3)), 0o644)
 	os.WriteFile(filepath.Join(dir, "audit-empty.log"), nil, 0o644)
-	s := openStore(t)
+	s := sqlitetest.New(t)
 	runs, err := Ingest(context.Background(), s, []string{dir}, Options{})
 	var se *input.SkippedError
 	if !errors.As(err, &se) {
@@ -187,7 +188,7 @@ func TestSlowPipeCommitsByTimeAndStopsOnCancel(t *testing.T) {
 		f.Write([]byte(auditLines("slow", 20)))
 		writer <- f // held open: the pipe trickles, it does not end
 	}()
-	s := openStore(t)
+	s := sqlitetest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type result struct {

@@ -17,9 +17,9 @@ import (
 	"github.com/faultline/faultline/ingest/evidence"
 	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/timeline"
-	"github.com/faultline/faultline/timeline/sqlite"
 
 	"github.com/faultline/faultline/internal/testenv"
+	"github.com/faultline/faultline/timeline/sqlite/sqlitetest"
 )
 
 const (
@@ -54,16 +54,6 @@ func incident(t *testing.T) fstest.MapFS {
 	}
 }
 
-func open(t *testing.T) *sqlite.Store {
-	t.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
 func TestFind(t *testing.T) {
 	got, err := evidence.Loader{}.Find(incident(t))
 	if err != nil {
@@ -88,7 +78,7 @@ func TestFind(t *testing.T) {
 func TestLoadFS(t *testing.T) {
 	var skipped []string
 	l := evidence.Loader{OnSkip: func(s *input.Skip) { skipped = append(skipped, s.Error()) }}
-	runs, err := l.Load(context.Background(), open(t), incident(t))
+	runs, err := l.Load(context.Background(), sqlitetest.New(t), incident(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +117,7 @@ func TestLoadDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "audit.log"), []byte(auditLine), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	runs, err := evidence.Loader{Dir: dir}.Load(context.Background(), open(t), os.DirFS(dir))
+	runs, err := evidence.Loader{Dir: dir}.Load(context.Background(), sqlitetest.New(t), os.DirFS(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +127,7 @@ func TestLoadDir(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.log"), 0o644); err != nil {
 		testenv.Missing(t, "no FIFO here: %v", err)
 	}
-	s := open(t)
+	s := sqlitetest.New(t)
 	if _, err := (evidence.Loader{Dir: dir}).Load(context.Background(), s, os.DirFS(dir)); err == nil {
 		t.Fatal("a FIFO in the folder was read")
 	}

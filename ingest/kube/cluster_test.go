@@ -40,6 +40,7 @@ import (
 	"github.com/faultline/faultline/timeline/sqlite"
 
 	"github.com/faultline/faultline/internal/testenv"
+	"github.com/faultline/faultline/timeline/sqlite/sqlitetest"
 )
 
 type cluster struct {
@@ -88,16 +89,6 @@ func (c *cluster) ingester(t *testing.T, identity, agent string, store Store, op
 		t.Fatal(err)
 	}
 	return New(store, dyn, disc, "test", opt)
-}
-
-func newStore(t *testing.T) *sqlite.Store {
-	t.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
 }
 
 // scenario makes kwok nodes in three zones and two pools, a namespace with a
@@ -292,7 +283,7 @@ func TestSnapshotAgainstRealAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s := newStore(t)
+	s := sqlitetest.New(t)
 	agent := fmt.Sprintf("faultline/test-%d", time.Now().UnixNano())
 	in := c.ingester(t, "admin", agent, s, Options{})
 	runs, err := in.Snapshot(ctx)
@@ -362,7 +353,7 @@ func TestSnapshotAgainstRealAPIServer(t *testing.T) {
 
 func TestForbiddenResourceIsSkipped(t *testing.T) {
 	c := realCluster(t)
-	s := newStore(t)
+	s := sqlitetest.New(t)
 	var warnings []string
 	in := c.ingester(t, "no-secrets", "faultline/test-no-secrets", s, Options{
 		Resources: []Wanted{{"", "configmaps", false}, {"", "secrets", false}, {"", "pods", false}},
@@ -399,7 +390,7 @@ func TestFollowSurvivesAnAPIServerRestart(t *testing.T) {
 	if _, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	s := newStore(t)
+	s := sqlitetest.New(t)
 	in := c.ingester(t, "admin", "faultline/test-follow", s, Options{
 		Namespace: ns,
 		Resources: []Wanted{{"", "configmaps", false}, {"", "events", false}},
@@ -588,7 +579,7 @@ func TestRejectedCredentialsAreNamed(t *testing.T) {
 	cfg.BearerToken = "expired-or-revoked"
 	dyn, _ := dynamic.NewForConfig(cfg)
 	disc, _ := discovery.NewDiscoveryClientForConfig(cfg)
-	in := New(newStore(t), dyn, disc, "test", Options{})
+	in := New(sqlitetest.New(t), dyn, disc, "test", Options{})
 	_, err := in.Snapshot(context.Background())
 	if !apierrors.IsUnauthorized(err) {
 		t.Errorf("err = %v, want 401 Unauthorized", err)
@@ -623,7 +614,7 @@ func TestGangJobCRDsAreFoundThroughDiscovery(t *testing.T) {
 		_, err := dyn.Resource(mpijobs).Namespace(ns).Create(ctx, job, metav1.CreateOptions{})
 		return err == nil || apierrors.IsAlreadyExists(err)
 	})
-	s := newStore(t)
+	s := sqlitetest.New(t)
 	in := c.ingester(t, "admin", "faultline/test-gang", s, Options{Namespace: ns,
 		Resources: []Wanted{{"kubeflow.org", "mpijobs", true}, {"jobset.x-k8s.io", "jobsets", true}}})
 	runs, err := in.Snapshot(ctx)

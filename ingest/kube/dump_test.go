@@ -17,7 +17,7 @@ import (
 
 	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/timeline"
-	"github.com/faultline/faultline/timeline/sqlite"
+	"github.com/faultline/faultline/timeline/sqlite/sqlitetest"
 )
 
 func podJSON(i int) string {
@@ -34,11 +34,7 @@ func ingestDump(t *testing.T, name string, data []byte) (versions, badCount int6
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := sqlitetest.New(t)
 	runs, err := IngestFiles(context.Background(), s, []string{path}, FileOptions{OnSkip: func(s *input.Skip) {
 		bad = append(bad, fmt.Sprintf("document %d: %v", s.Doc, s.Err))
 	}})
@@ -137,11 +133,7 @@ func TestLargeListMemoryStaysBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	b = bytes.Buffer{}
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := sqlitetest.New(t)
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)

@@ -24,6 +24,7 @@ import (
 	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/timeline"
 	"github.com/faultline/faultline/timeline/sqlite"
+	"github.com/faultline/faultline/timeline/sqlite/sqlitetest"
 )
 
 func obj(t *testing.T, s string) *unstructured.Unstructured {
@@ -140,11 +141,7 @@ func TestIngestFiles(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "must-gather", "notes.txt"), []byte("not read"), 0o644)
 	os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("kind: [unclosed\n"), 0o644)
 
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := sqlitetest.New(t)
 	var bad []string
 	runs, err := IngestFiles(context.Background(), s, []string{filepath.Join(dir, "pods.json"), filepath.Join(dir, "events.json"),
 		filepath.Join(dir, "must-gather"), filepath.Join(dir, "bad.yaml")}, FileOptions{

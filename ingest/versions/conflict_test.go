@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/faultline/faultline/timeline/sqlite/sqlitetest"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -34,7 +35,7 @@ func TestAnotherDigestIsAConflict(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tc.lines), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			s := open(t)
+			s := sqlitetest.New(t)
 			runs, err := Ingest(context.Background(), s, []string{path}, Options{})
 			if err != nil {
 				t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/faultline/faultline/ingest/input"
+	"github.com/faultline/faultline/timeline/sqlite/sqlitetest"
 )
 
 // TestDamagedGzipKeepsEveryDecodedEntry truncates a .gz of 5,000 entries,
@@ -44,7 +45,7 @@ func TestDamagedGzipKeepsEveryDecodedEntry(t *testing.T) {
 			path := filepath.Join(t.TempDir(), tc.file)
 			os.WriteFile(path, cut, 0o644)
 			var bad []string
-			runs, err := Ingest(context.Background(), open(t), []string{path}, Options{OnSkip: func(b *input.Skip) { bad = append(bad, b.Error()) }})
+			runs, err := Ingest(context.Background(), sqlitetest.New(t), []string{path}, Options{OnSkip: func(b *input.Skip) { bad = append(bad, b.Error()) }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +71,7 @@ func TestYAMLAliasBombIsOneBadEntry(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "versions.yaml")
 	os.WriteFile(path, []byte(doc), 0o644)
 	var bad []string
-	runs, err := Ingest(context.Background(), open(t), []string{path}, Options{OnSkip: func(b *input.Skip) { bad = append(bad, b.Error()) }})
+	runs, err := Ingest(context.Background(), sqlitetest.New(t), []string{path}, Options{OnSkip: func(b *input.Skip) { bad = append(bad, b.Error()) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/sqlite/sqlitetest"
 	"github.com/faultline/faultline/timeline/timelinetest"
 )
 
@@ -26,7 +27,7 @@ func TestFullDiskReportsWhatWasCommitted(t *testing.T) {
 	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := open(t)
+	s := sqlitetest.New(t)
 	ctx := context.Background()
 	runs, err := Ingest(ctx, &timelinetest.FullDisk{Appender: s, Commits: 1}, []string{path}, Options{BatchSize: 20_000})
 	if !errors.Is(err, timelinetest.ErrDiskFull) {

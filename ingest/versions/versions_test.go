@@ -12,7 +12,7 @@ import (
 
 	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/timeline"
-	"github.com/faultline/faultline/timeline/sqlite"
+	"github.com/faultline/faultline/timeline/sqlite/sqlitetest"
 )
 
 const good = `{"type":"artifact","time":"2026-05-01T09:00:00Z","kind":"dataset","name":"imagenet","version":"v42","digest":"sha256:abc","uri":"s3://data/imagenet/v42","producer":"etl/88","parents":["dataset/imagenet-raw@v7"]}
@@ -20,20 +20,10 @@ const good = `{"type":"artifact","time":"2026-05-01T09:00:00Z","kind":"dataset",
 {"type":"rollout","time":"2026-05-01T09:30:00Z","target":"Deployment/web/api","from":"registry.example/api@sha256:aaa","to":"registry.example/api@sha256:bbb"}
 `
 
-func open(t *testing.T) *sqlite.Store {
-	t.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
 func TestIngestMapsEachType(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "versions.jsonl")
 	os.WriteFile(path, []byte(good), 0o644)
-	s := open(t)
+	s := sqlitetest.New(t)
 	runs, err := Ingest(context.Background(), s, []string{path}, Options{Strict: true})
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +66,7 @@ func TestBadEntriesAreNamed(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v.jsonl")
 	os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644)
 	var got []string
-	runs, err := Ingest(context.Background(), open(t), []string{path}, Options{OnSkip: func(b *input.Skip) {
+	runs, err := Ingest(context.Background(), sqlitetest.New(t), []string{path}, Options{OnSkip: func(b *input.Skip) {
 		got = append(got, strings.TrimPrefix(b.Error(), filepath.Dir(path)+"/"))
 	}})
 	if err != nil {
@@ -106,7 +96,7 @@ func TestYAML(t *testing.T) {
 	doc := "- type: artifact\n  time: 2026-05-01T09:00:00Z\n  kind: model\n  name: llama\n  version: \"3\"\n---\ntype: run\njob: ml/ft\nrun: r1\nstarted: 2026-05-01T10:00:00Z\nconsumed: [model/llama@3]\n"
 	path := filepath.Join(t.TempDir(), "v.yaml")
 	os.WriteFile(path, []byte(doc), 0o644)
-	runs, err := Ingest(context.Background(), open(t), []string{path}, Options{Strict: true})
+	runs, err := Ingest(context.Background(), sqlitetest.New(t), []string{path}, Options{Strict: true})
 	if err != nil || runs[0].Records != 2 {
 		t.Fatalf("runs %+v, err %v", runs, err)
 	}
