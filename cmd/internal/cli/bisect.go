@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline/faultline/analyze/actor"
+	"github.com/faultline/faultline/analyze/bisect"
 	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
 )
@@ -26,7 +27,7 @@ var autoBisect func(cmd *cobra.Command, f *Factory) error
 // bisect tuning: how precise a search ends, how much of the window the
 // report lists.
 const (
-	bisectResolution  = timeline.BisectResolution
+	bisectResolution  = bisect.Resolution
 	bisectMaxVersions = 10_000 // versions read from a window
 	bisectMaxObjects  = 25     // objects listed as changed
 	bisectMaxHints    = 5      // bad observations listed
@@ -334,33 +335,21 @@ func cleanNote(s string) string {
 	return strings.TrimSpace(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s))
 }
 
-// checkMark refuses a mark that contradicts the others: every good instant
-// must be before every bad one.
+// checkMark refuses a mark that contradicts the others (bisect.Check) with
+// a usage error that says how to review them.
 func checkMark(marks []timeline.BisectMark, m timeline.BisectMark) error {
-	bound, bad := timeline.Contradicts(marks, m)
-	if !bad {
-		return nil
+	if err := bisect.Check(marks, m); err != nil {
+		return usagef("faultline bisect log (to review the marks), or faultline bisect start to begin again", "%v", err)
 	}
-	const hint = "faultline bisect log (to review the marks), or faultline bisect start to begin again"
-	rel := "is after"
-	if m.Kind == timeline.BisectBad {
-		rel = "is before"
-	}
-	if m.Time.Equal(bound) {
-		rel = "is the same instant as"
-	}
-	if m.Kind == timeline.BisectGood {
-		return usagef(hint, "a good instant must be before the bad one: good %s %s bad %s", fmtInstant(m.Time), rel, fmtInstant(bound))
-	}
-	return usagef(hint, "a bad instant must be after the good one: bad %s %s good %s", fmtInstant(m.Time), rel, fmtInstant(bound))
+	return nil
 }
 
-func fmtInstant(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+func fmtInstant(t time.Time) string { return bisect.Instant(t) }
 
 // notes says, on stderr, what a valid mark does not do: narrow the window,
 // or fall inside the data.
 func markNotes(w io.Writer, marks []timeline.BisectMark, m timeline.BisectMark, first, last time.Time) {
-	lastGood, firstBad := timeline.BisectWindow(marks)
+	lastGood, firstBad := bisect.Bounds(marks)
 	switch {
 	case m.Kind == timeline.BisectGood && !lastGood.IsZero() && !m.Time.After(lastGood):
 		fmt.Fprintf(w, "note: good %s does not narrow the window: the last good instant is %s\n", fmtInstant(m.Time), fmtInstant(lastGood))
@@ -399,12 +388,12 @@ func bisectStartRun(ctx context.Context, opts *bisectOptions) error {
 		markNotes(f.IO.ErrOut, marks, m, first, last)
 		marks = append(marks, m)
 	}
-	id, err := startSession(ctx, f, store, now, marks)
+	sess, err := startSession(ctx, f, store, now, marks)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(f.IO.ErrOut, "Started bisect session %d.\n", id)
-	return printBisectReport(ctx, f.IO.Out, store, &timeline.BisectSession{ID: id, Started: now, Marks: marks}, first, last, scopeFlags{})
+	fmt.Fprintf(f.IO.ErrOut, "Started bisect session %d.\n", sess.ID)
+	return printBisectReport(ctx, f.IO.Out, store, sess, first, last, scopeFlags{})
 }
 
 func bisectMarkRun(ctx context.Context, opts *bisectOptions, kind timeline.BisectKind, arg string) error {
@@ -484,9 +473,9 @@ func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 	if err != nil {
 		return err
 	}
-	w := newBisectWindow(sess.Marks, first, last)
+	w := bisect.NewWindow(sess.Marks, first, last)
 	if structured(opts.output) {
-		out := bisectStatusJSON{Session: sess.ID, Started: sess.Started.UTC(), Steps: w.steps(), Marks: []markJSON{}}
+		out := bisectStatusJSON{Session: sess.ID, Started: sess.Started.UTC(), Steps: w.Steps(), Marks: []markJSON{}}
 		opt := func(t time.Time) *time.Time {
 			if t.IsZero() {
 				return nil
@@ -494,14 +483,15 @@ func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 			u := t.UTC()
 			return &u
 		}
-		out.LastGood, out.FirstBad = opt(w.lastGood), opt(w.firstBad)
-		if next, ok := w.next(); ok && !w.firstBad.IsZero() {
+		out.LastGood, out.FirstBad = opt(w.LastGood), opt(w.FirstBad)
+		if next, ok := w.Suggest(); ok {
 			out.Next = opt(next)
 		}
 		for _, m := range sess.Marks {
 			out.Marks = append(out.Marks, markJSON{Kind: m.Kind, Time: m.Time.UTC(), Note: m.Note, At: m.At.UTC()})
 		}
-		versions, err := store.VersionsBetween(ctx, w.lo.Add(1), w.hi.Add(1), bisectMaxVersions)
+		since, until := w.Span()
+		versions, err := store.VersionsBetween(ctx, since, until, bisectMaxVersions)
 		if err != nil {
 			return err
 		}
@@ -509,7 +499,7 @@ func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 		if err != nil {
 			return err
 		}
-		classified, err := classify(ctx, store, w.lo.Add(1), w.hi.Add(1))
+		classified, err := classify(ctx, store, since, until)
 		if err != nil {
 			return err
 		}
@@ -658,12 +648,12 @@ func bisectReplayRun(ctx context.Context, opts *bisectOptions, file string) erro
 		}
 		marks = append(marks, m)
 	}
-	id, err := startSession(ctx, f, store, now, marks)
+	sess, err := startSession(ctx, f, store, now, marks)
 	if err != nil {
 		return err
 	}
-	termsafe.Fprintf(f.IO.ErrOut, "Replayed %d marks from %s into bisect session %d.\n", len(marks), name, id)
-	return printBisectReport(ctx, f.IO.Out, store, &timeline.BisectSession{ID: id, Started: now, Marks: marks}, first, last, scopeFlags{})
+	termsafe.Fprintf(f.IO.ErrOut, "Replayed %d marks from %s into bisect session %d.\n", len(marks), name, sess.ID)
+	return printBisectReport(ctx, f.IO.Out, store, sess, first, last, scopeFlags{})
 }
 
 // atLine prefixes a usage error with the log line it came from.
@@ -697,28 +687,11 @@ func bisectResetRun(ctx context.Context, opts *bisectOptions) error {
 	return nil
 }
 
-// window is the span still to search (timeline.BisectSearch, which the
-// TUI shares), under the names this file uses.
-type window struct {
-	timeline.BisectSearch
-	lastGood, firstBad time.Time // as marked; zero if not
-	lo, hi             time.Time
-}
-
-func newBisectWindow(marks []timeline.BisectMark, first, last time.Time) window {
-	s := timeline.NewBisectSearch(marks, first, last)
-	return window{BisectSearch: s, lastGood: s.LastGood, firstBad: s.FirstBad, lo: s.Lo, hi: s.Hi}
-}
-
-func (w window) done() bool              { return w.Done() }
-func (w window) steps() int              { return w.Steps() }
-func (w window) next() (time.Time, bool) { return w.Next() }
-
 // printBisectReport prints the window, what changed and happened inside
 // it, and the instant to judge next.
 func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store, sess *timeline.BisectSession, first, last time.Time, scope scopeFlags) error {
-	w := newBisectWindow(sess.Marks, first, last)
-	since, until := w.lo.Add(1), w.hi.Add(1) // (lo, hi] as [since, until)
+	w := bisect.NewWindow(sess.Marks, first, last)
+	since, until := w.Span()
 	versions, err := store.VersionsBetween(ctx, since, until, bisectMaxVersions)
 	if err != nil {
 		return err
@@ -734,15 +707,15 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 	versions, bad := scope.versions(versions), scope.observations(classified.Bad)
 
 	bw := bufio.NewWriter(out)
-	good := fmtInstant(w.lastGood)
-	if w.lastGood.IsZero() {
+	good := fmtInstant(w.LastGood)
+	if w.LastGood.IsZero() {
 		good = "not marked: the data starts at " + fmtInstant(first)
 	}
-	firstBad := fmtInstant(w.firstBad)
-	if w.firstBad.IsZero() {
+	firstBad := fmtInstant(w.FirstBad)
+	if w.FirstBad.IsZero() {
 		firstBad = "not marked: the data ends at " + fmtInstant(last)
 	}
-	fmt.Fprintf(bw, "Window: %s\n  last good  %s\n  first bad  %s\n", w.hi.Sub(w.lo), good, firstBad)
+	fmt.Fprintf(bw, "Window: %s\n  last good  %s\n  first bad  %s\n", w.Hi.Sub(w.Lo), good, firstBad)
 
 	groups, earlier, err := windowChanges(ctx, store, versions)
 	if err != nil {
@@ -815,17 +788,17 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 		fmt.Fprintf(bw, "  all of them: faultline timeline --since %s --until %s --where 'bad'\n", fmtInstant(since), fmtInstant(until))
 	}
 
-	switch next, ok := w.next(); {
-	case w.done():
+	switch next, ok := w.Next(); {
+	case w.Done():
 		fmt.Fprintf(bw, "First bad instant: %s (the window is %s or less). Run faultline bisect reset when done.\n",
-			fmtInstant(w.firstBad), bisectResolution)
-	case w.firstBad.IsZero():
+			fmtInstant(w.FirstBad), bisectResolution)
+	case w.FirstBad.IsZero():
 		fmt.Fprintln(bw, "Waiting for a bad instant: the first you know the incident was under way.")
 		fmt.Fprintln(bw, "next: faultline bisect bad INSTANT   (end: the end of the data)")
 	case ok:
 		fmt.Fprintf(bw, "Bisecting: %d%s %s and %s %s left to test (roughly %d %s to a %s window)\n",
 			len(versions), more, plural(len(versions), "version"), humanInt(total), plural(int(total), "record"),
-			w.steps(), plural(w.steps(), "step"), bisectResolution)
+			w.Steps(), plural(w.Steps(), "step"), bisectResolution)
 		fmt.Fprintf(bw, "next: faultline bisect good|bad %s\n", fmtInstant(next))
 	default:
 		fmt.Fprintln(bw, "Nothing left to test between the marks and skips.")
@@ -913,24 +886,15 @@ func groupVersions(vs []timeline.ObjectVersion) []versionGroup {
 	return out
 }
 
-// startSession replaces any open session with a new one holding marks.
-func startSession(ctx context.Context, f *Factory, store timeline.Store, now time.Time, marks []timeline.BisectMark) (int64, error) {
-	old, err := store.Bisect(ctx)
+// startSession replaces any open session with a new one holding marks, in
+// one transaction, and says on stderr which session it replaced.
+func startSession(ctx context.Context, f *Factory, store timeline.Store, now time.Time, marks []timeline.BisectMark) (*timeline.BisectSession, error) {
+	sess, old, err := bisect.Start(ctx, store, now, marks)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if old != nil {
 		fmt.Fprintf(f.IO.ErrOut, "Replacing bisect session %d (%d marks; they stay in the database).\n", old.ID, len(old.Marks))
 	}
-	id, err := store.StartBisect(ctx, now)
-	if err != nil {
-		return 0, err
-	}
-	for i := range marks {
-		marks[i].Session = id
-		if err := store.AddBisectMark(ctx, marks[i]); err != nil {
-			return 0, err
-		}
-	}
-	return id, nil
+	return sess, nil
 }
