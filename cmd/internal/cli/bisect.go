@@ -1,20 +1,17 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/faultline/faultline/analyze/actor"
 	"github.com/faultline/faultline/analyze/bisect"
 	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
@@ -330,11 +327,6 @@ func instantName(flag string) string {
 	return "instant"
 }
 
-// cleanNote makes a note fit on one log line.
-func cleanNote(s string) string {
-	return strings.TrimSpace(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s))
-}
-
 // checkMark refuses a mark that contradicts the others (bisect.Check) with
 // a usage error that says how to review them.
 func checkMark(marks []timeline.BisectMark, m timeline.BisectMark) error {
@@ -431,30 +423,6 @@ func bisectMarkRun(ctx context.Context, opts *bisectOptions, kind timeline.Bisec
 	return printBisectReport(ctx, f.IO.Out, store, sess, first, last, scopeFlags{})
 }
 
-// markJSON is the stable JSON form of a mark.
-type markJSON struct {
-	Kind timeline.BisectKind `json:"kind"`
-	Time time.Time           `json:"time"`
-	Note string              `json:"note,omitempty"`
-	At   time.Time           `json:"at"`
-}
-
-type bisectStatusJSON struct {
-	Session  int64      `json:"session"`
-	Started  time.Time  `json:"started"`
-	LastGood *time.Time `json:"lastGood"` // null until marked
-	FirstBad *time.Time `json:"firstBad"`
-	Next     *time.Time `json:"next"` // null when done or waiting for a bad mark
-	Steps    int        `json:"steps"`
-	Marks    []markJSON `json:"marks"`
-	// Changes are the objects changed inside the window (the latest
-	// bisectMaxObjects), newest last, each with who made its last version.
-	Changes []windowChangeJSON `json:"changes"`
-	// Bad counts the bad observations inside the window, by the outcome
-	// classifier (as investigate and timeline --where 'bad' count them).
-	Bad int `json:"bad"`
-}
-
 func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 	f := opts.f
 	if err := checkOutput(opts.output, "table", "json", "yaml"); err != nil {
@@ -540,71 +508,6 @@ func bisectLogRun(ctx context.Context, opts *bisectOptions) error {
 	return err
 }
 
-// bisectLog renders marks as the commands that make them.
-func bisectLog(marks []timeline.BisectMark) string {
-	var b strings.Builder
-	b.WriteString("faultline bisect start\n")
-	for _, m := range marks {
-		fmt.Fprintf(&b, "faultline bisect %s %s", m.Kind, fmtInstant(m.Time))
-		if m.Note != "" {
-			b.WriteString("  # " + m.Note)
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
-// logLine is one command of a bisect log.
-type logLine struct {
-	line    int
-	start   bool
-	kind    timeline.BisectKind
-	instant string
-	note    string
-}
-
-// parseBisectLog reads the commands of a bisect log. Errors name name:line.
-func parseBisectLog(name string, r io.Reader) ([]logLine, error) {
-	var out []logLine
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		text := strings.TrimSpace(sc.Text())
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
-		}
-		l := logLine{line: n}
-		if i := strings.Index(text, "#"); i > 0 && (text[i-1] == ' ' || text[i-1] == '\t') {
-			text, l.note = strings.TrimSpace(text[:i]), strings.TrimSpace(text[i+1:])
-		}
-		fields := strings.Fields(text)
-		if len(fields) < 3 || fields[0] != "faultline" || fields[1] != "bisect" {
-			return nil, usagef("faultline bisect log > bisect.log",
-				"%s:%d: want a bisect command (faultline bisect start|good|bad|skip ...), got %q", name, n, text)
-		}
-		switch verb := fields[2]; verb {
-		case "start":
-			if len(fields) != 3 {
-				return nil, usagef("faultline bisect log > bisect.log", "%s:%d: start takes no arguments in a log, got %q", name, n, fields[3])
-			}
-			l.start = true
-		case "good", "bad", "skip":
-			if len(fields) != 4 {
-				return nil, usagef("faultline bisect log > bisect.log",
-					"%s:%d: want one instant after %q (a note follows a #), got %d words", name, n, verb, len(fields)-3)
-			}
-			l.kind, l.instant = timeline.BisectKind(verb), fields[3]
-		default:
-			return nil, usagef("faultline bisect log > bisect.log", "%s:%d: unknown bisect command %q: want start, good, bad or skip", name, n, verb)
-		}
-		out = append(out, l)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return out, nil
-}
-
 func bisectReplayRun(ctx context.Context, opts *bisectOptions, file string) error {
 	f := opts.f
 	var (
@@ -656,15 +559,6 @@ func bisectReplayRun(ctx context.Context, opts *bisectOptions, file string) erro
 	return printBisectReport(ctx, f.IO.Out, store, sess, first, last, scopeFlags{})
 }
 
-// atLine prefixes a usage error with the log line it came from.
-func atLine(name string, line int, err error) error {
-	hint := "faultline bisect log > bisect.log"
-	if ue, ok := errors.AsType[*usageError](err); ok {
-		hint = ue.hint
-	}
-	return usagef(hint, "%s:%d: %v", name, line, err)
-}
-
 func bisectResetRun(ctx context.Context, opts *bisectOptions) error {
 	f := opts.f
 	store, err := openBisectStore(ctx, f)
@@ -685,205 +579,6 @@ func bisectResetRun(ctx context.Context, opts *bisectOptions) error {
 	}
 	fmt.Fprintf(f.IO.ErrOut, "Ended bisect session %d (%d marks kept in the database).\n", sess.ID, len(sess.Marks))
 	return nil
-}
-
-// printBisectReport prints the window, what changed and happened inside
-// it, and the instant to judge next.
-func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store, sess *timeline.BisectSession, first, last time.Time, scope scopeFlags) error {
-	w := bisect.NewWindow(sess.Marks, first, last)
-	since, until := w.Span()
-	versions, err := store.VersionsBetween(ctx, since, until, bisectMaxVersions)
-	if err != nil {
-		return err
-	}
-	records, err := store.CountRecords(ctx, since, until)
-	if err != nil {
-		return err
-	}
-	classified, err := classify(ctx, store, since, until)
-	if err != nil {
-		return err
-	}
-	versions, bad := scope.versions(versions), scope.observations(classified.Bad)
-
-	bw := bufio.NewWriter(out)
-	good := fmtInstant(w.LastGood)
-	if w.LastGood.IsZero() {
-		good = "not marked: the data starts at " + fmtInstant(first)
-	}
-	firstBad := fmtInstant(w.FirstBad)
-	if w.FirstBad.IsZero() {
-		firstBad = "not marked: the data ends at " + fmtInstant(last)
-	}
-	fmt.Fprintf(bw, "Window: %s\n  last good  %s\n  first bad  %s\n", w.Hi.Sub(w.Lo), good, firstBad)
-
-	groups, earlier, err := windowChanges(ctx, store, versions)
-	if err != nil {
-		return err
-	}
-	more := ""
-	if len(versions) == bisectMaxVersions {
-		more = "+"
-	}
-	switch {
-	case len(versions) == 0:
-		fmt.Fprintln(bw, "Changed in the window: no object versions")
-	default:
-		nobj := len(groups) + earlier
-		fmt.Fprintf(bw, "Changed in the window: %d%s %s of %d%s %s\n", len(versions), more, plural(len(versions), "version"),
-			nobj, more, plural(nobj, "object"))
-		tw := tabwriter.NewWriter(bw, 0, 8, 2, ' ', 0)
-		if earlier > 0 {
-			fmt.Fprintf(tw, "  ... %d earlier objects\n", earlier)
-		}
-		for _, g := range groups {
-			unit := plural(g.n, "version")
-			when := fmtInstant(g.last)
-			if g.n > 1 {
-				when = fmtInstant(g.first) + " .. " + when
-			}
-			termsafe.Fprintf(tw, "  %s\t%s\t%d %s\t%s\t%s\n", g.kind, g.name, g.n, unit, when, g.actor)
-		}
-		tw.Flush()
-	}
-
-	var total int64
-	srcs := make([]string, 0, len(records))
-	for s, n := range records {
-		total += n
-		srcs = append(srcs, fmt.Sprintf("%s %s", s, humanInt(n)))
-	}
-	slices.Sort(srcs)
-	if total == 0 {
-		fmt.Fprintln(bw, "Records in the window: none")
-	} else {
-		termsafe.Fprintf(bw, "Records in the window: %s (%s)\n", humanInt(total), strings.Join(srcs, ", "))
-	}
-	if len(bad) == 0 {
-		fmt.Fprintln(bw, "Bad in the window: none (as investigate and timeline --where 'bad' count them)")
-	} else {
-		fmt.Fprintf(bw, "Bad in the window: %s %s (as investigate and timeline --where 'bad' count them); the first:\n",
-			humanInt(int64(len(bad))), plural(len(bad), "observation"))
-		var tbl strings.Builder
-		p := newRecordPrinter(&tbl, "table")
-		isBad, err := timeline.CompileFilter(scope.scopedKeepingCluster("bad"))
-		if err != nil {
-			return err // a constant and a quoted name: a bug
-		}
-		q := timeline.Query{Since: since, Until: until, Where: isBad, Bad: classified.BadRecordIDs(), Limit: bisectMaxHints}
-		for r, err := range withStates(ctx, store, q, classified.States) {
-			if err != nil {
-				return err
-			}
-			if err := p.print(r); err != nil {
-				return err
-			}
-		}
-		if err := p.close(); err != nil {
-			return err
-		}
-		for line := range strings.Lines(tbl.String()) {
-			bw.WriteString("  " + line)
-		}
-		fmt.Fprintf(bw, "  all of them: faultline timeline --since %s --until %s --where 'bad'\n", fmtInstant(since), fmtInstant(until))
-	}
-
-	switch next, ok := w.Next(); {
-	case w.Done():
-		fmt.Fprintf(bw, "First bad instant: %s (the window is %s or less). Run faultline bisect reset when done.\n",
-			fmtInstant(w.FirstBad), bisectResolution)
-	case w.FirstBad.IsZero():
-		fmt.Fprintln(bw, "Waiting for a bad instant: the first you know the incident was under way.")
-		fmt.Fprintln(bw, "next: faultline bisect bad INSTANT   (end: the end of the data)")
-	case ok:
-		fmt.Fprintf(bw, "Bisecting: %d%s %s and %s %s left to test (roughly %d %s to a %s window)\n",
-			len(versions), more, plural(len(versions), "version"), humanInt(total), plural(int(total), "record"),
-			w.Steps(), plural(w.Steps(), "step"), bisectResolution)
-		fmt.Fprintf(bw, "next: faultline bisect good|bad %s\n", fmtInstant(next))
-	default:
-		fmt.Fprintln(bw, "Nothing left to test between the marks and skips.")
-	}
-	return bw.Flush()
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
-}
-
-// versionGroup is one object's versions inside a window.
-type versionGroup struct {
-	kind, name  string
-	n           int
-	first, last time.Time
-	latest      timeline.ObjectVersion // the last version, whose actor is named
-	actor       actor.Actor
-}
-
-// windowChangeJSON is one object changed inside a bisect window.
-type windowChangeJSON struct {
-	Kind      string    `json:"kind"`
-	Name      string    `json:"name"` // namespace/name
-	Versions  int       `json:"versions"`
-	First     time.Time `json:"first"`
-	Last      time.Time `json:"last"`
-	By        string    `json:"by,omitempty"` // who made the last version; empty: no audit record
-	UserAgent string    `json:"userAgent,omitempty"`
-}
-
-// windowChanges groups the versions of a window by object, newest last,
-// at most bisectMaxObjects of them, each with who made its last version.
-func windowChanges(ctx context.Context, store timeline.Store, versions []timeline.ObjectVersion) (groups []versionGroup, earlier int, err error) {
-	groups = groupVersions(versions)
-	if len(groups) > bisectMaxObjects {
-		earlier = len(groups) - bisectMaxObjects
-		groups = groups[earlier:]
-	}
-	for i := range groups {
-		if groups[i].actor, err = actor.OfVersion(ctx, store, &groups[i].latest); err != nil {
-			return nil, 0, err
-		}
-	}
-	return groups, earlier, nil
-}
-
-// groupVersions groups versions (oldest first) by object, ordered by their
-// latest version, newest last.
-func groupVersions(vs []timeline.ObjectVersion) []versionGroup {
-	idx := map[string]int{}
-	var out []versionGroup
-	for _, v := range vs {
-		o := v.Object
-		kind := o.Kind
-		if kind == "" {
-			kind = o.Resource
-		}
-		name := o.Name
-		if o.Namespace != "" {
-			name = o.Namespace + "/" + name
-		}
-		key := kind + "\x00" + name
-		i, ok := idx[key]
-		if !ok {
-			i = len(out)
-			idx[key] = i
-			out = append(out, versionGroup{kind: kind, name: name, first: v.Time})
-		}
-		out[i].n++
-		out[i].last, out[i].latest = v.Time, v
-	}
-	slices.SortStableFunc(out, func(a, b versionGroup) int {
-		if c := a.last.Compare(b.last); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.kind, b.kind); c != 0 {
-			return c
-		}
-		return strings.Compare(a.name, b.name)
-	})
-	return out
 }
 
 // startSession replaces any open session with a new one holding marks, in
