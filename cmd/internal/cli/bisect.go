@@ -13,13 +13,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline/faultline/analyze/bisect"
+	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
 )
-
-// autoBisect runs the automatic change-point search behind a bare
-// `faultline bisect`. nil until that search is wired in.
-var autoBisect func(cmd *cobra.Command, f *Factory) error
 
 // bisect tuning: how precise a search ends, how much of the window the
 // report lists.
@@ -86,11 +83,7 @@ shells and the TUI shows the same marks.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if autoBisect == nil {
-				fmt.Fprintln(f.IO.ErrOut, "automatic bisect: not yet available")
-				return nil
-			}
-			return autoBisect(cmd, f)
+			return runAutoBisect(cmd, f)
 		},
 	}
 	(&investigateFlags{}).add(cmd, "text, json or yaml")
@@ -592,4 +585,37 @@ func startSession(ctx context.Context, f *Factory, store timeline.Store, now tim
 		fmt.Fprintf(f.IO.ErrOut, "Replacing bisect session %d (%d marks; they stay in the database).\n", old.ID, len(old.Marks))
 	}
 	return sess, nil
+}
+
+func runAutoBisect(cmd *cobra.Command, f *Factory) error {
+	fl := flagsOf(cmd)
+	rep, err := fl.run(cmd.Context(), f)
+	if err != nil {
+		return err
+	}
+	if structured(fl.output) {
+		return writeData(f.IO.Out, fl.output, struct {
+			SchemaVersion int                   `json:"schemaVersion"`
+			Boundary      *investigate.Boundary `json:"boundary"`
+		}{rep.SchemaVersion, rep.Boundary})
+	}
+	b := rep.Boundary
+	if b == nil {
+		termsafe.Fprintf(f.IO.Out, "Nothing bad in the evidence (bad = %s).\n", rep.Bad)
+		return nil
+	}
+	ew := &errWriter{w: f.IO.Out}
+	ew.printf("last known-good  %s\nearliest bad     %s\n", ts(b.LastGood), ts(b.FirstBad))
+	ew.printf("the bad rate rises from %.3g/s to %.3g/s there (log-likelihood ratio %.1f); %d bad observation(s) before it are baseline noise\n\n",
+		b.BaselineRate, b.IncidentRate, b.Score, b.Noise)
+	tw := tabwriter.NewWriter(f.IO.Out, 0, 8, 2, ' ', 0)
+	f.header(tw, "SIDE\tTIME\tOBJECT\tWHAT\tEVIDENCE")
+	for _, e := range b.Evidence {
+		termsafe.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Side, ts(e.Time), e.Ref, e.What, investigate.EvidenceLink(e.Record, e.Run, e.Line))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	ew.printf("\nMark instants yourself with faultline bisect start|good|bad; see what changed with faultline diff.\n")
+	return ew.err
 }

@@ -28,7 +28,7 @@ reading the same evidence twice adds nothing, and an interrupted ingest can
 simply be run again.`,
 		Args: noArgs,
 	}
-	cmd.AddCommand(newIngestAuditCmd(f, nil), newIngestClusterCmd(f), newIngestObjectsCmd(f), newIngestVersionsCmd(f))
+	cmd.AddCommand(newIngestAuditCmd(f), newIngestClusterCmd(f), newIngestObjectsCmd(f), newIngestVersionsCmd(f))
 	cmd.PersistentFlags().BoolVar(&f.redactConfigMaps, "redact-configmaps", false, redactConfigMapsUsage)
 	return cmd
 }
@@ -43,7 +43,7 @@ type ingestAuditOptions struct {
 	maxBad    int
 }
 
-func newIngestAuditCmd(f *Factory, runF func(context.Context, *ingestAuditOptions) error) *cobra.Command {
+func newIngestAuditCmd(f *Factory) *cobra.Command {
 	opts := &ingestAuditOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "audit PATH...",
@@ -74,9 +74,6 @@ lines around it are kept. With --strict the first bad line stops the ingest
 		Args: argsAtLeast(1, "faultline ingest audit /var/log/kubernetes/audit.log"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.paths = args
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			return ingestAuditRun(cmd.Context(), opts)
 		},
 	}

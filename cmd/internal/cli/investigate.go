@@ -481,3 +481,23 @@ func (e *errWriter) printf(format string, args ...any) {
 		_, e.err = termsafe.Fprintf(e.w, format, args...)
 	}
 }
+
+// flagsOf returns the investigation flags registered on cmd, for the
+// commands that run one part of the investigation on flags they share with
+// another mode (bare bisect; slice without --cube).
+func flagsOf(cmd *cobra.Command) *investigateFlags {
+	fl := &investigateFlags{output: "text"}
+	get := func(name string) string {
+		if f := cmd.Flags().Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
+	}
+	fl.bad, fl.good, fl.since, fl.until, fl.rules = get("bad"), get("good"), get("since"), get("until"), get("rules")
+	if o := get("output"); o != "" {
+		fl.output = o
+	}
+	fl.sinceData = get("since-data") == "true"
+	fl.scope = scopeFlags{namespace: get("namespace"), all: get("all-namespaces") == "true"}
+	return fl
+}

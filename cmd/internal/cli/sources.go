@@ -19,7 +19,7 @@ type sourcesOptions struct {
 	gap    time.Duration
 }
 
-func newSourcesCmd(f *Factory, runF func(context.Context, *sourcesOptions) error) *cobra.Command {
+func newSourcesCmd(f *Factory) *cobra.Command {
 	opts := &sourcesOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "sources",
@@ -35,9 +35,6 @@ evidence: a gap during the incident window is a blind spot.`,
   faultline sources -o json | jq '.runs[] | select(.badLines > 0)'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			return sourcesRun(cmd.Context(), opts)
 		},
 	}

@@ -29,7 +29,7 @@ type timelineOptions struct {
 	scope     scopeFlags
 }
 
-func newTimelineCmd(f *Factory, runF func(context.Context, *timelineOptions) error) *cobra.Command {
+func newTimelineCmd(f *Factory) *cobra.Command {
 	opts := &timelineOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "timeline",
@@ -77,9 +77,6 @@ lists exactly the bad observations; -o wide shows it as the BAD column.`,
   faultline timeline --since 2026-05-01T10:00:00Z --until 2026-05-01T10:05:00Z`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			return timelineRun(cmd.Context(), opts)
 		},
 	}
