@@ -329,20 +329,18 @@ func checkMark(marks []timeline.BisectMark, m timeline.BisectMark) error {
 	return nil
 }
 
-func fmtInstant(t time.Time) string { return bisect.Instant(t) }
-
 // notes says, on stderr, what a valid mark does not do: narrow the window,
 // or fall inside the data.
 func markNotes(w io.Writer, marks []timeline.BisectMark, m timeline.BisectMark, first, last time.Time) {
 	lastGood, firstBad := bisect.Bounds(marks)
 	switch {
 	case m.Kind == timeline.BisectGood && !lastGood.IsZero() && !m.Time.After(lastGood):
-		fmt.Fprintf(w, "note: good %s does not narrow the window: the last good instant is %s\n", fmtInstant(m.Time), fmtInstant(lastGood))
+		fmt.Fprintf(w, "note: good %s does not narrow the window: the last good instant is %s\n", fmtTime(m.Time, rfc3339Nano), fmtTime(lastGood, rfc3339Nano))
 	case m.Kind == timeline.BisectBad && !firstBad.IsZero() && !m.Time.Before(firstBad):
-		fmt.Fprintf(w, "note: bad %s does not narrow the window: the first bad instant is %s\n", fmtInstant(m.Time), fmtInstant(firstBad))
+		fmt.Fprintf(w, "note: bad %s does not narrow the window: the first bad instant is %s\n", fmtTime(m.Time, rfc3339Nano), fmtTime(firstBad, rfc3339Nano))
 	}
 	if m.Time.Before(first) || m.Time.After(last) {
-		fmt.Fprintf(w, "note: %s is outside the data (%s .. %s)\n", fmtInstant(m.Time), fmtInstant(first), fmtInstant(last))
+		fmt.Fprintf(w, "note: %s is outside the data (%s .. %s)\n", fmtTime(m.Time, rfc3339Nano), fmtTime(first, rfc3339Nano), fmtTime(last, rfc3339Nano))
 	}
 }
 
@@ -412,7 +410,7 @@ func bisectMarkRun(ctx context.Context, opts *bisectOptions, kind timeline.Bisec
 		return err
 	}
 	sess.Marks = append(sess.Marks, m)
-	fmt.Fprintf(f.IO.ErrOut, "Marked %s %s.\n", kind, fmtInstant(t))
+	fmt.Fprintf(f.IO.ErrOut, "Marked %s %s.\n", kind, fmtTime(t, rfc3339Nano))
 	return printBisectReport(ctx, f.IO.Out, store, sess, first, last, scopeFlags{})
 }
 
@@ -475,7 +473,7 @@ func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 	fmt.Fprintf(f.IO.Out, "Bisect session %d, started %s, %d marks:\n", sess.ID, sess.Started.UTC().Format(time.RFC3339), len(sess.Marks))
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 8, 2, ' ', 0)
 	for _, m := range sess.Marks {
-		termsafe.Fprintf(tw, "  %s\t%s\tmarked %s", m.Kind, fmtInstant(m.Time), m.At.UTC().Format(time.RFC3339))
+		termsafe.Fprintf(tw, "  %s\t%s\tmarked %s", m.Kind, fmtTime(m.Time, rfc3339Nano), m.At.UTC().Format(time.RFC3339))
 		if m.Note != "" {
 			termsafe.Fprintf(tw, "\t# %s", m.Note)
 		}
@@ -605,13 +603,13 @@ func runAutoBisect(cmd *cobra.Command, f *Factory) error {
 		return nil
 	}
 	ew := &errWriter{w: f.IO.Out}
-	ew.printf("last known-good  %s\nearliest bad     %s\n", ts(b.LastGood), ts(b.FirstBad))
+	ew.printf("last known-good  %s\nearliest bad     %s\n", fmtTime(b.LastGood, rfc3339Milli), fmtTime(b.FirstBad, rfc3339Milli))
 	ew.printf("the bad rate rises from %.3g/s to %.3g/s there (log-likelihood ratio %.1f); %d bad observation(s) before it are baseline noise\n\n",
 		b.BaselineRate, b.IncidentRate, b.Score, b.Noise)
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 8, 2, ' ', 0)
 	f.header(tw, "SIDE\tTIME\tOBJECT\tWHAT\tEVIDENCE")
 	for _, e := range b.Evidence {
-		termsafe.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Side, ts(e.Time), e.Ref, e.What, investigate.EvidenceLink(e.Record, e.Run, e.Line))
+		termsafe.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Side, fmtTime(e.Time, rfc3339Milli), e.Ref, e.What, investigate.EvidenceLink(e.Record, e.Run, e.Line))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -23,7 +23,7 @@ func bisectLog(marks []timeline.BisectMark) string {
 	var b strings.Builder
 	b.WriteString("faultline bisect start\n")
 	for _, m := range marks {
-		fmt.Fprintf(&b, "faultline bisect %s %s", m.Kind, fmtInstant(m.Time))
+		fmt.Fprintf(&b, "faultline bisect %s %s", m.Kind, fmtTime(m.Time, rfc3339Nano))
 		if m.Note != "" {
 			b.WriteString("  # " + m.Note)
 		}

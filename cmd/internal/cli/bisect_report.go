@@ -63,13 +63,13 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 	versions, bad := scope.versions(versions), scope.observations(classified.Bad)
 
 	bw := bufio.NewWriter(out)
-	good := fmtInstant(w.LastGood)
+	good := fmtTime(w.LastGood, rfc3339Nano)
 	if w.LastGood.IsZero() {
-		good = "not marked: the data starts at " + fmtInstant(first)
+		good = "not marked: the data starts at " + fmtTime(first, rfc3339Nano)
 	}
-	firstBad := fmtInstant(w.FirstBad)
+	firstBad := fmtTime(w.FirstBad, rfc3339Nano)
 	if w.FirstBad.IsZero() {
-		firstBad = "not marked: the data ends at " + fmtInstant(last)
+		firstBad = "not marked: the data ends at " + fmtTime(last, rfc3339Nano)
 	}
 	fmt.Fprintf(bw, "Window: %s\n  last good  %s\n  first bad  %s\n", w.Hi.Sub(w.Lo), good, firstBad)
 
@@ -94,9 +94,9 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 		}
 		for _, g := range groups {
 			unit := plural(g.n, "version")
-			when := fmtInstant(g.last)
+			when := fmtTime(g.last, rfc3339Nano)
 			if g.n > 1 {
-				when = fmtInstant(g.first) + " .. " + when
+				when = fmtTime(g.first, rfc3339Nano) + " .. " + when
 			}
 			termsafe.Fprintf(tw, "  %s\t%s\t%d %s\t%s\t%s\n", g.kind, g.name, g.n, unit, when, g.actor)
 		}
@@ -141,13 +141,13 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 		for line := range strings.Lines(tbl.String()) {
 			bw.WriteString("  " + line)
 		}
-		fmt.Fprintf(bw, "  all of them: faultline timeline --since %s --until %s --where 'bad'\n", fmtInstant(since), fmtInstant(until))
+		fmt.Fprintf(bw, "  all of them: faultline timeline --since %s --until %s --where 'bad'\n", fmtTime(since, rfc3339Nano), fmtTime(until, rfc3339Nano))
 	}
 
 	switch next, ok := w.Next(); {
 	case w.Done():
 		fmt.Fprintf(bw, "First bad instant: %s (the window is %s or less). Run faultline bisect reset when done.\n",
-			fmtInstant(w.FirstBad), bisectResolution)
+			fmtTime(w.FirstBad, rfc3339Nano), bisectResolution)
 	case w.FirstBad.IsZero():
 		fmt.Fprintln(bw, "Waiting for a bad instant: the first you know the incident was under way.")
 		fmt.Fprintln(bw, "next: faultline bisect bad INSTANT   (end: the end of the data)")
@@ -155,18 +155,11 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 		fmt.Fprintf(bw, "Bisecting: %d%s %s and %s %s left to test (roughly %d %s to a %s window)\n",
 			len(versions), more, plural(len(versions), "version"), humanInt(total), plural(int(total), "record"),
 			w.Steps(), plural(w.Steps(), "step"), bisectResolution)
-		fmt.Fprintf(bw, "next: faultline bisect good|bad %s\n", fmtInstant(next))
+		fmt.Fprintf(bw, "next: faultline bisect good|bad %s\n", fmtTime(next, rfc3339Nano))
 	default:
 		fmt.Fprintln(bw, "Nothing left to test between the marks and skips.")
 	}
 	return bw.Flush()
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
 }
 
 // versionGroup is one object's versions inside a window.

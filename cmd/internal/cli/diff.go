@@ -45,12 +45,12 @@ For the identity of one unit at two instants, see faultline identity diff.
 				return nil
 			}
 			ew := &errWriter{w: f.IO.Out}
-			ew.printf("last known-good %s, earliest bad %s\n\n", ts(rep.Boundary.LastGood), ts(rep.Boundary.FirstBad))
+			ew.printf("last known-good %s, earliest bad %s\n\n", fmtTime(rep.Boundary.LastGood, rfc3339Milli), fmtTime(rep.Boundary.FirstBad, rfc3339Milli))
 			if len(rep.Changes) == 0 {
 				ew.printf("No change of identity found before the first bad.\n")
 			}
 			for _, c := range rep.Changes {
-				ew.printf("%d. %s  %s\n   %s -> %s  at %s (%s, %s)\n   %s\n   %s\n", c.Rank, c.Ref, c.Dimension, c.From, c.To, ts(c.At), c.Kind,
+				ew.printf("%d. %s  %s\n   %s -> %s  at %s (%s, %s)\n   %s\n   %s\n", c.Rank, c.Ref, c.Dimension, c.From, c.To, fmtTime(c.At, rfc3339Milli), c.Kind,
 					investigate.EvidenceLink(0, c.Run, c.Line), c.Why, investigate.Actor(c))
 			}
 			return ew.err

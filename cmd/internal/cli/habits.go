@@ -248,12 +248,3 @@ func (w windowFlags) resolve(ctx context.Context, f *Factory, store bounder) (si
 	}
 	return since, until, nil
 }
-
-// humanAge is a span in the largest unit that reads well: "3 days",
-// "5h0m0s".
-func humanAge(d time.Duration) string {
-	if days := int(d / (24 * time.Hour)); days >= 1 {
-		return fmt.Sprintf("%d %s", days, plural(days, "day"))
-	}
-	return d.Round(time.Second).String()
-}

@@ -17,7 +17,6 @@ import (
 	"github.com/faultline/faultline/analyze/identity"
 	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/analyze/outcome"
-	"github.com/faultline/faultline/internal/termsafe"
 )
 
 // investigateFlags are shared by investigate and the commands that run one
@@ -167,13 +166,6 @@ contract documented in docs/investigate.md.
 	return cmd
 }
 
-func ts(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
-}
-
 // writeReport prints the report as text: a headline of three to six
 // lines (what broke, since when, the cause and who made it, the command
 // that mitigates it), then the detail, every line within the layout's
@@ -182,7 +174,7 @@ func writeReport(w io.Writer, r *investigate.Report, lay textLayout) error {
 	tw := &textWriter{w: w, lay: lay}
 	writeHeadline(tw, r)
 	tw.blank()
-	tw.row(2, "Window  %s .. %s", ts(r.Window.Start), ts(r.Window.End))
+	tw.row(2, "Window  %s .. %s", fmtTime(r.Window.Start, rfc3339Milli), fmtTime(r.Window.End, rfc3339Milli))
 	b := r.Boundary
 	if b == nil {
 		tw.write(glossaryLine)
@@ -199,12 +191,12 @@ func writeReport(w io.Writer, r *investigate.Report, lay textLayout) error {
 	}
 	tw.blank()
 	tw.write("BOUNDARY")
-	tw.row(4, "  last known-good  %s", ts(b.LastGood))
-	tw.row(4, "  earliest bad     %s   (incident until %s)", ts(b.FirstBad), ts(b.IncidentEnd))
+	tw.row(4, "  last known-good  %s", fmtTime(b.LastGood, rfc3339Milli))
+	tw.row(4, "  earliest bad     %s   (incident until %s)", fmtTime(b.FirstBad, rfc3339Milli), fmtTime(b.IncidentEnd, rfc3339Milli))
 	tw.prose(4, "  bad rate %.3g/s inside vs %.3g/s baseline; %d bad observation(s) before it set aside as noise",
 		b.IncidentRate, b.BaselineRate, b.Noise)
 	for _, e := range b.Evidence {
-		tw.row(7, "  %-4s %s  %s  %s  (run"+nbsp+"%d"+nbsp+"line"+nbsp+"%d)", e.Side, ts(e.Time), e.Ref, e.What, e.Run, e.Line)
+		tw.row(7, "  %-4s %s  %s  %s  (run"+nbsp+"%d"+nbsp+"line"+nbsp+"%d)", e.Side, fmtTime(e.Time, rfc3339Milli), e.Ref, e.What, e.Run, e.Line)
 	}
 	if s := r.Slice; s != nil {
 		tw.blank()
@@ -240,7 +232,7 @@ func writeReport(w io.Writer, r *investigate.Report, lay textLayout) error {
 				tw.write(fmt.Sprintf("  ... %d more (-o json)", len(r.Changes)-5))
 				break
 			}
-			tw.prose(7, "  %d. %s %s: %s -> %s at %s", c.Rank, c.Ref, c.Dimension, investigate.ShortID(c.From), investigate.ShortID(c.To), ts(c.At))
+			tw.prose(7, "  %d. %s %s: %s -> %s at %s", c.Rank, c.Ref, c.Dimension, investigate.ShortID(c.From), investigate.ShortID(c.To), fmtTime(c.At, rfc3339Milli))
 			tw.prose(7, "     %s", c.Why)
 			writeSuspectDetail(tw, c)
 		}
@@ -251,7 +243,7 @@ func writeReport(w io.Writer, r *investigate.Report, lay textLayout) error {
 			sel = " (-l " + h.Selector + ")"
 		}
 		tw.blank()
-		tw.prose(4, "NODE HEALTH  %d nodes %s%s from %s to %s; %d ran none of the units", h.Nodes, h.Reason, sel, ts(h.First), ts(h.Last), h.WithoutPods)
+		tw.prose(4, "NODE HEALTH  %d nodes %s%s from %s to %s; %d ran none of the units", h.Nodes, h.Reason, sel, fmtTime(h.First, rfc3339Milli), fmtTime(h.Last, rfc3339Milli), h.WithoutPods)
 	}
 	for i, e := range r.Episodes {
 		where := "-"
@@ -263,14 +255,14 @@ func writeReport(w io.Writer, r *investigate.Report, lay textLayout) error {
 			first = e.Boundary.FirstBad
 		}
 		tw.blank()
-		tw.row(4, "EPISODE %d  %s from %s", i+2, where, ts(first))
+		tw.row(4, "EPISODE %d  %s from %s", i+2, where, fmtTime(first, rfc3339Milli))
 		tw.prose(4, "  %s: %s", e.Verdict, e.VerdictWhy)
 	}
 	for _, g := range r.Gangs {
 		tw.blank()
 		tw.row(4, "GANG JOB %s (%d ranks)", g.Owner, g.Ranks)
 		tw.prose(4, "  first to fail: %s rank %s, %s (exit %d) at %s, %s before the next",
-			g.First.Ref, dash(g.First.Rank), g.First.Reason, g.First.ExitCode, ts(g.First.At), g.Lead.Round(time.Millisecond).String())
+			g.First.Ref, dash(g.First.Rank), g.First.Reason, g.First.ExitCode, fmtTime(g.First.At, rfc3339Milli), g.Lead.Round(time.Millisecond).String())
 		tw.prose(4, "  cascade: %d ranks (%s); terminated: %d", g.Cascade, reasonList(g.CascadeReasons), g.Terminated)
 	}
 	tw.blank()
@@ -331,7 +323,7 @@ func writeHeadline(tw *textWriter, r *investigate.Report) {
 	default:
 		tw.prose(9, "BROKE    requests and objects went bad (%s), no unit in scope", r.Bad)
 	}
-	since := ts(b.FirstBad)
+	since := fmtTime(b.FirstBad, rfc3339Milli)
 	if tw.lay.TTY && tw.lay.Loc != nil {
 		since = b.FirstBad.In(tw.lay.Loc).Format("Mon 2 Jan 15:04:05 MST") + " (" + since + ")"
 	}
@@ -456,7 +448,7 @@ func writeSuspectDetail(tw *textWriter, c investigate.Suspect) {
 	}
 	if l := c.Load; l != nil {
 		tw.prose(7, "     load: %s by %s [%s] %.0f/s at peak vs %.2g/s before, %s .. %s; %s",
-			l.Class, l.Client, l.User, l.PeakRps, l.Baseline, ts(l.Start), ts(l.End), l.Load)
+			l.Class, l.Client, l.User, l.PeakRps, l.Baseline, fmtTime(l.Start, rfc3339Milli), fmtTime(l.End, rfc3339Milli), l.Load)
 		tw.prose(7, "     detail: %s", l.Detail)
 	}
 }
@@ -468,18 +460,6 @@ func reasonList(m map[string]int) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
-}
-
-// errWriter keeps the first write error.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) printf(format string, args ...any) {
-	if e.err == nil {
-		_, e.err = termsafe.Fprintf(e.w, format, args...)
-	}
 }
 
 // flagsOf returns the investigation flags registered on cmd, for the

@@ -348,13 +348,6 @@ func (p *recordPrinter) close() error {
 	return nil
 }
 
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 func formatLatency(d time.Duration) string {
 	switch {
 	case d >= time.Second:
