@@ -15,6 +15,7 @@ import (
 
 	"github.com/faultline/faultline/analyze/actor"
 	"github.com/faultline/faultline/analyze/bisect"
+	"github.com/faultline/faultline/analyze/outcome"
 	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
 )
@@ -63,6 +64,24 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 	versions, bad := scope.versions(versions), scope.observations(classified.Bad)
 
 	bw := bufio.NewWriter(out)
+	writeBisectWindow(bw, w, first, last)
+	more := ""
+	if len(versions) == bisectMaxVersions {
+		more = "+"
+	}
+	if err := writeWindowChanges(ctx, bw, store, versions, more); err != nil {
+		return err
+	}
+	total := writeWindowRecords(bw, records)
+	if err := writeWindowBad(ctx, bw, store, classified, bad, since, until, scope); err != nil {
+		return err
+	}
+	writeBisectNext(bw, w, len(versions), more, total)
+	return bw.Flush()
+}
+
+// writeBisectWindow prints the window and its bounds, marked or not.
+func writeBisectWindow(bw *bufio.Writer, w bisect.Window, first, last time.Time) {
 	good := fmtTime(w.LastGood, rfc3339Nano)
 	if w.LastGood.IsZero() {
 		good = "not marked: the data starts at " + fmtTime(first, rfc3339Nano)
@@ -72,37 +91,41 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 		firstBad = "not marked: the data ends at " + fmtTime(last, rfc3339Nano)
 	}
 	fmt.Fprintf(bw, "Window: %s\n  last good  %s\n  first bad  %s\n", w.Hi.Sub(w.Lo), good, firstBad)
+}
 
+// writeWindowChanges prints the object versions of the window, grouped by
+// object; more is "+" when there may be more than were read.
+func writeWindowChanges(ctx context.Context, bw *bufio.Writer, store timeline.Store, versions []timeline.ObjectVersion, more string) error {
 	groups, earlier, err := windowChanges(ctx, store, versions)
 	if err != nil {
 		return err
 	}
-	more := ""
-	if len(versions) == bisectMaxVersions {
-		more = "+"
-	}
-	switch {
-	case len(versions) == 0:
+	if len(versions) == 0 {
 		fmt.Fprintln(bw, "Changed in the window: no object versions")
-	default:
-		nobj := len(groups) + earlier
-		fmt.Fprintf(bw, "Changed in the window: %d%s %s of %d%s %s\n", len(versions), more, plural(len(versions), "version"),
-			nobj, more, plural(nobj, "object"))
-		tw := tabwriter.NewWriter(bw, 0, 8, 2, ' ', 0)
-		if earlier > 0 {
-			fmt.Fprintf(tw, "  ... %d earlier objects\n", earlier)
-		}
-		for _, g := range groups {
-			unit := plural(g.n, "version")
-			when := fmtTime(g.last, rfc3339Nano)
-			if g.n > 1 {
-				when = fmtTime(g.first, rfc3339Nano) + " .. " + when
-			}
-			termsafe.Fprintf(tw, "  %s\t%s\t%d %s\t%s\t%s\n", g.kind, g.name, g.n, unit, when, g.actor)
-		}
-		tw.Flush()
+		return nil
 	}
+	nobj := len(groups) + earlier
+	fmt.Fprintf(bw, "Changed in the window: %d%s %s of %d%s %s\n", len(versions), more, plural(len(versions), "version"),
+		nobj, more, plural(nobj, "object"))
+	tw := tabwriter.NewWriter(bw, 0, 8, 2, ' ', 0)
+	if earlier > 0 {
+		fmt.Fprintf(tw, "  ... %d earlier objects\n", earlier)
+	}
+	for _, g := range groups {
+		unit := plural(g.n, "version")
+		when := fmtTime(g.last, rfc3339Nano)
+		if g.n > 1 {
+			when = fmtTime(g.first, rfc3339Nano) + " .. " + when
+		}
+		termsafe.Fprintf(tw, "  %s\t%s\t%d %s\t%s\t%s\n", g.kind, g.name, g.n, unit, when, g.actor)
+	}
+	tw.Flush()
+	return nil
+}
 
+// writeWindowRecords prints the records of the window by source, and
+// returns their total.
+func writeWindowRecords(bw *bufio.Writer, records map[timeline.SourceKind]int64) int64 {
 	var total int64
 	srcs := make([]string, 0, len(records))
 	for s, n := range records {
@@ -115,35 +138,47 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 	} else {
 		termsafe.Fprintf(bw, "Records in the window: %s (%s)\n", humanInt(total), strings.Join(srcs, ", "))
 	}
+	return total
+}
+
+// writeWindowBad counts the bad observations of [since, until) and lists
+// the first of them, as timeline --where 'bad' would.
+func writeWindowBad(ctx context.Context, bw *bufio.Writer, store timeline.Store, classified *outcome.Outcomes, bad []outcome.Observation,
+	since, until time.Time, scope scopeFlags) error {
 	if len(bad) == 0 {
 		fmt.Fprintln(bw, "Bad in the window: none (as investigate and timeline --where 'bad' count them)")
-	} else {
-		fmt.Fprintf(bw, "Bad in the window: %s %s (as investigate and timeline --where 'bad' count them); the first:\n",
-			humanInt(int64(len(bad))), plural(len(bad), "observation"))
-		var tbl strings.Builder
-		p := newRecordPrinter(&tbl, "table")
-		isBad, err := timeline.CompileFilter(scope.scopedKeepingCluster("bad"))
+		return nil
+	}
+	fmt.Fprintf(bw, "Bad in the window: %s %s (as investigate and timeline --where 'bad' count them); the first:\n",
+		humanInt(int64(len(bad))), plural(len(bad), "observation"))
+	var tbl strings.Builder
+	p := newRecordPrinter(&tbl, "table")
+	isBad, err := timeline.CompileFilter(scope.scopedKeepingCluster("bad"))
+	if err != nil {
+		return err // a constant and a quoted name: a bug
+	}
+	q := timeline.Query{Since: since, Until: until, Where: isBad, Bad: classified.BadRecordIDs(), Limit: bisectMaxHints}
+	for r, err := range withStates(ctx, store, q, classified.States) {
 		if err != nil {
-			return err // a constant and a quoted name: a bug
-		}
-		q := timeline.Query{Since: since, Until: until, Where: isBad, Bad: classified.BadRecordIDs(), Limit: bisectMaxHints}
-		for r, err := range withStates(ctx, store, q, classified.States) {
-			if err != nil {
-				return err
-			}
-			if err := p.print(r); err != nil {
-				return err
-			}
-		}
-		if err := p.close(); err != nil {
 			return err
 		}
-		for line := range strings.Lines(tbl.String()) {
-			bw.WriteString("  " + line)
+		if err := p.print(r); err != nil {
+			return err
 		}
-		fmt.Fprintf(bw, "  all of them: faultline timeline --since %s --until %s --where 'bad'\n", fmtTime(since, rfc3339Nano), fmtTime(until, rfc3339Nano))
 	}
+	if err := p.close(); err != nil {
+		return err
+	}
+	for line := range strings.Lines(tbl.String()) {
+		bw.WriteString("  " + line)
+	}
+	fmt.Fprintf(bw, "  all of them: faultline timeline --since %s --until %s --where 'bad'\n", fmtTime(since, rfc3339Nano), fmtTime(until, rfc3339Nano))
+	return nil
+}
 
+// writeBisectNext says what to do next: judge the suggested instant, mark
+// a bad one first, or reset when the search is done.
+func writeBisectNext(bw *bufio.Writer, w bisect.Window, versions int, more string, records int64) {
 	switch next, ok := w.Next(); {
 	case w.Done():
 		fmt.Fprintf(bw, "First bad instant: %s (the window is %s or less). Run faultline bisect reset when done.\n",
@@ -153,13 +188,12 @@ func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store,
 		fmt.Fprintln(bw, "next: faultline bisect bad INSTANT   (end: the end of the data)")
 	case ok:
 		fmt.Fprintf(bw, "Bisecting: %d%s %s and %s %s left to test (roughly %d %s to a %s window)\n",
-			len(versions), more, plural(len(versions), "version"), humanInt(total), plural(int(total), "record"),
+			versions, more, plural(versions, "version"), humanInt(records), plural(int(records), "record"),
 			w.Steps(), plural(w.Steps(), "step"), bisectResolution)
 		fmt.Fprintf(bw, "next: faultline bisect good|bad %s\n", fmtTime(next, rfc3339Nano))
 	default:
 		fmt.Fprintln(bw, "Nothing left to test between the marks and skips.")
 	}
-	return bw.Flush()
 }
 
 // versionGroup is one object's versions inside a window.

@@ -175,11 +175,29 @@ func writeReport(w io.Writer, r *investigate.Report, lay textLayout) error {
 	writeHeadline(tw, r)
 	tw.blank()
 	tw.row(2, "Window  %s .. %s", fmtTime(r.Window.Start, rfc3339Milli), fmtTime(r.Window.End, rfc3339Milli))
-	b := r.Boundary
-	if b == nil {
+	if r.Boundary == nil {
 		tw.write(glossaryLine)
 		return tw.err
 	}
+	writeVerdict(tw, r)
+	writeBoundary(tw, r.Boundary)
+	writeSliceSection(tw, r)
+	writeCounterexample(tw, r)
+	writeSuspects(tw, r.Changes)
+	writeOtherFindings(tw, r)
+	writeMitigation(tw, r.Mitigation)
+	tw.blank()
+	tw.write("ROOT-CAUSE CONFIRMATION")
+	for _, c := range r.Confirmation {
+		tw.prose(2, "  %s", c)
+	}
+	tw.blank()
+	tw.write(glossaryLine)
+	return tw.err
+}
+
+// writeVerdict prints the verdict and the next steps it suggests.
+func writeVerdict(tw *textWriter, r *investigate.Report) {
 	verdict := "cause"
 	if r.Verdict != investigate.VerdictCause {
 		verdict = "no confident cause"
@@ -189,6 +207,10 @@ func writeReport(w io.Writer, r *investigate.Report, lay textLayout) error {
 	for _, n := range r.Next {
 		tw.prose(8, "  next: %s", n)
 	}
+}
+
+// writeBoundary prints the boundary with the evidence at each side.
+func writeBoundary(tw *textWriter, b *investigate.Boundary) {
 	tw.blank()
 	tw.write("BOUNDARY")
 	tw.row(4, "  last known-good  %s", fmtTime(b.LastGood, rfc3339Milli))
@@ -198,6 +220,10 @@ func writeReport(w io.Writer, r *investigate.Report, lay textLayout) error {
 	for _, e := range b.Evidence {
 		tw.row(7, "  %-4s %s  %s  %s  (run"+nbsp+"%d"+nbsp+"line"+nbsp+"%d)", e.Side, fmtTime(e.Time, rfc3339Milli), e.Ref, e.What, e.Run, e.Line)
 	}
+}
+
+// writeSliceSection prints the bad slice, if any, and the units counted.
+func writeSliceSection(tw *textWriter, r *investigate.Report) {
 	if s := r.Slice; s != nil {
 		tw.blank()
 		tw.row(7, "SLICE  %s", shortDigests(investigate.WhereString(s.Where)))
@@ -207,36 +233,53 @@ func writeReport(w io.Writer, r *investigate.Report, lay textLayout) error {
 		}
 	}
 	tw.prose(4, "  units: %d bad, %d good, %d bad before the boundary (noise), %d unknown", r.Units.Bad, r.Units.Good, r.Units.Noise, r.Units.Unknown)
-	if c := r.Counterexample; c != nil {
-		tw.blank()
-		tw.row(4, "COUNTEREXAMPLE  %s stayed good", c.Ref)
-		if c.InSlice {
-			tw.prose(4, "  it matches the whole slice: identity alone does not explain the failure")
+}
+
+// writeCounterexample prints the good unit most like the slice, or says
+// there is none when there is a slice.
+func writeCounterexample(tw *textWriter, r *investigate.Report) {
+	c := r.Counterexample
+	if c == nil {
+		if r.Slice != nil {
+			tw.blank()
+			tw.write("COUNTEREXAMPLE  none: no known-good unit in the evidence")
 		}
-		for i, d := range c.Differs {
-			if i == 8 {
-				tw.write(fmt.Sprintf("  ... and %d more", len(c.Differs)-8))
-				break
-			}
-			tw.row(4, "  %-40s bad %-24s good %s", d.Dimension, investigate.ShortID(d.Bad), investigate.ShortID(d.Good))
-		}
-	} else if r.Slice != nil {
-		tw.blank()
-		tw.write("COUNTEREXAMPLE  none: no known-good unit in the evidence")
+		return
 	}
-	if len(r.Changes) > 0 {
-		tw.blank()
-		tw.write("SUSPECTS")
-		for i, c := range r.Changes {
-			if i == 5 {
-				tw.write(fmt.Sprintf("  ... %d more (-o json)", len(r.Changes)-5))
-				break
-			}
-			tw.prose(7, "  %d. %s %s: %s -> %s at %s", c.Rank, c.Ref, c.Dimension, investigate.ShortID(c.From), investigate.ShortID(c.To), fmtTime(c.At, rfc3339Milli))
-			tw.prose(7, "     %s", c.Why)
-			writeSuspectDetail(tw, c)
-		}
+	tw.blank()
+	tw.row(4, "COUNTEREXAMPLE  %s stayed good", c.Ref)
+	if c.InSlice {
+		tw.prose(4, "  it matches the whole slice: identity alone does not explain the failure")
 	}
+	for i, d := range c.Differs {
+		if i == 8 {
+			tw.write(fmt.Sprintf("  ... and %d more", len(c.Differs)-8))
+			break
+		}
+		tw.row(4, "  %-40s bad %-24s good %s", d.Dimension, investigate.ShortID(d.Bad), investigate.ShortID(d.Good))
+	}
+}
+
+// writeSuspects prints the first five suspects with their reasons.
+func writeSuspects(tw *textWriter, changes []investigate.Suspect) {
+	if len(changes) == 0 {
+		return
+	}
+	tw.blank()
+	tw.write("SUSPECTS")
+	for i, c := range changes {
+		if i == 5 {
+			tw.write(fmt.Sprintf("  ... %d more (-o json)", len(changes)-5))
+			break
+		}
+		tw.prose(7, "  %d. %s %s: %s -> %s at %s", c.Rank, c.Ref, c.Dimension, investigate.ShortID(c.From), investigate.ShortID(c.To), fmtTime(c.At, rfc3339Milli))
+		tw.prose(7, "     %s", c.Why)
+		writeSuspectDetail(tw, c)
+	}
+}
+
+// writeOtherFindings prints node health, the later episodes and the gang jobs.
+func writeOtherFindings(tw *textWriter, r *investigate.Report) {
 	for _, h := range r.NodeHealth {
 		sel := ""
 		if h.Selector != "" {
@@ -265,12 +308,17 @@ func writeReport(w io.Writer, r *investigate.Report, lay textLayout) error {
 			g.First.Ref, dash(g.First.Rank), g.First.Reason, g.First.ExitCode, fmtTime(g.First.At, rfc3339Milli), g.Lead.Round(time.Millisecond).String())
 		tw.prose(4, "  cascade: %d ranks (%s); terminated: %d", g.Cascade, reasonList(g.CascadeReasons), g.Terminated)
 	}
+}
+
+// writeMitigation prints the mitigations with the commands that run and
+// verify them.
+func writeMitigation(tw *textWriter, actions []investigate.Action) {
 	tw.blank()
 	tw.write("MITIGATION")
-	if len(r.Mitigation) == 0 {
+	if len(actions) == 0 {
 		tw.write("  (none suggested)")
 	}
-	for _, a := range r.Mitigation {
+	for _, a := range actions {
 		to := ""
 		if a.To != "" {
 			to = " -> " + a.To
@@ -287,14 +335,6 @@ func writeReport(w io.Writer, r *investigate.Report, lay textLayout) error {
 			tw.command("     verify: ", a.Verify)
 		}
 	}
-	tw.blank()
-	tw.write("ROOT-CAUSE CONFIRMATION")
-	for _, c := range r.Confirmation {
-		tw.prose(2, "  %s", c)
-	}
-	tw.blank()
-	tw.write(glossaryLine)
-	return tw.err
 }
 
 // glossaryLine ends a text report: where its words are explained.
