@@ -109,31 +109,6 @@ func fieldHelp() string {
 	return b.String()
 }
 
-// parseWhen reads a time flag: RFC 3339, or a duration (90m, 1d) back from
-// end.
-func parseWhen(flag, s string, end time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	if d, ok := parseDuration(s); ok {
-		return end.Add(-d), nil
-	}
-	return time.Time{}, usagef("faultline timeline --since 2h --where 'code == 429'",
-		"invalid --%s %q: want RFC 3339 (2026-05-01T10:00:00Z) or a duration (90m, 1d)", strings.TrimPrefix(flag, "--"), s)
-}
-
-func checkOutput(o string, allowed ...string) error {
-	for _, a := range allowed {
-		if o == a {
-			return nil
-		}
-	}
-	return usagef("-o "+allowed[0], "invalid --output %q: want one of %s", o, strings.Join(allowed, ", "))
-}
-
 func timelineRun(ctx context.Context, opts *timelineOptions) error {
 	if err := checkOutput(opts.output, "table", "wide", "json", "jsonl", "yaml"); err != nil {
 		return err
