@@ -45,11 +45,11 @@ does not explain the failure. When no good unit exists, it says so.
 				fmt.Fprintln(f.IO.Out, "No bad slice, so no counterexample.")
 				return nil
 			case ce == nil:
-				termsafe.Fprintf(f.IO.Out, "No known-good unit in the evidence resembles the slice %s.\n", investigate.WhereString(rep.Slice.Where))
+				termsafe.Fprintf(f.IO.Out, "No known-good unit in the evidence resembles the slice %s.\n", sliceText(rep.Slice.Where))
 				return nil
 			}
 			ew := &errWriter{w: f.IO.Out}
-			ew.printf("%s stayed good; bad slice %s\n", ce.Ref, investigate.WhereString(rep.Slice.Where))
+			ew.printf("%s stayed good; bad slice %s\n", ce.Ref, sliceText(rep.Slice.Where))
 			if ce.InSlice {
 				ew.printf("It matches the whole slice: identity alone does not explain the failure.\n")
 			}

@@ -226,10 +226,10 @@ func writeBoundary(tw *textWriter, b *investigate.Boundary) {
 func writeSliceSection(tw *textWriter, r *investigate.Report) {
 	if s := r.Slice; s != nil {
 		tw.blank()
-		tw.row(7, "SLICE  %s", shortDigests(investigate.WhereString(s.Where)))
+		tw.row(7, "SLICE  %s", shortDigests(sliceText(s.Where)))
 		tw.prose(4, "  %d of %d units bad (precision %.2f), covering %.0f%% of the bad", s.Bad, s.Total, s.Precision, 100*s.Coverage)
 		for _, o := range s.Others {
-			tw.row(4, "  also: %s (%d of %g bad)", o.Where.String(), int(o.Bad), o.Total)
+			tw.row(4, "  also: %s (%d of %g bad)", sliceText(o.Where), int(o.Bad), o.Total)
 		}
 	}
 	tw.prose(4, "  units: %d bad, %d good, %d bad before the boundary (noise), %d unknown", r.Units.Bad, r.Units.Good, r.Units.Noise, r.Units.Unknown)
@@ -291,7 +291,7 @@ func writeOtherFindings(tw *textWriter, r *investigate.Report) {
 	for i, e := range r.Episodes {
 		where := "-"
 		if e.Slice != nil {
-			where = investigate.WhereString(e.Slice.Where)
+			where = sliceText(e.Slice.Where)
 		}
 		first := time.Time{}
 		if e.Boundary != nil {
@@ -357,7 +357,7 @@ func writeHeadline(tw *textWriter, r *investigate.Report) {
 	case r.Slice != nil:
 		// Values shortened: the slice is whole below, under SLICE.
 		tw.prose(9, "BROKE    %s: %d of %d units bad; %d of %d in scope",
-			shortDigests(investigate.WhereString(r.Slice.Where)), r.Slice.Bad, r.Slice.Total, r.Units.Bad, inScope)
+			shortDigests(sliceText(r.Slice.Where)), r.Slice.Bad, r.Slice.Total, r.Units.Bad, inScope)
 	case r.Units.Bad > 0:
 		tw.prose(9, "BROKE    %d of %d units in scope went bad", r.Units.Bad, inScope)
 	default:

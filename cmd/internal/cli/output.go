@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/analyze/slice"
 	"github.com/faultline/faultline/internal/termsafe"
 )
 
@@ -43,6 +44,11 @@ func (e *errWriter) printf(format string, args ...any) {
 		_, e.err = termsafe.Fprintf(e.w, format, args...)
 	}
 }
+
+// sliceText writes a slice (a conjunction of dimension=value) as
+// "a=x & b=y", dimensions in name order: the investigation's slice and
+// the cube's causes alike.
+func sliceText(where map[string]string) string { return slice.Element(where).String() }
 
 // dash stands "-" for an empty value in a table.
 func dash(s string) string {

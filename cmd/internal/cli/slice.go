@@ -252,7 +252,7 @@ func newSliceJSON(c *slice.Cube, res slice.Result) sliceJSON {
 	for _, k := range res.Causes {
 		out.Causes = append(out.Causes, k.Where)
 		out.Stats = append(out.Stats, sliceCauseJSON{
-			Cause:     k.Where.String(),
+			Cause:     sliceText(k.Where),
 			Bad:       k.Bad,
 			Total:     k.Total,
 			Expected:  round6(k.Expected),
@@ -359,9 +359,9 @@ func runSliceTimeline(cmd *cobra.Command, f *Factory) error {
 	s := rep.Slice
 	ew := &errWriter{w: f.IO.Out}
 	ew.printf("%s\n  %d of %d units bad (precision %.2f), covering %.0f%% of the %d bad units\n",
-		investigate.WhereString(s.Where), s.Bad, s.Total, s.Precision, 100*s.Coverage, rep.Units.Bad)
+		sliceText(s.Where), s.Bad, s.Total, s.Precision, 100*s.Coverage, rep.Units.Bad)
 	for _, o := range s.Others {
-		ew.printf("%s\n  %g of %g units bad (precision %.2f), covering %.0f%%\n", o.Where.String(), o.Bad, o.Total, o.Precision, 100*o.Coverage)
+		ew.printf("%s\n  %g of %g units bad (precision %.2f), covering %.0f%%\n", sliceText(o.Where), o.Bad, o.Total, o.Precision, 100*o.Coverage)
 	}
 	return ew.err
 }
