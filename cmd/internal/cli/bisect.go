@@ -18,10 +18,8 @@ import (
 	"github.com/faultline/faultline/timeline"
 )
 
-// bisect tuning: how precise a search ends, how much of the window the
-// report lists.
+// bisect tuning: how much of the window the report lists.
 const (
-	bisectResolution  = bisect.Resolution
 	bisectMaxVersions = 10_000 // versions read from a window
 	bisectMaxObjects  = 25     // objects listed as changed
 	bisectMaxHints    = 5      // bad observations listed
@@ -432,54 +430,14 @@ func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 	if err != nil {
 		return err
 	}
-	w := bisect.NewWindow(sess.Marks, first, last)
 	if structured(opts.output) {
-		out := bisectStatusJSON{Session: sess.ID, Started: sess.Started.UTC(), Steps: w.Steps(), Marks: []markJSON{}}
-		opt := func(t time.Time) *time.Time {
-			if t.IsZero() {
-				return nil
-			}
-			u := t.UTC()
-			return &u
-		}
-		out.LastGood, out.FirstBad = opt(w.LastGood), opt(w.FirstBad)
-		if next, ok := w.Suggest(); ok {
-			out.Next = opt(next)
-		}
-		for _, m := range sess.Marks {
-			out.Marks = append(out.Marks, markJSON{Kind: m.Kind, Time: m.Time.UTC(), Note: m.Note, At: m.At.UTC()})
-		}
-		since, until := w.Span()
-		versions, err := store.VersionsBetween(ctx, since, until, bisectMaxVersions)
+		out, err := bisectStatus(ctx, store, sess, first, last, opts.scope)
 		if err != nil {
 			return err
-		}
-		groups, _, err := windowChanges(ctx, store, opts.scope.versions(versions))
-		if err != nil {
-			return err
-		}
-		classified, err := classify(ctx, store, since, until)
-		if err != nil {
-			return err
-		}
-		out.Bad = len(opts.scope.observations(classified.Bad))
-		out.Changes = []windowChangeJSON{}
-		for _, g := range groups {
-			out.Changes = append(out.Changes, windowChangeJSON{Kind: g.kind, Name: g.name, Versions: g.n,
-				First: g.first.UTC(), Last: g.last.UTC(), By: g.actor.By, UserAgent: g.actor.UserAgent})
 		}
 		return writeData(f.IO.Out, opts.output, out)
 	}
-	fmt.Fprintf(f.IO.Out, "Bisect session %d, started %s, %d marks:\n", sess.ID, sess.Started.UTC().Format(time.RFC3339), len(sess.Marks))
-	tw := tabwriter.NewWriter(f.IO.Out, 0, 8, 2, ' ', 0)
-	for _, m := range sess.Marks {
-		termsafe.Fprintf(tw, "  %s\t%s\tmarked %s", m.Kind, fmtTime(m.Time, rfc3339Nano), m.At.UTC().Format(time.RFC3339))
-		if m.Note != "" {
-			termsafe.Fprintf(tw, "\t# %s", m.Note)
-		}
-		fmt.Fprintln(tw)
-	}
-	if err := tw.Flush(); err != nil {
+	if err := writeBisectMarks(f.IO.Out, sess); err != nil {
 		return err
 	}
 	return printBisectReport(ctx, f.IO.Out, store, sess, first, last, opts.scope)

@@ -44,6 +44,62 @@ type bisectStatusJSON struct {
 	Bad int `json:"bad"`
 }
 
+// bisectStatus is the session, its window and what changed inside it, for
+// bisect status -o json|yaml.
+func bisectStatus(ctx context.Context, store timeline.Store, sess *timeline.BisectSession, first, last time.Time, scope scopeFlags) (*bisectStatusJSON, error) {
+	w := bisect.NewWindow(sess.Marks, first, last)
+	out := &bisectStatusJSON{Session: sess.ID, Started: sess.Started.UTC(), Steps: w.Steps(), Marks: []markJSON{}}
+	opt := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		u := t.UTC()
+		return &u
+	}
+	out.LastGood, out.FirstBad = opt(w.LastGood), opt(w.FirstBad)
+	if next, ok := w.Suggest(); ok {
+		out.Next = opt(next)
+	}
+	for _, m := range sess.Marks {
+		out.Marks = append(out.Marks, markJSON{Kind: m.Kind, Time: m.Time.UTC(), Note: m.Note, At: m.At.UTC()})
+	}
+	since, until := w.Span()
+	versions, err := store.VersionsBetween(ctx, since, until, bisectMaxVersions)
+	if err != nil {
+		return nil, err
+	}
+	groups, _, err := windowChanges(ctx, store, scope.versions(versions))
+	if err != nil {
+		return nil, err
+	}
+	classified, err := classify(ctx, store, since, until)
+	if err != nil {
+		return nil, err
+	}
+	out.Bad = len(scope.observations(classified.Bad))
+	out.Changes = []windowChangeJSON{}
+	for _, g := range groups {
+		out.Changes = append(out.Changes, windowChangeJSON{Kind: g.kind, Name: g.name, Versions: g.n,
+			First: g.first.UTC(), Last: g.last.UTC(), By: g.actor.By, UserAgent: g.actor.UserAgent})
+	}
+	return out, nil
+}
+
+// writeBisectMarks prints the session's marks, one a line, for bisect
+// status.
+func writeBisectMarks(out io.Writer, sess *timeline.BisectSession) error {
+	fmt.Fprintf(out, "Bisect session %d, started %s, %d marks:\n", sess.ID, sess.Started.UTC().Format(time.RFC3339), len(sess.Marks))
+	tw := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
+	for _, m := range sess.Marks {
+		termsafe.Fprintf(tw, "  %s\t%s\tmarked %s", m.Kind, fmtTime(m.Time, rfc3339Nano), m.At.UTC().Format(time.RFC3339))
+		if m.Note != "" {
+			termsafe.Fprintf(tw, "\t# %s", m.Note)
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
 // printBisectReport prints the window, what changed and happened inside
 // it, and the instant to judge next.
 func printBisectReport(ctx context.Context, out io.Writer, store timeline.Store, sess *timeline.BisectSession, first, last time.Time, scope scopeFlags) error {
@@ -182,14 +238,14 @@ func writeBisectNext(bw *bufio.Writer, w bisect.Window, versions int, more strin
 	switch next, ok := w.Next(); {
 	case w.Done():
 		fmt.Fprintf(bw, "First bad instant: %s (the window is %s or less). Run faultline bisect reset when done.\n",
-			fmtTime(w.FirstBad, rfc3339Nano), bisectResolution)
+			fmtTime(w.FirstBad, rfc3339Nano), bisect.Resolution)
 	case w.FirstBad.IsZero():
 		fmt.Fprintln(bw, "Waiting for a bad instant: the first you know the incident was under way.")
 		fmt.Fprintln(bw, "next: faultline bisect bad INSTANT   (end: the end of the data)")
 	case ok:
 		fmt.Fprintf(bw, "Bisecting: %d%s %s and %s %s left to test (roughly %d %s to a %s window)\n",
 			versions, more, plural(versions, "version"), humanInt(records), plural(int(records), "record"),
-			w.Steps(), plural(w.Steps(), "step"), bisectResolution)
+			w.Steps(), plural(w.Steps(), "step"), bisect.Resolution)
 		fmt.Fprintf(bw, "next: faultline bisect good|bad %s\n", fmtTime(next, rfc3339Nano))
 	default:
 		fmt.Fprintln(bw, "Nothing left to test between the marks and skips.")
