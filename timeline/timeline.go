@@ -319,38 +319,6 @@ type BisectMark struct {
 	At      time.Time  `json:"at"` // wall-clock time the mark was made
 }
 
-// BisectWindow returns the last good and the first bad instant among
-// marks, zero where none is: the span a bisect has narrowed to.
-func BisectWindow(marks []BisectMark) (lastGood, firstBad time.Time) {
-	for _, m := range marks {
-		switch m.Kind {
-		case BisectGood:
-			if lastGood.IsZero() || m.Time.After(lastGood) {
-				lastGood = m.Time
-			}
-		case BisectBad:
-			if firstBad.IsZero() || m.Time.Before(firstBad) {
-				firstBad = m.Time
-			}
-		}
-	}
-	return lastGood, firstBad
-}
-
-// Contradicts reports whether m contradicts marks (every good instant must
-// come before every bad one), and the instant it contradicts: the first bad
-// for a good mark, the last good for a bad one.
-func Contradicts(marks []BisectMark, m BisectMark) (bound time.Time, ok bool) {
-	lastGood, firstBad := BisectWindow(marks)
-	switch {
-	case m.Kind == BisectGood && !firstBad.IsZero() && !m.Time.Before(firstBad):
-		return firstBad, true
-	case m.Kind == BisectBad && !lastGood.IsZero() && !m.Time.After(lastGood):
-		return lastGood, true
-	}
-	return time.Time{}, false
-}
-
 // BisectSession is the open bisect session: the search, by hand, for the
 // earliest known-bad instant of an incident. One session is open at a time.
 type BisectSession struct {
@@ -504,9 +472,10 @@ type IngestState interface {
 // BisectLog keeps the bisect sessions and their marks: the user's
 // judgements of instants, not evidence.
 type BisectLog interface {
-	// StartBisect opens a bisect session at wall-clock time at, ending the
-	// open one if any, and returns the new session's id.
-	StartBisect(ctx context.Context, at time.Time) (int64, error)
+	// StartBisect opens a bisect session at wall-clock time at holding
+	// marks (their Session is ignored), ending the open one if any, in one
+	// transaction, and returns the new session's id.
+	StartBisect(ctx context.Context, at time.Time, marks ...BisectMark) (int64, error)
 	// Bisect returns the open bisect session with its marks, or nil.
 	Bisect(ctx context.Context) (*BisectSession, error)
 	// AddBisectMark adds a mark to the open session, which must be

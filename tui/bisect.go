@@ -4,20 +4,17 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/faultline/faultline/analyze/bisect"
 	"github.com/faultline/faultline/timeline"
 )
 
-// checkMark refuses a mark that contradicts the others, as faultline bisect
-// does: every good instant is before every bad one.
+// checkMark refuses a mark that contradicts the others, in faultline
+// bisect's words (bisect.Check), with where to review the marks.
 func checkMark(marks []timeline.BisectMark, m timeline.BisectMark) error {
-	bound, bad := timeline.Contradicts(marks, m)
-	switch {
-	case !bad:
-		return nil
-	case m.Kind == timeline.BisectGood:
-		return fmt.Errorf("a good instant must be before the first bad one (%s): faultline bisect log shows the marks", clock(bound))
+	if err := bisect.Check(marks, m); err != nil {
+		return fmt.Errorf("%w: faultline bisect log shows the marks", err)
 	}
-	return fmt.Errorf("a bad instant must be after the last good one (%s): faultline bisect log shows the marks", clock(bound))
+	return nil
 }
 
 // markInstant is the instant a mark on bucket b stands for: its end. A

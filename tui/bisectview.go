@@ -9,6 +9,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/faultline/faultline/analyze/bisect"
 	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
 )
@@ -24,27 +25,27 @@ type bisectMsg struct {
 	err      error
 }
 
-// search is the bisect search the marks leave over the data held, as
+// search is the bisect window the marks leave over the data held, as
 // faultline bisect sees it (zero before the bounds are read).
-func (m *Model) search() (timeline.BisectSearch, bool) {
+func (m *Model) search() (bisect.Window, bool) {
 	if m.first.IsZero() {
-		return timeline.BisectSearch{}, false
+		return bisect.Window{}, false
 	}
 	var marks []timeline.BisectMark
 	if m.session != nil {
 		marks = m.session.Marks
 	}
-	return timeline.NewBisectSearch(marks, m.first, m.last.Add(-time.Nanosecond)), true
+	return bisect.NewWindow(marks, m.first, m.last.Add(-time.Nanosecond)), true
 }
 
 // nextInstant is the instant to judge next, as faultline bisect suggests
 // it: only once a bad instant is marked.
 func (m *Model) nextInstant() (time.Time, bool) {
 	w, ok := m.search()
-	if !ok || w.FirstBad.IsZero() {
+	if !ok {
 		return time.Time{}, false
 	}
-	return w.Next()
+	return w.Suggest()
 }
 
 // nextLine says what to judge next, in a line.
@@ -55,7 +56,7 @@ func (m *Model) nextLine() string {
 	}
 	switch next, found := w.Next(); {
 	case w.Done():
-		return fmt.Sprintf("bisect done: the first bad instant is %s (window %s or less)", clock(w.FirstBad), timeline.BisectResolution)
+		return fmt.Sprintf("bisect done: the first bad instant is %s (window %s or less)", clock(w.FirstBad), bisect.Resolution)
 	case w.FirstBad.IsZero():
 		return "bisect: mark a bad instant first (b on a bucket the incident was under way)"
 	case found:
@@ -78,7 +79,7 @@ func (m *Model) bisectCmd(ctx context.Context, id int) tea.Cmd {
 	if !ok {
 		return nil
 	}
-	since, until := w.Lo.Add(1), w.Hi.Add(1) // (lo, hi] as [since, until)
+	since, until := w.Span()
 	return func() tea.Msg {
 		vs, more, err := latestVersions(ctx, m.store, since, until)
 		return bisectMsg{id: id, versions: vs, more: more, err: err}

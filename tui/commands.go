@@ -11,6 +11,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/faultline/faultline/analyze/bisect"
 	"github.com/faultline/faultline/analyze/controlplane"
 	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/analyze/outcome"
@@ -223,22 +224,24 @@ func (m *Model) markCmd(kind timeline.BisectKind, at time.Time) func(ctx context
 			if err != nil {
 				return sessionMsg{id: id, err: err}
 			}
+			mark := timeline.BisectMark{Kind: kind, Time: at, At: now, Note: "faultline tui"}
 			if sess == nil {
-				sid, err := m.store.StartBisect(ctx, now)
-				if err != nil {
+				// The first mark opens the session, in the same transaction.
+				if sess, _, err = bisect.Start(ctx, m.store, now, []timeline.BisectMark{mark}); err != nil {
 					return sessionMsg{id: id, err: err}
 				}
-				sess = &timeline.BisectSession{ID: sid, Started: now}
-			}
-			mark := timeline.BisectMark{Session: sess.ID, Kind: kind, Time: at, At: now, Note: "faultline tui"}
-			if err := checkMark(sess.Marks, mark); err != nil {
-				return sessionMsg{id: id, session: sess, err: err}
-			}
-			if err := m.store.AddBisectMark(ctx, mark); err != nil {
-				if errors.Is(err, timeline.ErrNoBisect) {
-					err = errors.New("the bisect session was reset meanwhile: mark again")
+				mark.Session = sess.ID
+			} else {
+				mark.Session = sess.ID
+				if err := checkMark(sess.Marks, mark); err != nil {
+					return sessionMsg{id: id, session: sess, err: err}
 				}
-				return sessionMsg{id: id, err: err}
+				if err := m.store.AddBisectMark(ctx, mark); err != nil {
+					if errors.Is(err, timeline.ErrNoBisect) {
+						err = errors.New("the bisect session was reset meanwhile: mark again")
+					}
+					return sessionMsg{id: id, err: err}
+				}
 			}
 			sess, err = m.store.Bisect(ctx)
 			return sessionMsg{id: id, session: sess, err: err,

@@ -40,19 +40,37 @@ func (m *Model) controlPlaneView(height int) string {
 	if height < 30 {
 		classRows = max(height/4-1, 3)
 	}
-	focus := func(title string, on bool) string {
-		if on {
-			return s.Selected.Render(title)
-		}
-		return s.Strong.Render(title)
+	m.cpClasses(&b, r, classRows)
+	m.cpRates(&b, r, spark)
+	// Bursts and the fixes simulated on them, from the selected one on.
+	used := strings.Count(b.String(), "\n") + 1
+	if len(r.Bursts) == 0 {
+		b.WriteString(s.Strong.Render("BURSTS") + "\n" + s.Dim.Render("  none: no class jumped by an order of magnitude") + "\n")
+		return b.String()
 	}
+	m.cpBurstList(&b, r, max(height-used, 1))
+	return b.String()
+}
+
+// focus renders a section title, selected when the arrow keys move in it.
+func (m *Model) focus(title string, on bool) string {
+	if on {
+		return m.styles.Selected.Render(title)
+	}
+	return m.styles.Strong.Render(title)
+}
+
+// cpClasses writes the table of request classes, rows at a time around
+// the selected one.
+func (m *Model) cpClasses(b *strings.Builder, r *controlplane.Report, rows int) {
+	s := m.styles
 	t := newTable(m.width, []column{{title: "VERB", want: 7, min: 6}, {title: "RESOURCE", want: 22, min: 14}, {title: "SCOPE", want: 9},
 		{title: "COUNT", want: 8, min: 6}, {title: "PEAK/S", want: 8, min: 6}, {title: "P99 MS", want: 8, min: 0},
 		{title: "CLIENT [USER]", min: 16, flex: true}}, 1, 3, 4, 2, 5)
-	b.WriteString(focus("CLASSES", !m.cpBursts) + fmt.Sprintf(" %d/%d (← here, → bursts; ↑/↓ scroll)\n", m.cpSel+1, len(r.Classes)))
+	b.WriteString(m.focus("CLASSES", !m.cpBursts) + fmt.Sprintf(" %d/%d (← here, → bursts; ↑/↓ scroll)\n", m.cpSel+1, len(r.Classes)))
 	b.WriteString(s.Header.Render(t.header()) + "\n")
-	from := scrollFrom(m.cpSel, classRows, len(r.Classes))
-	for i := from; i < len(r.Classes) && i < from+classRows; i++ {
+	from := scrollFrom(m.cpSel, rows, len(r.Classes))
+	for i := from; i < len(r.Classes) && i < from+rows; i++ {
 		c := &r.Classes[i]
 		line := t.row(strings.ToUpper(c.Verb), resourceOf(c), c.Scope, count(c.Count), fmt.Sprintf("%.0f", c.PeakRps),
 			fmt.Sprintf("%.0f", c.P99Ms), dashIfEmpty(c.Client)+" ["+c.User+"]")
@@ -61,11 +79,16 @@ func (m *Model) controlPlaneView(height int) string {
 		}
 		b.WriteString(line + "\n")
 	}
-	// Sparklines of the busiest classes, on one time axis.
+}
+
+// cpRates writes the sparklines of the n busiest classes, on one time
+// axis.
+func (m *Model) cpRates(b *strings.Builder, r *controlplane.Report, n int) {
+	s := m.styles
 	label := min(30, max(m.width/3, 12))
 	b.WriteString(s.Strong.Render("RATE") + fmt.Sprintf(" per class, %s .. %s; ^ marks a burst\n", clock(r.Window.Start), clock(r.Window.End)))
 	sparkW := max(m.width-label-2, 10)
-	for i := 0; i < len(r.Classes) && i < spark; i++ {
+	for i := 0; i < len(r.Classes) && i < n; i++ {
 		c := &r.Classes[i]
 		line, under := m.sparkline(c, sparkW)
 		b.WriteString(fit(termsafe.Field(strings.ToUpper(c.Verb)+" "+resourceOf(c)), label) + "  " + s.All.Render(line) + "\n")
@@ -73,58 +96,58 @@ func (m *Model) controlPlaneView(height int) string {
 			b.WriteString(strings.Repeat(" ", label+2) + s.Bad.Render(under) + "\n")
 		}
 	}
-	// Bursts and the fixes simulated on them, from the selected one on.
-	used := strings.Count(b.String(), "\n") + 1
-	if len(r.Bursts) == 0 {
-		b.WriteString(s.Strong.Render("BURSTS") + "\n" + s.Dim.Render("  none: no class jumped by an order of magnitude") + "\n")
-		return b.String()
-	}
-	b.WriteString(focus("BURSTS", m.cpBursts) + fmt.Sprintf(" %d/%d by load on apiserver and etcd, and simulated fixes (↑/↓ scroll)\n",
+}
+
+// cpBurstList writes the bursts in room lines: the selected one whole,
+// as many before it as keep it in view, then those after.
+func (m *Model) cpBurstList(b *strings.Builder, r *controlplane.Report, room int) {
+	b.WriteString(m.focus("BURSTS", m.cpBursts) + fmt.Sprintf(" %d/%d by load on apiserver and etcd, and simulated fixes (↑/↓ scroll)\n",
 		m.burstSel+1, len(r.Bursts)))
-	room := max(height-used, 1)
-	// Each burst takes 1+len(fixes) lines: show the selected one, and as
-	// many before it as the room keeps it in view, then those after.
+	// Each burst takes 1+len(fixes) lines.
 	first := m.burstSel
 	for n := burstLines(r.Bursts[first]); first > 0 && n+burstLines(r.Bursts[first-1]) <= room/2; first-- {
 		n += burstLines(r.Bursts[first-1])
 	}
 	for i := first; i < len(r.Bursts); i++ {
-		bu := r.Bursts[i]
-		head := fmt.Sprintf("%d. %s .. %s  %s  %.0f/s peak vs %.2f/s before, %d requests from %d client(s)",
-			i+1, clock(bu.Start), clock(bu.End), termsafe.Field(bu.Class.Key()), bu.PeakRps, bu.BaselineRps, bu.Requests, bu.Clients)
-		prefixes := make([]string, len(bu.Fixes))
+		m.cpBurst(b, i, r.Bursts[i])
+	}
+}
+
+// cpBurst writes burst i and its simulated fixes: on a line each, or
+// wrapped whole when it is the selected one.
+func (m *Model) cpBurst(b *strings.Builder, i int, bu controlplane.Burst) {
+	head := fmt.Sprintf("%d. %s .. %s  %s  %.0f/s peak vs %.2f/s before, %d requests from %d client(s)",
+		i+1, clock(bu.Start), clock(bu.End), termsafe.Field(bu.Class.Key()), bu.PeakRps, bu.BaselineRps, bu.Requests, bu.Clients)
+	prefixes := make([]string, len(bu.Fixes))
+	for j, f := range bu.Fixes {
+		prefixes[j] = fmt.Sprintf("   fix %-12s -> peak %6.1f/s  ", termsafe.Field(f.Kind), f.SimulatedPeakRps)
+	}
+	if i != m.burstSel {
+		b.WriteString(head + "\n")
 		for j, f := range bu.Fixes {
-			prefixes[j] = fmt.Sprintf("   fix %-12s -> peak %6.1f/s  ", termsafe.Field(f.Kind), f.SimulatedPeakRps)
+			b.WriteString(prefixes[j] + termsafe.Field(f.Detail) + "\n")
 		}
-		if i != m.burstSel {
-			b.WriteString(head + "\n")
-			for j, f := range bu.Fixes {
-				b.WriteString(prefixes[j] + termsafe.Field(f.Detail) + "\n")
-			}
-			continue
+		return
+	}
+	for j, l := range strings.Split(ansi.Wrap(head, max(m.width-3, 10), ""), "\n") {
+		if j > 0 {
+			l = "   " + l
 		}
-		// The selected burst is shown whole: its lines wrap.
-		for j, l := range strings.Split(ansi.Wrap(head, max(m.width-3, 10), ""), "\n") {
-			if j > 0 {
-				l = "   " + l
-			}
-			if m.cpBursts {
-				l = s.Selected.Render(fit(l, m.width))
-			}
-			b.WriteString(l + "\n")
+		if m.cpBursts {
+			l = m.styles.Selected.Render(fit(l, m.width))
 		}
-		for j, f := range bu.Fixes {
-			indent := len(prefixes[j])
-			for k, l := range strings.Split(ansi.Wrap(termsafe.Field(f.Detail), max(m.width-indent, 10), ""), "\n") {
-				if k == 0 {
-					b.WriteString(prefixes[j] + l + "\n")
-				} else {
-					b.WriteString(strings.Repeat(" ", indent) + l + "\n")
-				}
+		b.WriteString(l + "\n")
+	}
+	for j, f := range bu.Fixes {
+		indent := len(prefixes[j])
+		for k, l := range strings.Split(ansi.Wrap(termsafe.Field(f.Detail), max(m.width-indent, 10), ""), "\n") {
+			if k == 0 {
+				b.WriteString(prefixes[j] + l + "\n")
+			} else {
+				b.WriteString(strings.Repeat(" ", indent) + l + "\n")
 			}
 		}
 	}
-	return b.String()
 }
 
 func burstLines(b controlplane.Burst) int { return 1 + len(b.Fixes) }

@@ -108,96 +108,127 @@ func (m *Model) detailView(height int) string {
 // detailLines are the record's detail, each line escaped and wrapped to the
 // screen's width.
 func (m *Model) detailLines() []string {
-	s := m.styles
-	d := m.detail
-	r := d.rec
-	w := max(m.width-2, 20)
-	var out []string
-	section := func(title string) { out = append(out, "", s.Strong.Render(title)) }
-	field := func(name, value string) {
-		if value == "" {
-			return
-		}
-		const label = 12
-		text := ansi.Hardwrap(termsafe.Field(value), max(w-label-2, 10), true)
-		for i, l := range strings.Split(text, "\n") {
-			if i == 0 {
-				out = append(out, fmt.Sprintf("  %-*s %s", label-1, name, l))
-			} else {
-				out = append(out, strings.Repeat(" ", label+2)+l)
-			}
+	t := &detailText{styles: m.styles, width: max(m.width-2, 20)}
+	m.detailRecord(t)
+	t.section("EVIDENCE")
+	m.detailEvidence(t)
+	t.section("OBJECT DIFF at this version")
+	m.detailDiff(t)
+	t.section("MORE")
+	detailMore(t, m.detail.rec)
+	return t.out
+}
+
+// detailText gathers the lines of the detail pane: section titles, and
+// fields whose values wrap under their label.
+type detailText struct {
+	styles Styles
+	width  int
+	out    []string
+}
+
+func (t *detailText) line(l string) { t.out = append(t.out, l) }
+
+func (t *detailText) section(title string) { t.out = append(t.out, "", t.styles.Strong.Render(title)) }
+
+// field adds name: value, wrapped under the label; an empty value adds
+// nothing.
+func (t *detailText) field(name, value string) {
+	if value == "" {
+		return
+	}
+	const label = 12
+	text := ansi.Hardwrap(termsafe.Field(value), max(t.width-label-2, 10), true)
+	for i, l := range strings.Split(text, "\n") {
+		if i == 0 {
+			t.line(fmt.Sprintf("  %-*s %s", label-1, name, l))
+		} else {
+			t.line(strings.Repeat(" ", label+2) + l)
 		}
 	}
-	out = append(out, s.Strong.Render("RECORD")+" "+termsafe.Field(fmt.Sprintf("%s %s %s", r.Source, r.Verb, objectOf(r))))
-	field("time", stamp(r.Time)+"  ("+r.Time.UTC().Format(time.RFC3339Nano)+")")
-	field("object", objectOf(r))
-	field("verb", r.Verb)
-	field("code", code(r.Code))
-	field("user", r.User)
-	field("user agent", r.UserAgent)
-	field("type", r.Type)
-	field("reason", r.Reason)
-	field("message", r.Message)
+}
+
+// detailRecord adds the record's headline and its main fields.
+func (m *Model) detailRecord(t *detailText) {
+	r := m.detail.rec
+	t.line(m.styles.Strong.Render("RECORD") + " " + termsafe.Field(fmt.Sprintf("%s %s %s", r.Source, r.Verb, objectOf(r))))
+	t.field("time", stamp(r.Time)+"  ("+r.Time.UTC().Format(time.RFC3339Nano)+")")
+	t.field("object", objectOf(r))
+	t.field("verb", r.Verb)
+	t.field("code", code(r.Code))
+	t.field("user", r.User)
+	t.field("user agent", r.UserAgent)
+	t.field("type", r.Type)
+	t.field("reason", r.Reason)
+	t.field("message", r.Message)
 	if m.bad != nil {
 		if bad, err := m.bad.Match(r); err == nil {
-			field("bad", map[bool]string{true: "yes", false: "no"}[bad])
+			t.field("bad", map[bool]string{true: "yes", false: "no"}[bad])
 		}
 	}
+}
 
-	section("EVIDENCE")
+// detailEvidence adds where the record was read: file, run and line.
+func (m *Model) detailEvidence(t *detailText) {
+	d, r := m.detail, m.detail.rec
 	switch {
 	case !d.loaded:
-		out = append(out, "  "+m.spin.View()+" reading…")
+		t.line("  " + m.spin.View() + " reading…")
 	case d.run != nil:
-		field("file", d.run.Path)
-		field("run", fmt.Sprintf("%d (%s ingest)", d.run.ID, d.run.Source))
-		field("line", fmt.Sprint(r.Evidence.Line))
+		t.field("file", d.run.Path)
+		t.field("run", fmt.Sprintf("%d (%s ingest)", d.run.ID, d.run.Source))
+		t.field("line", fmt.Sprint(r.Evidence.Line))
 	default:
-		field("run", fmt.Sprintf("%d, line %d (the run is not in the store)", r.Evidence.Run, r.Evidence.Line))
+		t.field("run", fmt.Sprintf("%d, line %d (the run is not in the store)", r.Evidence.Run, r.Evidence.Line))
 	}
+}
 
-	section("OBJECT DIFF at this version")
+// detailDiff adds the object's version at the record and what changed
+// from the version before.
+func (m *Model) detailDiff(t *detailText) {
+	s, d := m.styles, m.detail
 	switch {
 	case !d.loaded:
-		out = append(out, "  "+m.spin.View()+" reading…")
+		t.line("  " + m.spin.View() + " reading…")
 	case d.err != nil:
-		out = append(out, s.Error.Render("  "+oneLine(d.err.Error())))
+		t.line(s.Error.Render("  " + oneLine(d.err.Error())))
 	case d.version == nil:
-		out = append(out, s.Dim.Render("  no version of this object at or before the record's instant"))
+		t.line(s.Dim.Render("  no version of this object at or before the record's instant"))
 	case d.prev == nil:
-		field("version", fmt.Sprintf("%s at %s, the first seen: nothing earlier to diff against",
+		t.field("version", fmt.Sprintf("%s at %s, the first seen: nothing earlier to diff against",
 			dashIfEmpty(d.version.ResourceVersion), stamp(d.version.Time)))
 	default:
-		field("version", fmt.Sprintf("%s at %s", dashIfEmpty(d.version.ResourceVersion), stamp(d.version.Time)))
-		field("from", fmt.Sprintf("%s at %s", dashIfEmpty(d.prev.ResourceVersion), stamp(d.prev.Time)))
+		t.field("version", fmt.Sprintf("%s at %s", dashIfEmpty(d.version.ResourceVersion), stamp(d.version.Time)))
+		t.field("from", fmt.Sprintf("%s at %s", dashIfEmpty(d.prev.ResourceVersion), stamp(d.prev.Time)))
 		if len(d.changes) == 0 {
-			out = append(out, s.Dim.Render("  no change but noise (status, resourceVersion, managedFields, timestamps)"))
+			t.line(s.Dim.Render("  no change but noise (status, resourceVersion, managedFields, timestamps)"))
 		}
 		for _, c := range d.changes {
 			line := fmt.Sprintf("%s: %s -> %s", c.Path, dashIfEmpty(c.From), dashIfEmpty(c.To))
-			for _, l := range strings.Split(ansi.Hardwrap(termsafe.Field(line), max(w-4, 10), true), "\n") {
-				out = append(out, "    "+l)
+			for _, l := range strings.Split(ansi.Hardwrap(termsafe.Field(line), max(t.width-4, 10), true), "\n") {
+				t.line("    " + l)
 			}
 		}
 	}
+}
 
-	section("MORE")
-	field("source", string(r.Source))
-	field("kind", r.Object.Kind)
-	field("api", strings.Trim(r.Object.Group+"/"+r.Object.Version, "/"))
-	field("uid", r.Object.UID)
-	field("source ip", r.SourceIP)
-	field("level", r.Level)
+// detailMore adds the record's remaining fields.
+func detailMore(t *detailText, r *timeline.Record) {
+	t.field("source", string(r.Source))
+	t.field("kind", r.Object.Kind)
+	t.field("api", strings.Trim(r.Object.Group+"/"+r.Object.Version, "/"))
+	t.field("uid", r.Object.UID)
+	t.field("source ip", r.SourceIP)
+	t.field("level", r.Level)
 	if r.Latency > 0 {
-		field("latency", r.Latency.String())
+		t.field("latency", r.Latency.String())
 	}
-	field("stage", r.Stage())
-	field("audit id", r.AuditID)
-	field("request", r.URI)
+	t.field("stage", r.Stage())
+	t.field("audit id", r.AuditID)
+	t.field("request", r.URI)
 	if len(r.Extra) > 0 {
-		field("extra", compactJSON(r.Extra))
+		t.field("extra", compactJSON(r.Extra))
 	}
-	return out
 }
 
 func compactJSON(raw json.RawMessage) string {

@@ -12,6 +12,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/faultline/faultline/analyze/bisect"
 	"github.com/faultline/faultline/analyze/controlplane"
 	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/analyze/outcome"
@@ -213,5 +214,5 @@ func (m *Model) window() (since, until time.Time) {
 	if m.session == nil {
 		return time.Time{}, time.Time{}
 	}
-	return timeline.BisectWindow(m.session.Marks)
+	return bisect.Bounds(m.session.Marks)
 }

@@ -37,12 +37,15 @@ const (
 	cellCursor
 )
 
+// cellStyles is the style of each cell kind, with and without the cursor.
+type cellStyles [cellBad + cellCursor + 1]lipgloss.Style
+
 // histogramView draws the bars: a bucket's bad records (█) stacked under
 // the rest (▒), scaled to the fullest bucket; the cursor's column stands
 // out; columns not yet counted are dots.
 func (m *Model) histogramView(b *strings.Builder) {
 	s := m.styles
-	styles := [...]lipgloss.Style{cellDim: s.Dim, cellAll: s.All, cellBad: s.Bad,
+	styles := cellStyles{cellDim: s.Dim, cellAll: s.All, cellBad: s.Bad,
 		cellDim + cellCursor: s.Dim.Inherit(s.Cursor), cellAll + cellCursor: s.All.Inherit(s.Cursor), cellBad + cellCursor: s.Bad.Inherit(s.Cursor)}
 	h := m.histHeight()
 	var top int64 = 1
@@ -56,7 +59,6 @@ func (m *Model) histogramView(b *strings.Builder) {
 		return max(int(math.Ceil(float64(n)*float64(h)/float64(top))), 1)
 	}
 	for row := range h {
-		level := h - row
 		label := ""
 		switch row {
 		case 0:
@@ -65,43 +67,66 @@ func (m *Model) histogramView(b *strings.Builder) {
 			label = "0"
 		}
 		b.WriteString(fmt.Sprintf("%*s ", labelWidth, label))
-		// Cells of one style are drawn as one run: a style per cell
-		// would cost more than a frame's budget on a wide screen.
-		var run strings.Builder
-		runStyle := -1
-		flush := func() {
-			if run.Len() > 0 {
-				b.WriteString(styles[runStyle].Render(run.String()))
-				run.Reset()
-			}
-		}
-		for i, bk := range m.buckets {
-			c, st := " ", cellAll
-			switch {
-			case i >= m.loaded:
-				if level == 1 {
-					c = "·"
-				}
-				st = cellDim
-			case i < m.badLoaded && height(bk.Bad) >= level:
-				c, st = "█", cellBad
-			case height(bk.All) >= level:
-				c = "▒"
-			}
-			if i == m.cursor {
-				st += cellCursor
-			}
-			if st != runStyle {
-				flush()
-				runStyle = st
-			}
-			run.WriteString(c)
-		}
-		flush()
+		m.histogramRow(b, &styles, h-row, height)
 		b.WriteByte('\n')
 	}
-	// Markers: the investigation's boundary (G last good, B first bad) and
-	// the bisect marks (g, b, s), which win; then the cursor.
+	m.histogramMarks(b)
+	b.WriteString(strings.Repeat(" ", labelWidth+1+m.cursor) + s.Marker.Render("▲") + "\n")
+	// The axis: the span's ends and its middle.
+	w := len(m.buckets)
+	left, mid, right := clock(m.since), clock(m.buckets[w/2].Start), clock(m.until)
+	axis := []byte(strings.Repeat(" ", max(w, len(left)+len(right)+1)))
+	copy(axis, left)
+	if w >= 3*len(mid)+4 {
+		copy(axis[w/2-len(mid)/2:], mid)
+	}
+	copy(axis[len(axis)-len(right):], right)
+	b.WriteString(strings.Repeat(" ", labelWidth+1) + string(axis) + "\n")
+}
+
+// histogramRow writes the cells of one row of the histogram, level rows
+// above the axis; height is a count's height in rows.
+func (m *Model) histogramRow(b *strings.Builder, styles *cellStyles, level int, height func(int64) int) {
+	// Cells of one style are drawn as one run: a style per cell would cost
+	// more than a frame's budget on a wide screen.
+	var run strings.Builder
+	runStyle := -1
+	flush := func() {
+		if run.Len() > 0 {
+			b.WriteString(styles[runStyle].Render(run.String()))
+			run.Reset()
+		}
+	}
+	for i, bk := range m.buckets {
+		c, st := " ", cellAll
+		switch {
+		case i >= m.loaded:
+			if level == 1 {
+				c = "·"
+			}
+			st = cellDim
+		case i < m.badLoaded && height(bk.Bad) >= level:
+			c, st = "█", cellBad
+		case height(bk.All) >= level:
+			c = "▒"
+		}
+		if i == m.cursor {
+			st += cellCursor
+		}
+		if st != runStyle {
+			flush()
+			runStyle = st
+		}
+		run.WriteString(c)
+	}
+	flush()
+}
+
+// histogramMarks writes the markers under the histogram: the
+// investigation's boundary (G last good, B first bad) and the bisect
+// marks (g, b, s), which win.
+func (m *Model) histogramMarks(b *strings.Builder) {
+	s := m.styles
 	marks := make([]string, len(m.buckets))
 	if m.rep != nil && m.rep.Boundary != nil {
 		if i := bucketOf(m.buckets, m.rep.Boundary.LastGood); i >= 0 {
@@ -126,17 +151,6 @@ func (m *Model) histogramView(b *strings.Builder) {
 		b.WriteString(mk)
 	}
 	b.WriteByte('\n')
-	b.WriteString(strings.Repeat(" ", labelWidth+1+m.cursor) + s.Marker.Render("▲") + "\n")
-	// The axis: the span's ends and its middle.
-	w := len(m.buckets)
-	left, mid, right := clock(m.since), clock(m.buckets[w/2].Start), clock(m.until)
-	axis := []byte(strings.Repeat(" ", max(w, len(left)+len(right)+1)))
-	copy(axis, left)
-	if w >= 3*len(mid)+4 {
-		copy(axis[w/2-len(mid)/2:], mid)
-	}
-	copy(axis[len(axis)-len(right):], right)
-	b.WriteString(strings.Repeat(" ", labelWidth+1) + string(axis) + "\n")
 }
 
 // bucketLine says what the cursor is on and what narrows the view.

@@ -14,6 +14,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/exp/golden"
 
+	"github.com/faultline/faultline/analyze/bisect"
 	"github.com/faultline/faultline/timeline"
 	"github.com/faultline/faultline/tui"
 )
@@ -109,7 +110,7 @@ func TestBisectInTheLoop(t *testing.T) {
 	}
 	// A good mark after the bad one is refused, in the status line.
 	m = press(t, m, "1", "end", "g")
-	if v := plain(m); !strings.Contains(v, "error: a good instant must be before the first bad one") {
+	if v := plain(m); !strings.Contains(v, "error: a good instant must be before the bad one") {
 		t.Errorf("a contradicting mark is not refused on screen:\n%s", v)
 	}
 }
@@ -240,7 +241,7 @@ func TestNoColorKeepsReverse(t *testing.T) {
 }
 
 // TestNextInstantIsTheCLIs checks that after a mark the TUI suggests the
-// instant faultline bisect suggests (timeline.BisectSearch.Next over the
+// instant faultline bisect suggests (bisect.Window.Next over the
 // stored marks and the data's bounds), on the timeline and the bisect
 // screen.
 func TestNextInstantIsTheCLIs(t *testing.T) {
@@ -256,7 +257,7 @@ func TestNextInstantIsTheCLIs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, ok := timeline.NewBisectSearch(sess.Marks, first, last).Next()
+	next, ok := bisect.NewWindow(sess.Marks, first, last).Next()
 	if !ok {
 		t.Fatal("the CLI's search suggests nothing")
 	}

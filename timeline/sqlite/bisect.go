@@ -10,9 +10,14 @@ import (
 	"github.com/faultline/faultline/timeline"
 )
 
-// StartBisect ends the open bisect session, if any, and opens a new one, in
-// one transaction.
-func (s *Store) StartBisect(ctx context.Context, at time.Time) (int64, error) {
+// StartBisect ends the open bisect session, if any, and opens a new one
+// holding marks, in one transaction.
+func (s *Store) StartBisect(ctx context.Context, at time.Time, marks ...timeline.BisectMark) (int64, error) {
+	for _, m := range marks {
+		if err := checkBisectMark(m); err != nil {
+			return 0, fmt.Errorf("start bisect: %w", err)
+		}
+	}
 	tx, err := s.beginWrite(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("start bisect: %w", err)
@@ -28,6 +33,12 @@ func (s *Store) StartBisect(ctx context.Context, at time.Time) (int64, error) {
 	id, err := res.LastInsertId()
 	if err != nil {
 		return 0, fmt.Errorf("start bisect: %w", err)
+	}
+	for _, m := range marks {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO bisect_mark (session_id, kind, time_ns, note, created_ns)
+			VALUES (?, ?, ?, ?, ?)`, id, string(m.Kind), ns(m.Time), m.Note, wallNS(m.At)); err != nil {
+			return 0, fmt.Errorf("start bisect: %w", err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("start bisect: %w", err)
@@ -75,12 +86,7 @@ func (s *Store) Bisect(ctx context.Context) (*timeline.BisectSession, error) {
 // AddBisectMark adds m to the open session m.Session; ErrNoBisect if that
 // session is not open (never started, reset, or replaced).
 func (s *Store) AddBisectMark(ctx context.Context, m timeline.BisectMark) error {
-	switch m.Kind {
-	case timeline.BisectGood, timeline.BisectBad, timeline.BisectSkip:
-	default:
-		return fmt.Errorf("add bisect mark: unknown kind %q", m.Kind)
-	}
-	if err := checkTime("bisect mark", m.Time); err != nil {
+	if err := checkBisectMark(m); err != nil {
 		return fmt.Errorf("add bisect mark: %w", err)
 	}
 	res, err := s.exec(ctx, `INSERT INTO bisect_mark (session_id, kind, time_ns, note, created_ns)
@@ -95,6 +101,16 @@ func (s *Store) AddBisectMark(ctx context.Context, m timeline.BisectMark) error 
 		return timeline.ErrNoBisect
 	}
 	return nil
+}
+
+// checkBisectMark refuses a mark the table cannot hold.
+func checkBisectMark(m timeline.BisectMark) error {
+	switch m.Kind {
+	case timeline.BisectGood, timeline.BisectBad, timeline.BisectSkip:
+	default:
+		return fmt.Errorf("unknown kind %q", m.Kind)
+	}
+	return checkTime("bisect mark", m.Time)
 }
 
 // ResetBisect ends the open bisect session, keeping its marks.

@@ -259,3 +259,44 @@ func TestVersionsWithinSpan(t *testing.T) {
 		})
 	}
 }
+
+// TestStartBisectWithMarks guards session start as one transaction: the
+// marks arrive with the session, and a mark the table refuses leaves the
+// open session as it was.
+func TestStartBisectWithMarks(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	wall := time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
+	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	marks := []timeline.BisectMark{
+		{Kind: timeline.BisectBad, Time: t0.Add(10 * time.Minute), Note: "crashloop", At: wall},
+		{Kind: timeline.BisectGood, Time: t0, At: wall},
+	}
+	id, err := s.StartBisect(ctx, wall, marks...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &timeline.BisectSession{ID: id, Started: wall}
+	for _, m := range marks {
+		m.Session = id
+		want.Marks = append(want.Marks, m)
+	}
+	got, err := s.Bisect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("session (-want +got)\n%s", diff)
+	}
+
+	bad := []timeline.BisectMark{{Kind: timeline.BisectGood, Time: t0, At: wall}, {Kind: "maybe", Time: t0, At: wall}}
+	if _, err := s.StartBisect(ctx, wall.Add(time.Hour), bad...); err == nil {
+		t.Fatal("StartBisect accepted kind \"maybe\"")
+	}
+	if got, err = s.Bisect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after a refused start, session (-want +got)\n%s", diff)
+	}
+}

@@ -1,32 +1,25 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/faultline/faultline/analyze/actor"
+	"github.com/faultline/faultline/analyze/bisect"
+	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
 )
 
-// autoBisect runs the automatic change-point search behind a bare
-// `faultline bisect`. nil until that search is wired in.
-var autoBisect func(cmd *cobra.Command, f *Factory) error
-
-// bisect tuning: how precise a search ends, how much of the window the
-// report lists.
+// bisect tuning: how much of the window the report lists.
 const (
-	bisectResolution  = timeline.BisectResolution
 	bisectMaxVersions = 10_000 // versions read from a window
 	bisectMaxObjects  = 25     // objects listed as changed
 	bisectMaxHints    = 5      // bad observations listed
@@ -88,11 +81,7 @@ shells and the TUI shows the same marks.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if autoBisect == nil {
-				fmt.Fprintln(f.IO.ErrOut, "automatic bisect: not yet available")
-				return nil
-			}
-			return autoBisect(cmd, f)
+			return runAutoBisect(cmd, f)
 		},
 	}
 	(&investigateFlags{}).add(cmd, "text, json or yaml")
@@ -329,46 +318,27 @@ func instantName(flag string) string {
 	return "instant"
 }
 
-// cleanNote makes a note fit on one log line.
-func cleanNote(s string) string {
-	return strings.TrimSpace(strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(s))
-}
-
-// checkMark refuses a mark that contradicts the others: every good instant
-// must be before every bad one.
+// checkMark refuses a mark that contradicts the others (bisect.Check) with
+// a usage error that says how to review them.
 func checkMark(marks []timeline.BisectMark, m timeline.BisectMark) error {
-	bound, bad := timeline.Contradicts(marks, m)
-	if !bad {
-		return nil
+	if err := bisect.Check(marks, m); err != nil {
+		return usagef("faultline bisect log (to review the marks), or faultline bisect start to begin again", "%v", err)
 	}
-	const hint = "faultline bisect log (to review the marks), or faultline bisect start to begin again"
-	rel := "is after"
-	if m.Kind == timeline.BisectBad {
-		rel = "is before"
-	}
-	if m.Time.Equal(bound) {
-		rel = "is the same instant as"
-	}
-	if m.Kind == timeline.BisectGood {
-		return usagef(hint, "a good instant must be before the bad one: good %s %s bad %s", fmtInstant(m.Time), rel, fmtInstant(bound))
-	}
-	return usagef(hint, "a bad instant must be after the good one: bad %s %s good %s", fmtInstant(m.Time), rel, fmtInstant(bound))
+	return nil
 }
-
-func fmtInstant(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // notes says, on stderr, what a valid mark does not do: narrow the window,
 // or fall inside the data.
 func markNotes(w io.Writer, marks []timeline.BisectMark, m timeline.BisectMark, first, last time.Time) {
-	lastGood, firstBad := timeline.BisectWindow(marks)
+	lastGood, firstBad := bisect.Bounds(marks)
 	switch {
 	case m.Kind == timeline.BisectGood && !lastGood.IsZero() && !m.Time.After(lastGood):
-		fmt.Fprintf(w, "note: good %s does not narrow the window: the last good instant is %s\n", fmtInstant(m.Time), fmtInstant(lastGood))
+		fmt.Fprintf(w, "note: good %s does not narrow the window: the last good instant is %s\n", fmtTime(m.Time, rfc3339Nano), fmtTime(lastGood, rfc3339Nano))
 	case m.Kind == timeline.BisectBad && !firstBad.IsZero() && !m.Time.Before(firstBad):
-		fmt.Fprintf(w, "note: bad %s does not narrow the window: the first bad instant is %s\n", fmtInstant(m.Time), fmtInstant(firstBad))
+		fmt.Fprintf(w, "note: bad %s does not narrow the window: the first bad instant is %s\n", fmtTime(m.Time, rfc3339Nano), fmtTime(firstBad, rfc3339Nano))
 	}
 	if m.Time.Before(first) || m.Time.After(last) {
-		fmt.Fprintf(w, "note: %s is outside the data (%s .. %s)\n", fmtInstant(m.Time), fmtInstant(first), fmtInstant(last))
+		fmt.Fprintf(w, "note: %s is outside the data (%s .. %s)\n", fmtTime(m.Time, rfc3339Nano), fmtTime(first, rfc3339Nano), fmtTime(last, rfc3339Nano))
 	}
 }
 
@@ -399,12 +369,12 @@ func bisectStartRun(ctx context.Context, opts *bisectOptions) error {
 		markNotes(f.IO.ErrOut, marks, m, first, last)
 		marks = append(marks, m)
 	}
-	id, err := startSession(ctx, f, store, now, marks)
+	sess, err := startSession(ctx, f, store, now, marks)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(f.IO.ErrOut, "Started bisect session %d.\n", id)
-	return printBisectReport(ctx, f.IO.Out, store, &timeline.BisectSession{ID: id, Started: now, Marks: marks}, first, last, scopeFlags{})
+	fmt.Fprintf(f.IO.ErrOut, "Started bisect session %d.\n", sess.ID)
+	return printBisectReport(ctx, f.IO.Out, store, sess, first, last, scopeFlags{})
 }
 
 func bisectMarkRun(ctx context.Context, opts *bisectOptions, kind timeline.BisectKind, arg string) error {
@@ -438,32 +408,8 @@ func bisectMarkRun(ctx context.Context, opts *bisectOptions, kind timeline.Bisec
 		return err
 	}
 	sess.Marks = append(sess.Marks, m)
-	fmt.Fprintf(f.IO.ErrOut, "Marked %s %s.\n", kind, fmtInstant(t))
+	fmt.Fprintf(f.IO.ErrOut, "Marked %s %s.\n", kind, fmtTime(t, rfc3339Nano))
 	return printBisectReport(ctx, f.IO.Out, store, sess, first, last, scopeFlags{})
-}
-
-// markJSON is the stable JSON form of a mark.
-type markJSON struct {
-	Kind timeline.BisectKind `json:"kind"`
-	Time time.Time           `json:"time"`
-	Note string              `json:"note,omitempty"`
-	At   time.Time           `json:"at"`
-}
-
-type bisectStatusJSON struct {
-	Session  int64      `json:"session"`
-	Started  time.Time  `json:"started"`
-	LastGood *time.Time `json:"lastGood"` // null until marked
-	FirstBad *time.Time `json:"firstBad"`
-	Next     *time.Time `json:"next"` // null when done or waiting for a bad mark
-	Steps    int        `json:"steps"`
-	Marks    []markJSON `json:"marks"`
-	// Changes are the objects changed inside the window (the latest
-	// bisectMaxObjects), newest last, each with who made its last version.
-	Changes []windowChangeJSON `json:"changes"`
-	// Bad counts the bad observations inside the window, by the outcome
-	// classifier (as investigate and timeline --where 'bad' count them).
-	Bad int `json:"bad"`
 }
 
 func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
@@ -484,53 +430,14 @@ func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 	if err != nil {
 		return err
 	}
-	w := newBisectWindow(sess.Marks, first, last)
 	if structured(opts.output) {
-		out := bisectStatusJSON{Session: sess.ID, Started: sess.Started.UTC(), Steps: w.steps(), Marks: []markJSON{}}
-		opt := func(t time.Time) *time.Time {
-			if t.IsZero() {
-				return nil
-			}
-			u := t.UTC()
-			return &u
-		}
-		out.LastGood, out.FirstBad = opt(w.lastGood), opt(w.firstBad)
-		if next, ok := w.next(); ok && !w.firstBad.IsZero() {
-			out.Next = opt(next)
-		}
-		for _, m := range sess.Marks {
-			out.Marks = append(out.Marks, markJSON{Kind: m.Kind, Time: m.Time.UTC(), Note: m.Note, At: m.At.UTC()})
-		}
-		versions, err := store.Versions(ctx, timeline.ChangesBetween(w.lo.Add(1), w.hi.Add(1), bisectMaxVersions))
+		out, err := bisectStatus(ctx, store, sess, first, last, opts.scope)
 		if err != nil {
 			return err
-		}
-		groups, _, err := windowChanges(ctx, store, opts.scope.versions(versions))
-		if err != nil {
-			return err
-		}
-		classified, err := classify(ctx, store, w.lo.Add(1), w.hi.Add(1))
-		if err != nil {
-			return err
-		}
-		out.Bad = len(opts.scope.observations(classified.Bad))
-		out.Changes = []windowChangeJSON{}
-		for _, g := range groups {
-			out.Changes = append(out.Changes, windowChangeJSON{Kind: g.kind, Name: g.name, Versions: g.n,
-				First: g.first.UTC(), Last: g.last.UTC(), By: g.actor.By, UserAgent: g.actor.UserAgent})
 		}
 		return writeData(f.IO.Out, opts.output, out)
 	}
-	fmt.Fprintf(f.IO.Out, "Bisect session %d, started %s, %d marks:\n", sess.ID, sess.Started.UTC().Format(time.RFC3339), len(sess.Marks))
-	tw := tabwriter.NewWriter(f.IO.Out, 0, 8, 2, ' ', 0)
-	for _, m := range sess.Marks {
-		termsafe.Fprintf(tw, "  %s\t%s\tmarked %s", m.Kind, fmtInstant(m.Time), m.At.UTC().Format(time.RFC3339))
-		if m.Note != "" {
-			termsafe.Fprintf(tw, "\t# %s", m.Note)
-		}
-		fmt.Fprintln(tw)
-	}
-	if err := tw.Flush(); err != nil {
+	if err := writeBisectMarks(f.IO.Out, sess); err != nil {
 		return err
 	}
 	return printBisectReport(ctx, f.IO.Out, store, sess, first, last, opts.scope)
@@ -548,71 +455,6 @@ func bisectLogRun(ctx context.Context, opts *bisectOptions) error {
 	}
 	_, err = io.WriteString(opts.f.IO.Out, bisectLog(sess.Marks))
 	return err
-}
-
-// bisectLog renders marks as the commands that make them.
-func bisectLog(marks []timeline.BisectMark) string {
-	var b strings.Builder
-	b.WriteString("faultline bisect start\n")
-	for _, m := range marks {
-		fmt.Fprintf(&b, "faultline bisect %s %s", m.Kind, fmtInstant(m.Time))
-		if m.Note != "" {
-			b.WriteString("  # " + m.Note)
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
-// logLine is one command of a bisect log.
-type logLine struct {
-	line    int
-	start   bool
-	kind    timeline.BisectKind
-	instant string
-	note    string
-}
-
-// parseBisectLog reads the commands of a bisect log. Errors name name:line.
-func parseBisectLog(name string, r io.Reader) ([]logLine, error) {
-	var out []logLine
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		text := strings.TrimSpace(sc.Text())
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
-		}
-		l := logLine{line: n}
-		if i := strings.Index(text, "#"); i > 0 && (text[i-1] == ' ' || text[i-1] == '\t') {
-			text, l.note = strings.TrimSpace(text[:i]), strings.TrimSpace(text[i+1:])
-		}
-		fields := strings.Fields(text)
-		if len(fields) < 3 || fields[0] != "faultline" || fields[1] != "bisect" {
-			return nil, usagef("faultline bisect log > bisect.log",
-				"%s:%d: want a bisect command (faultline bisect start|good|bad|skip ...), got %q", name, n, text)
-		}
-		switch verb := fields[2]; verb {
-		case "start":
-			if len(fields) != 3 {
-				return nil, usagef("faultline bisect log > bisect.log", "%s:%d: start takes no arguments in a log, got %q", name, n, fields[3])
-			}
-			l.start = true
-		case "good", "bad", "skip":
-			if len(fields) != 4 {
-				return nil, usagef("faultline bisect log > bisect.log",
-					"%s:%d: want one instant after %q (a note follows a #), got %d words", name, n, verb, len(fields)-3)
-			}
-			l.kind, l.instant = timeline.BisectKind(verb), fields[3]
-		default:
-			return nil, usagef("faultline bisect log > bisect.log", "%s:%d: unknown bisect command %q: want start, good, bad or skip", name, n, verb)
-		}
-		out = append(out, l)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return out, nil
 }
 
 func bisectReplayRun(ctx context.Context, opts *bisectOptions, file string) error {
@@ -658,21 +500,12 @@ func bisectReplayRun(ctx context.Context, opts *bisectOptions, file string) erro
 		}
 		marks = append(marks, m)
 	}
-	id, err := startSession(ctx, f, store, now, marks)
+	sess, err := startSession(ctx, f, store, now, marks)
 	if err != nil {
 		return err
 	}
-	termsafe.Fprintf(f.IO.ErrOut, "Replayed %d marks from %s into bisect session %d.\n", len(marks), name, id)
-	return printBisectReport(ctx, f.IO.Out, store, &timeline.BisectSession{ID: id, Started: now, Marks: marks}, first, last, scopeFlags{})
-}
-
-// atLine prefixes a usage error with the log line it came from.
-func atLine(name string, line int, err error) error {
-	hint := "faultline bisect log > bisect.log"
-	if ue, ok := errors.AsType[*usageError](err); ok {
-		hint = ue.hint
-	}
-	return usagef(hint, "%s:%d: %v", name, line, err)
+	termsafe.Fprintf(f.IO.ErrOut, "Replayed %d marks from %s into bisect session %d.\n", len(marks), name, sess.ID)
+	return printBisectReport(ctx, f.IO.Out, store, sess, first, last, scopeFlags{})
 }
 
 func bisectResetRun(ctx context.Context, opts *bisectOptions) error {
@@ -697,240 +530,48 @@ func bisectResetRun(ctx context.Context, opts *bisectOptions) error {
 	return nil
 }
 
-// window is the span still to search (timeline.BisectSearch, which the
-// TUI shares), under the names this file uses.
-type window struct {
-	timeline.BisectSearch
-	lastGood, firstBad time.Time // as marked; zero if not
-	lo, hi             time.Time
-}
-
-func newBisectWindow(marks []timeline.BisectMark, first, last time.Time) window {
-	s := timeline.NewBisectSearch(marks, first, last)
-	return window{BisectSearch: s, lastGood: s.LastGood, firstBad: s.FirstBad, lo: s.Lo, hi: s.Hi}
-}
-
-func (w window) done() bool              { return w.Done() }
-func (w window) steps() int              { return w.Steps() }
-func (w window) next() (time.Time, bool) { return w.Next() }
-
-// printBisectReport prints the window, what changed and happened inside
-// it, and the instant to judge next.
-func printBisectReport(ctx context.Context, out io.Writer, store timeline.Reader, sess *timeline.BisectSession, first, last time.Time, scope scopeFlags) error {
-	w := newBisectWindow(sess.Marks, first, last)
-	since, until := w.lo.Add(1), w.hi.Add(1) // (lo, hi] as [since, until)
-	versions, err := store.Versions(ctx, timeline.ChangesBetween(since, until, bisectMaxVersions))
+// startSession replaces any open session with a new one holding marks, in
+// one transaction, and says on stderr which session it replaced.
+func startSession(ctx context.Context, f *Factory, store timeline.BisectLog, now time.Time, marks []timeline.BisectMark) (*timeline.BisectSession, error) {
+	sess, old, err := bisect.Start(ctx, store, now, marks)
 	if err != nil {
-		return err
-	}
-	records, err := store.CountRecords(ctx, since, until)
-	if err != nil {
-		return err
-	}
-	classified, err := classify(ctx, store, since, until)
-	if err != nil {
-		return err
-	}
-	versions, bad := scope.versions(versions), scope.observations(classified.Bad)
-
-	bw := bufio.NewWriter(out)
-	good := fmtInstant(w.lastGood)
-	if w.lastGood.IsZero() {
-		good = "not marked: the data starts at " + fmtInstant(first)
-	}
-	firstBad := fmtInstant(w.firstBad)
-	if w.firstBad.IsZero() {
-		firstBad = "not marked: the data ends at " + fmtInstant(last)
-	}
-	fmt.Fprintf(bw, "Window: %s\n  last good  %s\n  first bad  %s\n", w.hi.Sub(w.lo), good, firstBad)
-
-	groups, earlier, err := windowChanges(ctx, store, versions)
-	if err != nil {
-		return err
-	}
-	more := ""
-	if len(versions) == bisectMaxVersions {
-		more = "+"
-	}
-	switch {
-	case len(versions) == 0:
-		fmt.Fprintln(bw, "Changed in the window: no object versions")
-	default:
-		nobj := len(groups) + earlier
-		fmt.Fprintf(bw, "Changed in the window: %d%s %s of %d%s %s\n", len(versions), more, plural(len(versions), "version"),
-			nobj, more, plural(nobj, "object"))
-		tw := tabwriter.NewWriter(bw, 0, 8, 2, ' ', 0)
-		if earlier > 0 {
-			fmt.Fprintf(tw, "  ... %d earlier objects\n", earlier)
-		}
-		for _, g := range groups {
-			unit := plural(g.n, "version")
-			when := fmtInstant(g.last)
-			if g.n > 1 {
-				when = fmtInstant(g.first) + " .. " + when
-			}
-			termsafe.Fprintf(tw, "  %s\t%s\t%d %s\t%s\t%s\n", g.kind, g.name, g.n, unit, when, g.actor)
-		}
-		tw.Flush()
-	}
-
-	var total int64
-	srcs := make([]string, 0, len(records))
-	for s, n := range records {
-		total += n
-		srcs = append(srcs, fmt.Sprintf("%s %s", s, humanInt(n)))
-	}
-	slices.Sort(srcs)
-	if total == 0 {
-		fmt.Fprintln(bw, "Records in the window: none")
-	} else {
-		termsafe.Fprintf(bw, "Records in the window: %s (%s)\n", humanInt(total), strings.Join(srcs, ", "))
-	}
-	if len(bad) == 0 {
-		fmt.Fprintln(bw, "Bad in the window: none (as investigate and timeline --where 'bad' count them)")
-	} else {
-		fmt.Fprintf(bw, "Bad in the window: %s %s (as investigate and timeline --where 'bad' count them); the first:\n",
-			humanInt(int64(len(bad))), plural(len(bad), "observation"))
-		var tbl strings.Builder
-		p := newRecordPrinter(&tbl, "table")
-		isBad, err := timeline.CompileFilter(scope.scopedKeepingCluster("bad"))
-		if err != nil {
-			return err // a constant and a quoted name: a bug
-		}
-		q := timeline.Query{Since: since, Until: until, Where: isBad, Bad: classified.BadRecordIDs(), Limit: bisectMaxHints}
-		for r, err := range withStates(ctx, store, q, classified.States) {
-			if err != nil {
-				return err
-			}
-			if err := p.print(r); err != nil {
-				return err
-			}
-		}
-		if err := p.close(); err != nil {
-			return err
-		}
-		for line := range strings.Lines(tbl.String()) {
-			bw.WriteString("  " + line)
-		}
-		fmt.Fprintf(bw, "  all of them: faultline timeline --since %s --until %s --where 'bad'\n", fmtInstant(since), fmtInstant(until))
-	}
-
-	switch next, ok := w.next(); {
-	case w.done():
-		fmt.Fprintf(bw, "First bad instant: %s (the window is %s or less). Run faultline bisect reset when done.\n",
-			fmtInstant(w.firstBad), bisectResolution)
-	case w.firstBad.IsZero():
-		fmt.Fprintln(bw, "Waiting for a bad instant: the first you know the incident was under way.")
-		fmt.Fprintln(bw, "next: faultline bisect bad INSTANT   (end: the end of the data)")
-	case ok:
-		fmt.Fprintf(bw, "Bisecting: %d%s %s and %s %s left to test (roughly %d %s to a %s window)\n",
-			len(versions), more, plural(len(versions), "version"), humanInt(total), plural(int(total), "record"),
-			w.steps(), plural(w.steps(), "step"), bisectResolution)
-		fmt.Fprintf(bw, "next: faultline bisect good|bad %s\n", fmtInstant(next))
-	default:
-		fmt.Fprintln(bw, "Nothing left to test between the marks and skips.")
-	}
-	return bw.Flush()
-}
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return word
-	}
-	return word + "s"
-}
-
-// versionGroup is one object's versions inside a window.
-type versionGroup struct {
-	kind, name  string
-	n           int
-	first, last time.Time
-	latest      timeline.ObjectVersion // the last version, whose actor is named
-	actor       actor.Actor
-}
-
-// windowChangeJSON is one object changed inside a bisect window.
-type windowChangeJSON struct {
-	Kind      string    `json:"kind"`
-	Name      string    `json:"name"` // namespace/name
-	Versions  int       `json:"versions"`
-	First     time.Time `json:"first"`
-	Last      time.Time `json:"last"`
-	By        string    `json:"by,omitempty"` // who made the last version; empty: no audit record
-	UserAgent string    `json:"userAgent,omitempty"`
-}
-
-// windowChanges groups the versions of a window by object, newest last,
-// at most bisectMaxObjects of them, each with who made its last version.
-func windowChanges(ctx context.Context, store timeline.Reader, versions []timeline.ObjectVersion) (groups []versionGroup, earlier int, err error) {
-	groups = groupVersions(versions)
-	if len(groups) > bisectMaxObjects {
-		earlier = len(groups) - bisectMaxObjects
-		groups = groups[earlier:]
-	}
-	for i := range groups {
-		if groups[i].actor, err = actor.OfVersion(ctx, store, &groups[i].latest); err != nil {
-			return nil, 0, err
-		}
-	}
-	return groups, earlier, nil
-}
-
-// groupVersions groups versions (oldest first) by object, ordered by their
-// latest version, newest last.
-func groupVersions(vs []timeline.ObjectVersion) []versionGroup {
-	idx := map[string]int{}
-	var out []versionGroup
-	for _, v := range vs {
-		o := v.Object
-		kind := o.Kind
-		if kind == "" {
-			kind = o.Resource
-		}
-		name := o.Name
-		if o.Namespace != "" {
-			name = o.Namespace + "/" + name
-		}
-		key := kind + "\x00" + name
-		i, ok := idx[key]
-		if !ok {
-			i = len(out)
-			idx[key] = i
-			out = append(out, versionGroup{kind: kind, name: name, first: v.Time})
-		}
-		out[i].n++
-		out[i].last, out[i].latest = v.Time, v
-	}
-	slices.SortStableFunc(out, func(a, b versionGroup) int {
-		if c := a.last.Compare(b.last); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.kind, b.kind); c != 0 {
-			return c
-		}
-		return strings.Compare(a.name, b.name)
-	})
-	return out
-}
-
-// startSession replaces any open session with a new one holding marks.
-func startSession(ctx context.Context, f *Factory, store timeline.BisectLog, now time.Time, marks []timeline.BisectMark) (int64, error) {
-	old, err := store.Bisect(ctx)
-	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if old != nil {
 		fmt.Fprintf(f.IO.ErrOut, "Replacing bisect session %d (%d marks; they stay in the database).\n", old.ID, len(old.Marks))
 	}
-	id, err := store.StartBisect(ctx, now)
+	return sess, nil
+}
+
+func runAutoBisect(cmd *cobra.Command, f *Factory) error {
+	fl := flagsOf(cmd)
+	rep, err := fl.run(cmd.Context(), f)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	for i := range marks {
-		marks[i].Session = id
-		if err := store.AddBisectMark(ctx, marks[i]); err != nil {
-			return 0, err
-		}
+	if structured(fl.output) {
+		return writeData(f.IO.Out, fl.output, struct {
+			SchemaVersion int                   `json:"schemaVersion"`
+			Boundary      *investigate.Boundary `json:"boundary"`
+		}{rep.SchemaVersion, rep.Boundary})
 	}
-	return id, nil
+	b := rep.Boundary
+	if b == nil {
+		termsafe.Fprintf(f.IO.Out, "Nothing bad in the evidence (bad = %s).\n", rep.Bad)
+		return nil
+	}
+	ew := &errWriter{w: f.IO.Out}
+	ew.printf("last known-good  %s\nearliest bad     %s\n", fmtTime(b.LastGood, rfc3339Milli), fmtTime(b.FirstBad, rfc3339Milli))
+	ew.printf("the bad rate rises from %.3g/s to %.3g/s there (log-likelihood ratio %.1f); %d bad observation(s) before it are baseline noise\n\n",
+		b.BaselineRate, b.IncidentRate, b.Score, b.Noise)
+	tw := tabwriter.NewWriter(f.IO.Out, 0, 8, 2, ' ', 0)
+	f.header(tw, "SIDE\tTIME\tOBJECT\tWHAT\tEVIDENCE")
+	for _, e := range b.Evidence {
+		termsafe.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Side, fmtTime(e.Time, rfc3339Milli), e.Ref, e.What, investigate.EvidenceLink(e.Record, e.Run, e.Line))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	ew.printf("\nMark instants yourself with faultline bisect start|good|bad; see what changed with faultline diff.\n")
+	return ew.err
 }

@@ -53,55 +53,6 @@ func TestCheckMark(t *testing.T) {
 	}
 }
 
-func TestWindowNext(t *testing.T) {
-	first, last := bt0, bt0.Add(time.Hour)
-	tests := []struct {
-		name      string
-		marks     []timeline.BisectMark
-		wantNext  string // "" for none
-		wantSteps int
-		wantDone  bool
-	}{
-		{"no marks: middle of the data", nil, "2026-05-01T10:30:00Z", 12, false},
-		{"bad only: start of data to bad", []timeline.BisectMark{mark(timeline.BisectBad, 20*time.Minute, "")}, "2026-05-01T10:10:00Z", 11, false},
-		{"good and bad", []timeline.BisectMark{mark(timeline.BisectGood, 10*time.Minute, ""), mark(timeline.BisectBad, 13*time.Minute, "")},
-			"2026-05-01T10:11:30Z", 8, false},
-		{"rounded to the second", []timeline.BisectMark{mark(timeline.BisectGood, 0, ""), mark(timeline.BisectBad, 101*time.Second, "")},
-			"2026-05-01T10:00:51Z", 7, false},
-		{"sub-second precision in a narrow window", []timeline.BisectMark{mark(timeline.BisectGood, 0, ""), mark(timeline.BisectBad, 3*time.Second, "")},
-			"2026-05-01T10:00:01.5Z", 2, false},
-		{"skip at the midpoint steers earlier", []timeline.BisectMark{mark(timeline.BisectGood, 0, ""), mark(timeline.BisectBad, 16*time.Minute, ""),
-			mark(timeline.BisectSkip, 8*time.Minute, "")}, "2026-05-01T10:07:00Z", 10, false},
-		{"skips on both sides", []timeline.BisectMark{mark(timeline.BisectGood, 0, ""), mark(timeline.BisectBad, 16*time.Minute, ""),
-			mark(timeline.BisectSkip, 7*time.Minute, ""), mark(timeline.BisectSkip, 8*time.Minute, "")}, "2026-05-01T10:09:00Z", 10, false},
-		{"skip outside the window is ignored", []timeline.BisectMark{mark(timeline.BisectGood, 0, ""), mark(timeline.BisectBad, 16*time.Minute, ""),
-			mark(timeline.BisectSkip, 30*time.Minute, "")}, "2026-05-01T10:08:00Z", 10, false},
-		{"done at one second", []timeline.BisectMark{mark(timeline.BisectGood, 0, ""), mark(timeline.BisectBad, time.Second, "")}, "", 0, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w := newBisectWindow(tt.marks, first, last)
-			next, ok := w.next()
-			got := ""
-			if ok {
-				got = fmtInstant(next)
-				if !next.After(w.lo) || next.After(w.hi) {
-					t.Errorf("next %s is outside the window (%s, %s]", got, fmtInstant(w.lo), fmtInstant(w.hi))
-				}
-			}
-			if got != tt.wantNext {
-				t.Errorf("next = %q, want %q", got, tt.wantNext)
-			}
-			if s := w.steps(); s != tt.wantSteps {
-				t.Errorf("steps = %d, want %d", s, tt.wantSteps)
-			}
-			if d := w.done(); d != tt.wantDone {
-				t.Errorf("done = %v, want %v", d, tt.wantDone)
-			}
-		})
-	}
-}
-
 func TestBisectLogRoundTrip(t *testing.T) {
 	marks := []timeline.BisectMark{
 		mark(timeline.BisectBad, 10*time.Minute, "CrashLoopBackOff # on 3 workers"),

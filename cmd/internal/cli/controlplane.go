@@ -133,7 +133,7 @@ func sortClasses(cs []controlplane.Class, by string) {
 func writeControlplane(f *Factory, r *controlplane.Report, top int) error {
 	w := f.IO.Out
 	ew := &errWriter{w: w}
-	ew.printf("Window %s .. %s: %s requests in %d classes\n", ts(r.Window.Start), ts(r.Window.End), humanInt(r.Requests), len(r.Classes))
+	ew.printf("Window %s .. %s: %s requests in %d classes\n", fmtTime(r.Window.Start, rfc3339Milli), fmtTime(r.Window.End, rfc3339Milli), humanInt(r.Requests), len(r.Classes))
 	if len(r.Classes) == 0 {
 		ew.printf("No audited API requests in the window.\n")
 		return ew.err
@@ -192,7 +192,7 @@ func writeControlplane(f *Factory, r *controlplane.Report, top int) error {
 		}
 	}
 	if s := r.Scheduler; s != nil {
-		ew.printf("SCHEDULER  %s binds: peak %.0f/s at %s, %.1f/s over %.0f active seconds\n", humanInt(s.Binds), s.PeakPerSec, ts(s.PeakAt), s.MeanPerSec, s.ActiveSpanS)
+		ew.printf("SCHEDULER  %s binds: peak %.0f/s at %s, %.1f/s over %.0f active seconds\n", humanInt(s.Binds), s.PeakPerSec, fmtTime(s.PeakAt, rfc3339Milli), s.MeanPerSec, s.ActiveSpanS)
 	}
 	c := r.Cardinality
 	ew.printf("CARDINALITY  %d users, %d user agents, %d classes; %d users first seen in the second half\n", c.Users, c.UserAgents, c.Classes, c.UsersLast)
@@ -239,7 +239,7 @@ func writeBursts(ew *errWriter, bursts []controlplane.Burst, n int) {
 			break
 		}
 		ew.printf("%d. %s .. %s  %s\n   %s\n   %.0f/s peak vs %.2f/s before; %s requests from %d clients; %.1f requests per %s started\n   %s\n",
-			i+1, ts(b.Start), ts(b.End), b.Class.Key(), b.Load, b.PeakRps, b.BaselineRps, humanInt(b.Requests), b.Clients,
+			i+1, fmtTime(b.Start, rfc3339Milli), fmtTime(b.End, rfc3339Milli), b.Class.Key(), b.Load, b.PeakRps, b.BaselineRps, humanInt(b.Requests), b.Clients,
 			b.Amplification, dash(b.AmplifiedBy), b.FanOut)
 		for _, fx := range b.Fixes {
 			ew.printf("   fix %-11s -> peak %.1f/s  %s\n                   tradeoff: %s\n", fx.Kind, fx.SimulatedPeakRps, fx.Detail, fx.Tradeoff)

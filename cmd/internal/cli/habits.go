@@ -129,6 +129,16 @@ func toYAML(v any) ([]byte, error) {
 	return yaml.JSONToYAML([]byte(b.String()))
 }
 
+// checkOutput refuses an -o value the command does not print.
+func checkOutput(o string, allowed ...string) error {
+	for _, a := range allowed {
+		if o == a {
+			return nil
+		}
+	}
+	return usagef("-o "+allowed[0], "invalid --output %q: want one of %s", o, strings.Join(allowed, ", "))
+}
+
 // ---- --no-headers ----
 
 // addNoHeaders registers --no-headers on a command that prints tables.
@@ -249,11 +259,18 @@ func (w windowFlags) resolve(ctx context.Context, f *Factory, store bounder) (si
 	return since, until, nil
 }
 
-// humanAge is a span in the largest unit that reads well: "3 days",
-// "5h0m0s".
-func humanAge(d time.Duration) string {
-	if days := int(d / (24 * time.Hour)); days >= 1 {
-		return fmt.Sprintf("%d %s", days, plural(days, "day"))
+// parseWhen reads a time flag: RFC 3339, or a duration (90m, 1d) back from
+// end.
+func parseWhen(flag, s string, end time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
 	}
-	return d.Round(time.Second).String()
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if d, ok := parseDuration(s); ok {
+		return end.Add(-d), nil
+	}
+	return time.Time{}, usagef("faultline timeline --since 2h --where 'code == 429'",
+		"invalid --%s %q: want RFC 3339 (2026-05-01T10:00:00Z) or a duration (90m, 1d)", strings.TrimPrefix(flag, "--"), s)
 }

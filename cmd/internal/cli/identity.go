@@ -240,7 +240,7 @@ func identityDiffRun(ctx context.Context, o *identityOptions, args []string) err
 	tw := tabwriter.NewWriter(o.f.IO.Out, 0, 8, 2, ' ', 0)
 	o.f.header(tw, "DIMENSION\tFROM\tTO\tWHEN\tEVIDENCE")
 	for _, c := range changes {
-		termsafe.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Dimension, dash(c.From), dash(c.To), fmtTime(c.When), evidenceString(c.Evidence))
+		termsafe.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Dimension, dash(c.From), dash(c.To), fmtTime(c.When, rfc3339Sec), evidenceString(c.Evidence))
 	}
 	return tw.Flush()
 }

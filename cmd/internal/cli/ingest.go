@@ -28,7 +28,7 @@ reading the same evidence twice adds nothing, and an interrupted ingest can
 simply be run again.`,
 		Args: noArgs,
 	}
-	cmd.AddCommand(newIngestAuditCmd(f, nil), newIngestClusterCmd(f), newIngestObjectsCmd(f), newIngestVersionsCmd(f))
+	cmd.AddCommand(newIngestAuditCmd(f), newIngestClusterCmd(f), newIngestObjectsCmd(f), newIngestVersionsCmd(f))
 	cmd.PersistentFlags().BoolVar(&f.redactConfigMaps, "redact-configmaps", false, redactConfigMapsUsage)
 	return cmd
 }
@@ -43,7 +43,7 @@ type ingestAuditOptions struct {
 	maxBad    int
 }
 
-func newIngestAuditCmd(f *Factory, runF func(context.Context, *ingestAuditOptions) error) *cobra.Command {
+func newIngestAuditCmd(f *Factory) *cobra.Command {
 	opts := &ingestAuditOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "audit PATH...",
@@ -74,9 +74,6 @@ lines around it are kept. With --strict the first bad line stops the ingest
 		Args: argsAtLeast(1, "faultline ingest audit /var/log/kubernetes/audit.log"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.paths = args
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			return ingestAuditRun(cmd.Context(), opts)
 		},
 	}
@@ -283,34 +280,4 @@ func (p *progressLine) clear() {
 		fmt.Fprint(p.w, "\r\x1b[K")
 		p.drawn = false
 	}
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
-// humanInt writes 1234567 as 1,234,567.
-func humanInt(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
 }

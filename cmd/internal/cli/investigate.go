@@ -16,7 +16,6 @@ import (
 	"github.com/faultline/faultline/analyze/identity"
 	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/analyze/outcome"
-	"github.com/faultline/faultline/internal/termsafe"
 )
 
 // investigateFlags are shared by investigate and the commands that run one
@@ -162,13 +161,6 @@ contract documented in docs/investigate.md.
 	return cmd
 }
 
-func ts(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
-}
-
 // writeReport prints the report as text: a headline of three to six
 // lines (what broke, since when, the cause and who made it, the command
 // that mitigates it), then the detail, every line within the layout's
@@ -177,12 +169,30 @@ func writeReport(w io.Writer, r *investigate.Report, lay textLayout) error {
 	tw := &textWriter{w: w, lay: lay}
 	writeHeadline(tw, r)
 	tw.blank()
-	tw.row(2, "Window  %s .. %s", ts(r.Window.Start), ts(r.Window.End))
-	b := r.Boundary
-	if b == nil {
+	tw.row(2, "Window  %s .. %s", fmtTime(r.Window.Start, rfc3339Milli), fmtTime(r.Window.End, rfc3339Milli))
+	if r.Boundary == nil {
 		tw.write(glossaryLine)
 		return tw.err
 	}
+	writeVerdict(tw, r)
+	writeBoundary(tw, r.Boundary)
+	writeSliceSection(tw, r)
+	writeCounterexample(tw, r)
+	writeSuspects(tw, r.Changes)
+	writeOtherFindings(tw, r)
+	writeMitigation(tw, r.Mitigation)
+	tw.blank()
+	tw.write("ROOT-CAUSE CONFIRMATION")
+	for _, c := range r.Confirmation {
+		tw.prose(2, "  %s", c)
+	}
+	tw.blank()
+	tw.write(glossaryLine)
+	return tw.err
+}
+
+// writeVerdict prints the verdict and the next steps it suggests.
+func writeVerdict(tw *textWriter, r *investigate.Report) {
 	verdict := "cause"
 	if r.Verdict != investigate.VerdictCause {
 		verdict = "no confident cause"
@@ -192,88 +202,118 @@ func writeReport(w io.Writer, r *investigate.Report, lay textLayout) error {
 	for _, n := range r.Next {
 		tw.prose(8, "  next: %s", n)
 	}
+}
+
+// writeBoundary prints the boundary with the evidence at each side.
+func writeBoundary(tw *textWriter, b *investigate.Boundary) {
 	tw.blank()
 	tw.write("BOUNDARY")
-	tw.row(4, "  last known-good  %s", ts(b.LastGood))
-	tw.row(4, "  earliest bad     %s   (incident until %s)", ts(b.FirstBad), ts(b.IncidentEnd))
+	tw.row(4, "  last known-good  %s", fmtTime(b.LastGood, rfc3339Milli))
+	tw.row(4, "  earliest bad     %s   (incident until %s)", fmtTime(b.FirstBad, rfc3339Milli), fmtTime(b.IncidentEnd, rfc3339Milli))
 	tw.prose(4, "  bad rate %.3g/s inside vs %.3g/s baseline; %d bad observation(s) before it set aside as noise",
 		b.IncidentRate, b.BaselineRate, b.Noise)
 	for _, e := range b.Evidence {
-		tw.row(7, "  %-4s %s  %s  %s  (run"+nbsp+"%d"+nbsp+"line"+nbsp+"%d)", e.Side, ts(e.Time), e.Ref, e.What, e.Run, e.Line)
+		tw.row(7, "  %-4s %s  %s  %s  (run"+nbsp+"%d"+nbsp+"line"+nbsp+"%d)", e.Side, fmtTime(e.Time, rfc3339Milli), e.Ref, e.What, e.Run, e.Line)
 	}
+}
+
+// writeSliceSection prints the bad slice, if any, and the units counted.
+func writeSliceSection(tw *textWriter, r *investigate.Report) {
 	if s := r.Slice; s != nil {
 		tw.blank()
-		tw.row(7, "SLICE  %s", shortDigests(investigate.WhereString(s.Where)))
+		tw.row(7, "SLICE  %s", shortDigests(sliceText(s.Where)))
 		tw.prose(4, "  %d of %d units bad (precision %.2f), covering %.0f%% of the bad", s.Bad, s.Total, s.Precision, 100*s.Coverage)
 		for _, o := range s.Others {
-			tw.row(4, "  also: %s (%d of %g bad)", o.Where.String(), int(o.Bad), o.Total)
+			tw.row(4, "  also: %s (%d of %g bad)", sliceText(o.Where), int(o.Bad), o.Total)
 		}
 	}
 	tw.prose(4, "  units: %d bad, %d good, %d bad before the boundary (noise), %d unknown", r.Units.Bad, r.Units.Good, r.Units.Noise, r.Units.Unknown)
-	if c := r.Counterexample; c != nil {
-		tw.blank()
-		tw.row(4, "COUNTEREXAMPLE  %s stayed good", c.Ref)
-		if c.InSlice {
-			tw.prose(4, "  it matches the whole slice: identity alone does not explain the failure")
+}
+
+// writeCounterexample prints the good unit most like the slice, or says
+// there is none when there is a slice.
+func writeCounterexample(tw *textWriter, r *investigate.Report) {
+	c := r.Counterexample
+	if c == nil {
+		if r.Slice != nil {
+			tw.blank()
+			tw.write("COUNTEREXAMPLE  none: no known-good unit in the evidence")
 		}
-		for i, d := range c.Differs {
-			if i == 8 {
-				tw.write(fmt.Sprintf("  ... and %d more", len(c.Differs)-8))
-				break
-			}
-			tw.row(4, "  %-40s bad %-24s good %s", d.Dimension, investigate.ShortID(d.Bad), investigate.ShortID(d.Good))
-		}
-	} else if r.Slice != nil {
-		tw.blank()
-		tw.write("COUNTEREXAMPLE  none: no known-good unit in the evidence")
+		return
 	}
-	if len(r.Changes) > 0 {
-		tw.blank()
-		tw.write("SUSPECTS")
-		for i, c := range r.Changes {
-			if i == 5 {
-				tw.write(fmt.Sprintf("  ... %d more (-o json)", len(r.Changes)-5))
-				break
-			}
-			tw.prose(7, "  %d. %s %s: %s -> %s at %s", c.Rank, c.Ref, c.Dimension, investigate.ShortID(c.From), investigate.ShortID(c.To), ts(c.At))
-			tw.prose(7, "     %s", c.Why)
-			writeSuspectDetail(tw, c)
-		}
+	tw.blank()
+	tw.row(4, "COUNTEREXAMPLE  %s stayed good", c.Ref)
+	if c.InSlice {
+		tw.prose(4, "  it matches the whole slice: identity alone does not explain the failure")
 	}
+	for i, d := range c.Differs {
+		if i == 8 {
+			tw.write(fmt.Sprintf("  ... and %d more", len(c.Differs)-8))
+			break
+		}
+		tw.row(4, "  %-40s bad %-24s good %s", d.Dimension, investigate.ShortID(d.Bad), investigate.ShortID(d.Good))
+	}
+}
+
+// writeSuspects prints the first five suspects with their reasons.
+func writeSuspects(tw *textWriter, changes []investigate.Suspect) {
+	if len(changes) == 0 {
+		return
+	}
+	tw.blank()
+	tw.write("SUSPECTS")
+	for i, c := range changes {
+		if i == 5 {
+			tw.write(fmt.Sprintf("  ... %d more (-o json)", len(changes)-5))
+			break
+		}
+		tw.prose(7, "  %d. %s %s: %s -> %s at %s", c.Rank, c.Ref, c.Dimension, investigate.ShortID(c.From), investigate.ShortID(c.To), fmtTime(c.At, rfc3339Milli))
+		tw.prose(7, "     %s", c.Why)
+		writeSuspectDetail(tw, c)
+	}
+}
+
+// writeOtherFindings prints node health, the later episodes and the gang jobs.
+func writeOtherFindings(tw *textWriter, r *investigate.Report) {
 	for _, h := range r.NodeHealth {
 		sel := ""
 		if h.Selector != "" {
 			sel = " (-l " + h.Selector + ")"
 		}
 		tw.blank()
-		tw.prose(4, "NODE HEALTH  %d nodes %s%s from %s to %s; %d ran none of the units", h.Nodes, h.Reason, sel, ts(h.First), ts(h.Last), h.WithoutPods)
+		tw.prose(4, "NODE HEALTH  %d nodes %s%s from %s to %s; %d ran none of the units", h.Nodes, h.Reason, sel, fmtTime(h.First, rfc3339Milli), fmtTime(h.Last, rfc3339Milli), h.WithoutPods)
 	}
 	for i, e := range r.Episodes {
 		where := "-"
 		if e.Slice != nil {
-			where = investigate.WhereString(e.Slice.Where)
+			where = sliceText(e.Slice.Where)
 		}
 		first := time.Time{}
 		if e.Boundary != nil {
 			first = e.Boundary.FirstBad
 		}
 		tw.blank()
-		tw.row(4, "EPISODE %d  %s from %s", i+2, where, ts(first))
+		tw.row(4, "EPISODE %d  %s from %s", i+2, where, fmtTime(first, rfc3339Milli))
 		tw.prose(4, "  %s: %s", e.Verdict, e.VerdictWhy)
 	}
 	for _, g := range r.Gangs {
 		tw.blank()
 		tw.row(4, "GANG JOB %s (%d ranks)", g.Owner, g.Ranks)
 		tw.prose(4, "  first to fail: %s rank %s, %s (exit %d) at %s, %s before the next",
-			g.First.Ref, dash(g.First.Rank), g.First.Reason, g.First.ExitCode, ts(g.First.At), g.Lead.Round(time.Millisecond).String())
+			g.First.Ref, dash(g.First.Rank), g.First.Reason, g.First.ExitCode, fmtTime(g.First.At, rfc3339Milli), g.Lead.Round(time.Millisecond).String())
 		tw.prose(4, "  cascade: %d ranks (%s); terminated: %d", g.Cascade, reasonList(g.CascadeReasons), g.Terminated)
 	}
+}
+
+// writeMitigation prints the mitigations with the commands that run and
+// verify them.
+func writeMitigation(tw *textWriter, actions []investigate.Action) {
 	tw.blank()
 	tw.write("MITIGATION")
-	if len(r.Mitigation) == 0 {
+	if len(actions) == 0 {
 		tw.write("  (none suggested)")
 	}
-	for _, a := range r.Mitigation {
+	for _, a := range actions {
 		to := ""
 		if a.To != "" {
 			to = " -> " + a.To
@@ -290,14 +330,6 @@ func writeReport(w io.Writer, r *investigate.Report, lay textLayout) error {
 			tw.command("     verify: ", a.Verify)
 		}
 	}
-	tw.blank()
-	tw.write("ROOT-CAUSE CONFIRMATION")
-	for _, c := range r.Confirmation {
-		tw.prose(2, "  %s", c)
-	}
-	tw.blank()
-	tw.write(glossaryLine)
-	return tw.err
 }
 
 // glossaryLine ends a text report: where its words are explained.
@@ -320,13 +352,13 @@ func writeHeadline(tw *textWriter, r *investigate.Report) {
 	case r.Slice != nil:
 		// Values shortened: the slice is whole below, under SLICE.
 		tw.prose(9, "BROKE    %s: %d of %d units bad; %d of %d in scope",
-			shortDigests(investigate.WhereString(r.Slice.Where)), r.Slice.Bad, r.Slice.Total, r.Units.Bad, inScope)
+			shortDigests(sliceText(r.Slice.Where)), r.Slice.Bad, r.Slice.Total, r.Units.Bad, inScope)
 	case r.Units.Bad > 0:
 		tw.prose(9, "BROKE    %d of %d units in scope went bad", r.Units.Bad, inScope)
 	default:
 		tw.prose(9, "BROKE    requests and objects went bad (%s), no unit in scope", r.Bad)
 	}
-	since := ts(b.FirstBad)
+	since := fmtTime(b.FirstBad, rfc3339Milli)
 	if tw.lay.TTY && tw.lay.Loc != nil {
 		since = b.FirstBad.In(tw.lay.Loc).Format("Mon 2 Jan 15:04:05 MST") + " (" + since + ")"
 	}
@@ -451,7 +483,7 @@ func writeSuspectDetail(tw *textWriter, c investigate.Suspect) {
 	}
 	if l := c.Load; l != nil {
 		tw.prose(7, "     load: %s by %s [%s] %.0f/s at peak vs %.2g/s before, %s .. %s; %s",
-			l.Class, l.Client, l.User, l.PeakRps, l.Baseline, ts(l.Start), ts(l.End), l.Load)
+			l.Class, l.Client, l.User, l.PeakRps, l.Baseline, fmtTime(l.Start, rfc3339Milli), fmtTime(l.End, rfc3339Milli), l.Load)
 		tw.prose(7, "     detail: %s", l.Detail)
 	}
 }
@@ -465,14 +497,22 @@ func reasonList(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// errWriter keeps the first write error.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) printf(format string, args ...any) {
-	if e.err == nil {
-		_, e.err = termsafe.Fprintf(e.w, format, args...)
+// flagsOf returns the investigation flags registered on cmd, for the
+// commands that run one part of the investigation on flags they share with
+// another mode (bare bisect; slice without --cube).
+func flagsOf(cmd *cobra.Command) *investigateFlags {
+	fl := &investigateFlags{output: "text"}
+	get := func(name string) string {
+		if f := cmd.Flags().Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
 	}
+	fl.bad, fl.good, fl.since, fl.until, fl.rules = get("bad"), get("good"), get("since"), get("until"), get("rules")
+	if o := get("output"); o != "" {
+		fl.output = o
+	}
+	fl.sinceData = get("since-data") == "true"
+	fl.scope = scopeFlags{namespace: get("namespace"), all: get("all-namespaces") == "true"}
+	return fl
 }

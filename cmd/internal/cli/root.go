@@ -89,7 +89,7 @@ first use; FAULTLINE_KEY names another file. SECURITY.md has the details.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usagef(c.CommandPath()+" --help", "%s", err)
 	})
-	root.AddCommand(newIngestCmd(f), newTimelineCmd(f, nil), newSourcesCmd(f, nil), newReplayCmd(f), newEvalCmd(f), newIdentityCmd(f), newHistoryCmd(f))
+	root.AddCommand(newIngestCmd(f), newTimelineCmd(f), newSourcesCmd(f), newReplayCmd(f), newEvalCmd(f), newIdentityCmd(f), newHistoryCmd(f))
 	root.AddCommand(newBisectCmd(f))
 	root.AddCommand(newSliceCmd(f), newInvestigateCmd(f), newDiffCmd(f), newCounterexampleCmd(f), newControlplaneCmd(f))
 	root.AddCommand(newAlertsCmd(f))

@@ -13,17 +13,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/analyze/slice"
 	"github.com/faultline/faultline/internal/termsafe"
 )
-
-// sliceTimeline runs `faultline slice` without --cube: the slice search over
-// the units of an incident in the timeline. It is set by the file that
-// implements that mode; nil means the mode is not built yet.
-var sliceTimeline func(cmd *cobra.Command, f *Factory) error
-
-// sliceTimelineFlags, when set, adds the flags only the timeline mode reads.
-var sliceTimelineFlags func(cmd *cobra.Command)
 
 // sliceCubeOptions holds the flags of the cube mode.
 type sliceCubeOptions struct {
@@ -90,10 +83,7 @@ score: its evidence in nats) and a summary on stderr. -o json prints
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.cube == "" {
-				if sliceTimeline == nil {
-					return usagef(sliceCubeHint, "--cube FILE is required (the timeline mode is not available yet)")
-				}
-				return sliceTimeline(cmd, f)
+				return runSliceTimeline(cmd, f)
 			}
 			return runSliceCube(cmd.Context(), opts, cmd)
 		},
@@ -110,9 +100,7 @@ score: its evidence in nats) and a summary on stderr. -o json prints
 	fl.IntVar(&opts.maxCauses, "max-causes", 0, "most causes to report (0: 16)")
 	fl.IntVar(&opts.layer, "max-layer", 0, "most dimensions in one conjunction (0: 3)")
 	fl.StringVarP(&opts.output, "output", "o", "table", "output format: table, json or yaml")
-	if sliceTimelineFlags != nil {
-		sliceTimelineFlags(cmd)
-	}
+	addSliceTimelineFlags(cmd)
 	return cmd
 }
 
@@ -264,7 +252,7 @@ func newSliceJSON(c *slice.Cube, res slice.Result) sliceJSON {
 	for _, k := range res.Causes {
 		out.Causes = append(out.Causes, k.Where)
 		out.Stats = append(out.Stats, sliceCauseJSON{
-			Cause:     k.Where.String(),
+			Cause:     sliceText(k.Where),
 			Bad:       k.Bad,
 			Total:     k.Total,
 			Expected:  round6(k.Expected),
@@ -332,4 +320,48 @@ func fmtNum(x float64) string {
 		return strconv.FormatFloat(x, 'f', 0, 64)
 	}
 	return strconv.FormatFloat(x, 'f', 2, 64)
+}
+
+// addSliceTimelineFlags adds the flags only slice's timeline mode reads;
+// --bad and -o are shared with the cube mode.
+func addSliceTimelineFlags(cmd *cobra.Command) {
+	cmd.Flags().String("good", "", "timeline mode: CEL over record fields, what counts as good")
+	cmd.Flags().String("since", "", "timeline mode: look at evidence from this instant (RFC 3339, or a duration back from now: 2h, 1d)")
+	cmd.Flags().String("until", "", "timeline mode: look at evidence before this instant")
+	cmd.Flags().Bool("since-data", false, "timeline mode: count --since and --until durations back from the end of the data instead of from now")
+	(&scopeFlags{}).add(cmd.Flags(), "timeline mode: judge units")
+	cmd.Flags().String("rules", "", "timeline mode: YAML file of artifact extraction rules")
+}
+
+func runSliceTimeline(cmd *cobra.Command, f *Factory) error {
+	fl := flagsOf(cmd)
+	rep, err := fl.run(cmd.Context(), f)
+	if err != nil {
+		return err
+	}
+	if structured(fl.output) {
+		causes := []map[string]string{}
+		if rep.Slice != nil {
+			causes = append(causes, rep.Slice.Where)
+			for _, o := range rep.Slice.Others {
+				causes = append(causes, o.Where)
+			}
+		}
+		return writeData(f.IO.Out, fl.output, struct {
+			Causes []map[string]string `json:"causes"`
+			Slice  *investigate.Slice  `json:"slice"`
+		}{causes, rep.Slice})
+	}
+	if rep.Slice == nil {
+		fmt.Fprintf(f.IO.Out, "No slice: %d bad and %d good units after the boundary.\n", rep.Units.Bad, rep.Units.Good)
+		return nil
+	}
+	s := rep.Slice
+	ew := &errWriter{w: f.IO.Out}
+	ew.printf("%s\n  %d of %d units bad (precision %.2f), covering %.0f%% of the %d bad units\n",
+		sliceText(s.Where), s.Bad, s.Total, s.Precision, 100*s.Coverage, rep.Units.Bad)
+	for _, o := range s.Others {
+		ew.printf("%s\n  %g of %g units bad (precision %.2f), covering %.0f%%\n", sliceText(o.Where), o.Bad, o.Total, o.Precision, 100*o.Coverage)
+	}
+	return ew.err
 }

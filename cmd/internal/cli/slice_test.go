@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/spf13/cobra"
 )
 
 const sliceRSCube = `min,cdn,bitrate,value,cnt
@@ -96,27 +94,5 @@ func TestSliceCubeCorruptGzip(t *testing.T) {
 	code, _, errOut := runSliceCLI(t, z[:len(z)/2], "slice", "--cube", "-", "--time-column", "min", "--bad", "value", "--total", "cnt", "--at", "180")
 	if code != exitFailure || !strings.HasPrefix(errOut, "error: <stdin>") {
 		t.Errorf("exit %d, stderr %q; want exit 1 naming <stdin>", code, errOut)
-	}
-}
-
-// TestSliceTimelineDispatch checks that without --cube the command hands
-// over to the timeline mode when it exists, and says it is missing if not.
-func TestSliceTimelineDispatch(t *testing.T) {
-	saved := sliceTimeline
-	t.Cleanup(func() { sliceTimeline = saved })
-
-	sliceTimeline = nil
-	code, _, errOut := runSliceCLI(t, nil, "slice")
-	if code != exitUsage || !strings.Contains(errOut, "--cube FILE is required") {
-		t.Errorf("without timeline mode: exit %d, stderr %q; want exit 2 asking for --cube", code, errOut)
-	}
-
-	called := false
-	sliceTimeline = func(cmd *cobra.Command, f *Factory) error {
-		called = true
-		return nil
-	}
-	if code, _, errOut := runSliceCLI(t, nil, "slice"); code != exitOK || !called {
-		t.Errorf("with timeline mode: exit %d (called %v), stderr %q", code, called, errOut)
 	}
 }

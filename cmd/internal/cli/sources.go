@@ -19,7 +19,7 @@ type sourcesOptions struct {
 	gap    time.Duration
 }
 
-func newSourcesCmd(f *Factory, runF func(context.Context, *sourcesOptions) error) *cobra.Command {
+func newSourcesCmd(f *Factory) *cobra.Command {
 	opts := &sourcesOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "sources",
@@ -35,9 +35,6 @@ evidence: a gap during the incident window is a blind spot.`,
   faultline sources -o json | jq '.runs[] | select(.badLines > 0)'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			return sourcesRun(cmd.Context(), opts)
 		},
 	}
@@ -126,13 +123,6 @@ func sourcesRun(ctx context.Context, opts *sourcesOptions) error {
 	return printSources(opts.f, &out, opts.gap)
 }
 
-func fmtTime(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
 func printSources(f *Factory, s *sourcesJSON, gap time.Duration) error {
 	w := f.IO.Out
 	if len(s.Runs) == 0 {
@@ -142,7 +132,7 @@ func printSources(f *Factory, s *sourcesJSON, gap time.Duration) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	f.header(tw, "SOURCE\tFIRST\tLAST\tRECORDS\tRUNS\tBAD LINES")
 	for _, x := range s.Sources {
-		termsafe.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", x.Source, fmtTime(x.First), fmtTime(x.Last), humanInt(x.Records), x.Runs, humanInt(x.Bad))
+		termsafe.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", x.Source, fmtTime(x.First, rfc3339Sec), fmtTime(x.Last, rfc3339Sec), humanInt(x.Records), x.Runs, humanInt(x.Bad))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -154,7 +144,7 @@ func printSources(f *Factory, s *sourcesJSON, gap time.Duration) error {
 			sum = sum[:12]
 		}
 		termsafe.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Source, r.Status, displayPath(r.Path),
-			humanBytes(r.Size), dash(sum), fmtTime(r.First), fmtTime(r.Last), humanInt(r.Records), humanInt(r.Versions),
+			humanBytes(r.Size), dash(sum), fmtTime(r.First, rfc3339Sec), fmtTime(r.Last, rfc3339Sec), humanInt(r.Records), humanInt(r.Versions),
 			humanInt(r.Duplicates), humanInt(r.BadLines))
 	}
 	tw.Flush()
@@ -172,7 +162,7 @@ func printSources(f *Factory, s *sourcesJSON, gap time.Duration) error {
 	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "GAPS (>= %s)\tSTART\tEND\tLENGTH\n", gap)
 	for _, g := range s.Gaps {
-		termsafe.Fprintf(tw, "%s\t%s\t%s\t%s\n", g.Source, fmtTime(g.Start), fmtTime(g.End), g.Duration)
+		termsafe.Fprintf(tw, "%s\t%s\t%s\t%s\n", g.Source, fmtTime(g.Start, rfc3339Sec), fmtTime(g.End, rfc3339Sec), g.Duration)
 	}
 	return tw.Flush()
 }

@@ -29,7 +29,7 @@ type timelineOptions struct {
 	scope     scopeFlags
 }
 
-func newTimelineCmd(f *Factory, runF func(context.Context, *timelineOptions) error) *cobra.Command {
+func newTimelineCmd(f *Factory) *cobra.Command {
 	opts := &timelineOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "timeline",
@@ -77,9 +77,6 @@ lists exactly the bad observations; -o wide shows it as the BAD column.`,
   faultline timeline --since 2026-05-01T10:00:00Z --until 2026-05-01T10:05:00Z`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(cmd.Context(), opts)
-			}
 			return timelineRun(cmd.Context(), opts)
 		},
 	}
@@ -110,31 +107,6 @@ func fieldHelp() string {
 		fmt.Fprintf(&b, "  %-12s %-10s %s\n", fl.Name, typ, fl.Doc)
 	}
 	return b.String()
-}
-
-// parseWhen reads a time flag: RFC 3339, or a duration (90m, 1d) back from
-// end.
-func parseWhen(flag, s string, end time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	if d, ok := parseDuration(s); ok {
-		return end.Add(-d), nil
-	}
-	return time.Time{}, usagef("faultline timeline --since 2h --where 'code == 429'",
-		"invalid --%s %q: want RFC 3339 (2026-05-01T10:00:00Z) or a duration (90m, 1d)", strings.TrimPrefix(flag, "--"), s)
-}
-
-func checkOutput(o string, allowed ...string) error {
-	for _, a := range allowed {
-		if o == a {
-			return nil
-		}
-	}
-	return usagef("-o "+allowed[0], "invalid --output %q: want one of %s", o, strings.Join(allowed, ", "))
 }
 
 func timelineRun(ctx context.Context, opts *timelineOptions) error {
@@ -349,13 +321,6 @@ func (p *recordPrinter) close() error {
 		return p.tw.Flush()
 	}
 	return nil
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 func formatLatency(d time.Duration) string {
