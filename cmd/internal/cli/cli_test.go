@@ -104,7 +104,6 @@ func TestExitCodes(t *testing.T) {
 		{usagef("faultline x", "bad %s", "thing"), 2, "error: bad thing\nTry: faultline x\n"},
 		{context.Canceled, 130, "interrupted: what was committed is kept; rerun to complete it\n"},
 		{errors.New("boom"), 1, "error: boom\n"},
-		{&silentError{code: 1}, 1, ""},
 		{&evalFailedError{unscored: 1, incidents: 7, below: true, score: 0.5, min: 0.9}, 1,
 			"error: eval: 1 of 7 incidents could not be scored (NOT SCORED in the output); overall score 0.500 is below --min 0.9\n"},
 		// The analyzers' typed errors, wrapped as callers do; the flags

@@ -34,11 +34,6 @@ func usagef(hint, format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...), hint: hint}
 }
 
-// silentError has already been reported; it only sets the exit code.
-type silentError struct{ code int }
-
-func (e *silentError) Error() string { return fmt.Sprintf("exit %d", e.code) }
-
 // evalFailedError is an evaluation that printed its scores but failed:
 // some incidents could not be scored, or the overall score is below the bar
 // set with --min. Exit 1.
@@ -62,7 +57,6 @@ func (e *evalFailedError) Error() string {
 // exitCode reports err on w and returns the process exit code.
 func exitCode(err error, w io.Writer) int {
 	var ue *usageError
-	var se *silentError
 	var ef *evalFailedError
 	var pe *sqlite.PathError
 	var expr *outcome.ExprError
@@ -70,8 +64,6 @@ func exitCode(err error, w io.Writer) int {
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &se):
-		return se.code
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(w, "interrupted: what was committed is kept; rerun to complete it")
 		return exitInterrupt

@@ -15,6 +15,7 @@ import (
 	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/fixtures"
 	"github.com/faultline/faultline/internal/termsafe"
+	"github.com/faultline/faultline/timeline"
 )
 
 type replayOptions struct {
@@ -94,26 +95,13 @@ func replayList(f *Factory) error {
 // and shows the findings; with --check it compares them with expected.json.
 func replayRun(ctx context.Context, opts *replayOptions) error {
 	f := opts.f
-	var (
-		fsys fs.FS
-		dir  string // the folder replayed; "" for a bundled incident
-	)
-	if fi, err := os.Stat(opts.name); err == nil && fi.IsDir() {
-		fsys, dir = os.DirFS(opts.name), opts.name
-	} else {
-		fx, err := fixtures.Load(opts.name)
-		if err != nil {
-			return usagef("faultline replay", "%v: see the list with faultline replay, or give a folder", err)
-		}
-		fsys = fx.FS
+	fsys, dir, err := replaySource(opts.name)
+	if err != nil {
+		return err
 	}
 	var expected *fixtures.Expected
 	if opts.check {
-		if err := checkIncidentFile(dir, "expected.json"); err != nil {
-			return fmt.Errorf("replay %s --check: %w", opts.name, err)
-		}
-		var err error
-		if expected, err = fixtures.LoadExpected(fsys); err != nil {
+		if expected, err = replayExpected(fsys, dir); err != nil {
 			return fmt.Errorf("replay %s --check: %w", opts.name, err)
 		}
 	}
@@ -136,30 +124,71 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 		}()
 		f.dbPath = filepath.Join(work, "faultline.db")
 	}
+	runs, err := replayIngest(ctx, f, fsys, dir)
+	if err != nil {
+		return fmt.Errorf("replay %s: %w", opts.name, err)
+	}
+	if opts.dbSet || opts.keep {
+		keep = true
+	}
+	replaySummary(f, opts, runs)
+	return replayShow(ctx, f, opts.name, expected)
+}
+
+// replaySource is the evidence of the incident name: a folder, or one of
+// the bundled incidents (dir "").
+func replaySource(name string) (fsys fs.FS, dir string, err error) {
+	if fi, err := os.Stat(name); err == nil && fi.IsDir() {
+		return os.DirFS(name), name, nil
+	}
+	fx, err := fixtures.Load(name)
+	if err != nil {
+		return nil, "", usagef("faultline replay", "%v: see the list with faultline replay, or give a folder", err)
+	}
+	return fx.FS, "", nil
+}
+
+// replayExpected reads the incident's ground truth, for --check.
+func replayExpected(fsys fs.FS, dir string) (*fixtures.Expected, error) {
+	if err := checkIncidentFile(dir, "expected.json"); err != nil {
+		return nil, err
+	}
+	return fixtures.LoadExpected(fsys)
+}
+
+// replayIngest ingests the incident into f.dbPath and prints each run's
+// summary, also when one failed.
+func replayIngest(ctx context.Context, f *Factory, fsys fs.FS, dir string) ([]timeline.IngestRun, error) {
 	load := incidentLoader{logger: f.Logger(), now: f.Now, warnf: f.warnf, key: f.Key(), redactAll: f.redactConfigMaps}
 	runs, err := load.ingest(ctx, fsys, dir, f.dbPath)
 	for _, r := range runs {
 		printRunSummary(f.IO.ErrOut, &r, 0) // every bad line was printed
 	}
-	if err != nil {
-		return fmt.Errorf("replay %s: %w", opts.name, err)
-	}
+	return runs, err
+}
+
+// replaySummary says what was replayed, and where the timeline stays.
+func replaySummary(f *Factory, opts *replayOptions, runs []timeline.IngestRun) {
 	var records int64
 	for _, r := range runs {
 		records += r.Records
 	}
 	if opts.dbSet || opts.keep {
-		keep = true
 		termsafe.Fprintf(f.IO.Out, "Replayed %s into %s: ingested %s records from %d files; faultline --db %s sources for the tables\n",
 			opts.name, f.dbPath, humanInt(records), len(runs), f.dbPath)
 		termsafe.Fprintf(f.IO.Out, "Explore it: faultline --db %s timeline --where 'code >= 429'\n", f.dbPath)
-	} else {
-		termsafe.Fprintf(f.IO.Out, "Replayed %s: ingested %s records from %d files into a temporary timeline, removed on exit (--keep or --db FILE keeps it)\n",
-			opts.name, humanInt(records), len(runs))
+		return
 	}
+	termsafe.Fprintf(f.IO.Out, "Replayed %s: ingested %s records from %d files into a temporary timeline, removed on exit (--keep or --db FILE keeps it)\n",
+		opts.name, humanInt(records), len(runs))
+}
+
+// replayShow prints the findings, then the check against expected (when
+// given), or opens the TUI on a terminal.
+func replayShow(ctx context.Context, f *Factory, name string, expected *fixtures.Expected) error {
 	rep, cp, err := analyzeIncident(ctx, f.dbPath, f.Logger())
 	if err != nil {
-		return fmt.Errorf("replay %s: %w", opts.name, err)
+		return fmt.Errorf("replay %s: %w", name, err)
 	}
 	fmt.Fprintln(f.IO.Out)
 	if err := writeReport(f.IO.Out, rep, f.reportLayout()); err != nil {
