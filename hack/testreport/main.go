@@ -43,6 +43,8 @@ func (r *report) add(e event) {
 		fmt.Fprint(r.out, e.Output) // the package's own lines: ok, FAIL, build errors
 	case e.Test == "" && e.Action == "fail":
 		r.failed = true
+	case e.Test == "":
+		// A package's own pass, or skip: it has no test files.
 	case e.Action == "output":
 		r.pending[key] = append(r.pending[key], e.Output)
 	case e.Action == "fail":

@@ -33,6 +33,9 @@ func TestRun(t *testing.T) {
 			"ok  \tp\t0.1s\n1 tests skipped\n  SKIP p TestA: a_test.go:9: tmux not installed\n"},
 		{"a skip in CI", strings.ReplaceAll(stream, `"fail"`, `"pass"`), true, 1,
 			"ok  \tp\t0.1s\n1 tests skipped\n  SKIP p TestA: a_test.go:9: tmux not installed\nFAIL: tests skipped under CI, where nothing may skip\n"},
+		{"a package without tests is no skipped test", `{"Action":"output","Package":"q","Output":"?   \tq\t[no test files]\n"}
+{"Action":"skip","Package":"q"}
+`, true, 0, "?   \tq\t[no test files]\n0 tests skipped\n"},
 		{"a build error", "# p\nx.go:1: syntax error\n", false, 1, "# p\nx.go:1: syntax error\n0 tests skipped\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
