@@ -140,49 +140,11 @@ func writeVersions(t *testing.T, path string, n int) {
 // seen twice keeps its best sighting (a write, then a read, then a dump's
 // metadata; the earliest of a kind), whatever came first (issue 15, item 16).
 func TestIngestOrderDoesNotMatter(t *testing.T) {
-	f, err := os.Open(filepath.Join("..", "..", "fixtures", "bad-config-rollout", "audit.log.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := bytes.SplitAfter(bytes.TrimSuffix(all, []byte("\n")), []byte("\n"))
+	lines := fixtureAuditLines(t, "bad-config-rollout")
 	// The second half also reads again, ten minutes on, every object the
 	// first half wrote: the same versions, seen later.
 	half := len(lines) / 2
-	var rereads [][]byte
-	for _, l := range lines[:half] {
-		var ev map[string]any
-		if json.Unmarshal(l, &ev) != nil {
-			continue
-		}
-		obj, _ := ev["responseObject"].(map[string]any)
-		md, _ := obj["metadata"].(map[string]any)
-		if md["uid"] == nil || md["resourceVersion"] == nil || (ev["verb"] != "create" && ev["verb"] != "update") {
-			continue
-		}
-		later := func(k string) {
-			if at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(ev[k])); err == nil {
-				ev[k] = at.Add(10 * time.Minute).Format(time.RFC3339Nano)
-			}
-		}
-		later("requestReceivedTimestamp")
-		later("stageTimestamp")
-		ev["verb"], ev["auditID"], ev["level"] = "get", fmt.Sprint("reread-", ev["auditID"]), "RequestResponse"
-		delete(ev, "requestObject")
-		b, err := json.Marshal(ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rereads = append(rereads, append(b, '\n'))
-	}
+	rereads := rereadsLater(t, lines[:half], 10*time.Minute)
 	if len(rereads) < 50 {
 		t.Fatalf("only %d objects written in the first half", len(rereads))
 	}
@@ -220,4 +182,55 @@ func TestIngestOrderDoesNotMatter(t *testing.T) {
 	if got != want {
 		t.Errorf("second half first:\n got %+v\nwant %+v", got, want)
 	}
+}
+
+// fixtureAuditLines reads a bundled incident's audit log, one line (with
+// its newline) an element.
+func fixtureAuditLines(t *testing.T, incident string) [][]byte {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "..", "fixtures", incident, "audit.log.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.SplitAfter(bytes.TrimSuffix(all, []byte("\n")), []byte("\n"))
+}
+
+// rereadsLater returns, for every object lines create or update, a get of
+// it after later: the same version, seen again.
+func rereadsLater(t *testing.T, lines [][]byte, later time.Duration) [][]byte {
+	t.Helper()
+	var rereads [][]byte
+	for _, l := range lines {
+		var ev map[string]any
+		if json.Unmarshal(l, &ev) != nil {
+			continue
+		}
+		obj, _ := ev["responseObject"].(map[string]any)
+		md, _ := obj["metadata"].(map[string]any)
+		if md["uid"] == nil || md["resourceVersion"] == nil || (ev["verb"] != "create" && ev["verb"] != "update") {
+			continue
+		}
+		for _, k := range []string{"requestReceivedTimestamp", "stageTimestamp"} {
+			if at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(ev[k])); err == nil {
+				ev[k] = at.Add(later).Format(time.RFC3339Nano)
+			}
+		}
+		ev["verb"], ev["auditID"], ev["level"] = "get", fmt.Sprint("reread-", ev["auditID"]), "RequestResponse"
+		delete(ev, "requestObject")
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rereads = append(rereads, append(b, '\n'))
+	}
+	return rereads
 }
