@@ -256,6 +256,36 @@ func TestSnapshotAgainstRealAPIServer(t *testing.T) {
 	// What the apiserver holds before the snapshot, in this test's own
 	// namespace (and nodes, which no test deletes): other tests run in
 	// parallel and change their own namespaces meanwhile.
+	before, counts := c.objectsBefore(ctx, t, ns)
+	events, err := c.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s := sqlitetest.New(t)
+	agent := fmt.Sprintf("faultline/test-%d", time.Now().UnixNano())
+	in := c.ingester(t, "admin", agent, s, Options{})
+	runs, err := in.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Everything that existed when the snapshot began is in the store.
+	checkObjectsHeld(t, s, before)
+	if counts["pods"] < pods {
+		t.Fatalf("scenario made %d pods, want >= %d", counts["pods"], pods)
+	}
+	checkSnapshotEventsHeld(t, s, events.Items)
+
+	// The footprint, from the apiserver's own audit log: read-only, and no
+	// more LISTs than pages.
+	checkFootprint(t, c.dir, agent, runs)
+}
+
+// objectsBefore lists the UIDs of the pods, configmaps, secrets and jobs in
+// ns and of all nodes, by resource, and how many of each there are.
+func (c *cluster) objectsBefore(ctx context.Context, t *testing.T, ns string) (map[string][]string, map[string]int) {
+	t.Helper()
 	dyn, _ := dynamic.NewForConfig(c.admin)
 	before := map[string][]string{}
 	counts := map[string]int{}
@@ -278,20 +308,13 @@ func TestSnapshotAgainstRealAPIServer(t *testing.T) {
 		}
 		counts[gvr.Resource] = len(l.Items)
 	}
-	events, err := c.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return before, counts
+}
 
-	s := sqlitetest.New(t)
-	agent := fmt.Sprintf("faultline/test-%d", time.Now().UnixNano())
-	in := c.ingester(t, "admin", agent, s, Options{})
-	runs, err := in.Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	// Everything that existed when the snapshot began is in the store.
+// checkObjectsHeld checks that the store holds every UID in before, by
+// resource.
+func checkObjectsHeld(t *testing.T, s *sqlite.Store, before map[string][]string) {
+	t.Helper()
 	for res, uids := range before {
 		held := heldUIDs(t, s, res, "")
 		var missing int
@@ -304,26 +327,33 @@ func TestSnapshotAgainstRealAPIServer(t *testing.T) {
 			t.Errorf("%s: %d of %d objects missing from the store", res, missing, len(uids))
 		}
 	}
-	if counts["pods"] < pods {
-		t.Fatalf("scenario made %d pods, want >= %d", counts["pods"], pods)
-	}
+}
+
+// checkSnapshotEventsHeld checks that the store holds every one of events,
+// and that there was at least one.
+func checkSnapshotEventsHeld(t *testing.T, s *sqlite.Store, events []corev1.Event) {
+	t.Helper()
 	held := map[types.NamespacedName]bool{}
 	for _, e := range heldEvents(t, s) {
 		held[e] = true
 	}
 	var missing int
-	for _, e := range events.Items {
+	for _, e := range events {
 		if !held[types.NamespacedName{Namespace: e.Namespace, Name: e.Name}] {
 			missing++
 		}
 	}
-	if missing > 0 || len(events.Items) == 0 {
-		t.Errorf("%d of %d events missing", missing, len(events.Items))
+	if missing > 0 || len(events) == 0 {
+		t.Errorf("%d of %d events missing", missing, len(events))
 	}
+}
 
-	// The footprint, from the apiserver's own audit log: read-only, and no
-	// more LISTs than pages.
-	verbs, lists := auditFootprint(t, c.dir, agent)
+// checkFootprint checks, from the apiserver's audit log, that agent only
+// read (get, list, watch), that every run finished, and that it sent no more
+// LISTs per resource than pages of what it received; it logs the LISTs.
+func checkFootprint(t *testing.T, dir, agent string, runs []timeline.IngestRun) {
+	t.Helper()
+	verbs, lists := auditFootprint(t, dir, agent)
 	for v := range verbs {
 		if v != "get" && v != "list" && v != "watch" {
 			t.Errorf("faultline sent a %q request", v)
