@@ -256,6 +256,36 @@ func TestSnapshotAgainstRealAPIServer(t *testing.T) {
 	// What the apiserver holds before the snapshot, in this test's own
 	// namespace (and nodes, which no test deletes): other tests run in
 	// parallel and change their own namespaces meanwhile.
+	before, counts := c.objectsBefore(ctx, t, ns)
+	events, err := c.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s := sqlitetest.New(t)
+	agent := fmt.Sprintf("faultline/test-%d", time.Now().UnixNano())
+	in := c.ingester(t, "admin", agent, s, Options{})
+	runs, err := in.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Everything that existed when the snapshot began is in the store.
+	checkObjectsHeld(t, s, before)
+	if counts["pods"] < pods {
+		t.Fatalf("scenario made %d pods, want >= %d", counts["pods"], pods)
+	}
+	checkSnapshotEventsHeld(t, s, events.Items)
+
+	// The footprint, from the apiserver's own audit log: read-only, and no
+	// more LISTs than pages.
+	checkFootprint(t, c.dir, agent, runs)
+}
+
+// objectsBefore lists the UIDs of the pods, configmaps, secrets and jobs in
+// ns and of all nodes, by resource, and how many of each there are.
+func (c *cluster) objectsBefore(ctx context.Context, t *testing.T, ns string) (map[string][]string, map[string]int) {
+	t.Helper()
 	dyn, _ := dynamic.NewForConfig(c.admin)
 	before := map[string][]string{}
 	counts := map[string]int{}
@@ -278,20 +308,13 @@ func TestSnapshotAgainstRealAPIServer(t *testing.T) {
 		}
 		counts[gvr.Resource] = len(l.Items)
 	}
-	events, err := c.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return before, counts
+}
 
-	s := sqlitetest.New(t)
-	agent := fmt.Sprintf("faultline/test-%d", time.Now().UnixNano())
-	in := c.ingester(t, "admin", agent, s, Options{})
-	runs, err := in.Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	// Everything that existed when the snapshot began is in the store.
+// checkObjectsHeld checks that the store holds every UID in before, by
+// resource.
+func checkObjectsHeld(t *testing.T, s *sqlite.Store, before map[string][]string) {
+	t.Helper()
 	for res, uids := range before {
 		held := heldUIDs(t, s, res, "")
 		var missing int
@@ -304,26 +327,33 @@ func TestSnapshotAgainstRealAPIServer(t *testing.T) {
 			t.Errorf("%s: %d of %d objects missing from the store", res, missing, len(uids))
 		}
 	}
-	if counts["pods"] < pods {
-		t.Fatalf("scenario made %d pods, want >= %d", counts["pods"], pods)
-	}
+}
+
+// checkSnapshotEventsHeld checks that the store holds every one of events,
+// and that there was at least one.
+func checkSnapshotEventsHeld(t *testing.T, s *sqlite.Store, events []corev1.Event) {
+	t.Helper()
 	held := map[types.NamespacedName]bool{}
 	for _, e := range heldEvents(t, s) {
 		held[e] = true
 	}
 	var missing int
-	for _, e := range events.Items {
+	for _, e := range events {
 		if !held[types.NamespacedName{Namespace: e.Namespace, Name: e.Name}] {
 			missing++
 		}
 	}
-	if missing > 0 || len(events.Items) == 0 {
-		t.Errorf("%d of %d events missing", missing, len(events.Items))
+	if missing > 0 || len(events) == 0 {
+		t.Errorf("%d of %d events missing", missing, len(events))
 	}
+}
 
-	// The footprint, from the apiserver's own audit log: read-only, and no
-	// more LISTs than pages.
-	verbs, lists := auditFootprint(t, c.dir, agent)
+// checkFootprint checks, from the apiserver's audit log, that agent only
+// read (get, list, watch), that every run finished, and that it sent no more
+// LISTs per resource than pages of what it received; it logs the LISTs.
+func checkFootprint(t *testing.T, dir, agent string, runs []timeline.IngestRun) {
+	t.Helper()
+	verbs, lists := auditFootprint(t, dir, agent)
 	for v := range verbs {
 		if v != "get" && v != "list" && v != "watch" {
 			t.Errorf("faultline sent a %q request", v)
@@ -396,15 +426,77 @@ func TestFollowSurvivesAnAPIServerRestart(t *testing.T) {
 		Resources: []Wanted{{"", "configmaps", false}, {"", "events", false}},
 		OnSkip:    func(s *input.Skip) { t.Log(s) },
 	})
-	fctx, stop := context.WithCancel(ctx)
-	var (
-		wg   sync.WaitGroup
-		ferr error
-	)
-	wg.Add(1)
-	go func() { defer wg.Done(); ferr = in.Follow(fctx) }()
+	f := startFollow(ctx, in)
 	// Change nothing before the follow holds a position: an object created
 	// and deleted before faultline first lists is invisible to anyone.
+	awaitFollowCursors(ctx, t, s, ns)
+
+	c.churn(ctx, t, ns, 0, 40)
+	// (deletions are every fifth ConfigMap: cm-000, cm-005, ...)
+	c.restartAPIServer(ctx, t, ns)
+	c.churn(ctx, t, ns, 40, 80)
+
+	// Wait until the store holds the final resourceVersion of every
+	// ConfigMap and the deletion of every deleted one, then stop following.
+	// A change that never arrives fails here, naming what is missing.
+	final, err := c.kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := awaitFinalConfigMaps(t, s, ns, final.Items, deletedBefore(80))
+	if err := f.stop(); err != nil {
+		t.Fatalf("follow: %v", err)
+	}
+	if len(missing) > 0 {
+		t.Errorf("after a minute the store still lacks: %v", missing)
+	}
+
+	// faultline itself restarts: changes made while nobody followed arrive
+	// when it follows again, from the position it had committed, without a
+	// new LIST.
+	listsBefore := countLists(t, s)
+	c.churn(ctx, t, ns, 80, 90)
+	f = startFollow(ctx, in)
+	poll(t, time.Minute, func() bool {
+		gone := deletionsHeld(t, s, ns)
+		return gone["cm-080"] && gone["cm-085"]
+	})
+	if err := f.stop(); err != nil {
+		t.Fatalf("second follow: %v", err)
+	}
+	if n := countLists(t, s) - listsBefore; n != 0 {
+		t.Errorf("the resumed follow listed configmaps %d times; it should watch from its cursor", n)
+	}
+	c.checkEventsHeld(ctx, t, s, ns)
+}
+
+// following is one Follow running in the background until stop.
+type following struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	err    error
+}
+
+// startFollow runs in.Follow in the background.
+func startFollow(ctx context.Context, in *Ingester) *following {
+	fctx, cancel := context.WithCancel(ctx)
+	f := &following{cancel: cancel}
+	f.wg.Add(1)
+	go func() { defer f.wg.Done(); f.err = in.Follow(fctx) }()
+	return f
+}
+
+// stop cancels the follow, waits for it to return and gives its error.
+func (f *following) stop() error {
+	f.cancel()
+	f.wg.Wait()
+	return f.err
+}
+
+// awaitFollowCursors waits until the follow holds a position (a cursor) for
+// both configmaps and events of ns.
+func awaitFollowCursors(ctx context.Context, t *testing.T, s *sqlite.Store, ns string) {
+	t.Helper()
 	for _, res := range []string{"configmaps", "events"} {
 		name := target{gvr: schema.GroupVersionResource{Version: "v1", Resource: res}}.cursorName(ns)
 		poll(t, time.Minute, func() bool {
@@ -412,35 +504,42 @@ func TestFollowSurvivesAnAPIServerRestart(t *testing.T) {
 			return err == nil && rv != ""
 		})
 	}
+}
 
+// churn creates ConfigMaps cm-<from> to cm-<to-1> in ns, updates each once,
+// deletes every fifth, and creates one Event for each.
+func (c *cluster) churn(ctx context.Context, t *testing.T, ns string, from, to int) {
+	t.Helper()
 	cms := c.kube.CoreV1().ConfigMaps(ns)
-	churn := func(from, to int) {
-		for i := from; i < to; i++ {
-			name := fmt.Sprintf("cm-%03d", i)
-			cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"v": "1"}}, metav1.CreateOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cm.Data["v"] = "2"
-			if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			if i%5 == 0 {
-				if err := cms.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%d", name, i)},
-				InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", Namespace: ns, Name: name, APIVersion: "v1"},
-				Reason:         "Changed", Message: "test", Type: "Normal", Count: 1,
-				FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Source: corev1.EventSource{Component: "test"}}
-			if _, err := c.kube.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+	for i := from; i < to; i++ {
+		name := fmt.Sprintf("cm-%03d", i)
+		cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"v": "1"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data["v"] = "2"
+		if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if i%5 == 0 {
+			if err := cms.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
+		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%d", name, i)},
+			InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", Namespace: ns, Name: name, APIVersion: "v1"},
+			Reason:         "Changed", Message: "test", Type: "Normal", Count: 1,
+			FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(), Source: corev1.EventSource{Component: "test"}}
+		if _, err := c.kube.CoreV1().Events(ns).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	churn(0, 40)
-	// (deletions are every fifth ConfigMap: cm-000, cm-005, ...)
+}
+
+// restartAPIServer kills the apiserver with SIGKILL, keeps it down for two
+// seconds, starts it again and waits until it answers for ns.
+func (c *cluster) restartAPIServer(ctx context.Context, t *testing.T, ns string) {
+	t.Helper()
 	restart := exec.Command("bash", "../../hack/cluster/restart", "kube-apiserver", "--down-for", "2")
 	restart.Env = append(os.Environ(), "FAULTLINE_CLUSTER_DIR="+c.dir)
 	out, err := restart.CombinedOutput()
@@ -452,27 +551,28 @@ func TestFollowSurvivesAnAPIServerRestart(t *testing.T) {
 		_, err := c.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return err == nil
 	})
-	churn(40, 80)
+}
 
-	// Wait until the store holds the final resourceVersion of every
-	// ConfigMap, then stop following.
-	final, err := cms.List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Wait until the store holds the final resourceVersion of every
-	// ConfigMap and the deletion of every deleted one, then stop following.
-	// A change that never arrives fails here, naming what is missing.
+// deletedBefore names the ConfigMaps churn deleted among cm-000 to cm-<n-1>.
+func deletedBefore(n int) []string {
 	var deleted []string
-	for i := 0; i < 80; i += 5 {
+	for i := 0; i < n; i += 5 {
 		deleted = append(deleted, fmt.Sprintf("cm-%03d", i))
 	}
+	return deleted
+}
+
+// awaitFinalConfigMaps waits, up to a minute, until the store holds the
+// version of every ConfigMap in final and the deletion of every one named in
+// deleted; it returns what is still missing then (nothing when all arrived).
+func awaitFinalConfigMaps(t *testing.T, s *sqlite.Store, ns string, final []corev1.ConfigMap, deleted []string) []string {
+	t.Helper()
 	var missing []string
 	deadline := time.Now().Add(time.Minute)
 	for {
 		missing = missing[:0]
 		held := heldVersions(t, s, "configmaps")
-		for _, cm := range final.Items {
+		for _, cm := range final {
 			if !held[string(cm.UID)+"/"+cm.ResourceVersion] {
 				missing = append(missing, "version "+cm.Name+"@"+cm.ResourceVersion)
 			}
@@ -484,39 +584,16 @@ func TestFollowSurvivesAnAPIServerRestart(t *testing.T) {
 			}
 		}
 		if len(missing) == 0 || time.Now().After(deadline) {
-			break
+			return missing
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	stop()
-	wg.Wait()
-	if ferr != nil {
-		t.Fatalf("follow: %v", ferr)
-	}
-	if len(missing) > 0 {
-		t.Errorf("after a minute the store still lacks: %v", missing)
-	}
+}
 
-	// faultline itself restarts: changes made while nobody followed arrive
-	// when it follows again, from the position it had committed, without a
-	// new LIST.
-	listsBefore := countLists(t, s)
-	churn(80, 90)
-	fctx, stop = context.WithCancel(ctx)
-	wg.Add(1)
-	go func() { defer wg.Done(); ferr = in.Follow(fctx) }()
-	poll(t, time.Minute, func() bool {
-		gone := deletionsHeld(t, s, ns)
-		return gone["cm-080"] && gone["cm-085"]
-	})
-	stop()
-	wg.Wait()
-	if ferr != nil {
-		t.Fatalf("second follow: %v", ferr)
-	}
-	if n := countLists(t, s) - listsBefore; n != 0 {
-		t.Errorf("the resumed follow listed configmaps %d times; it should watch from its cursor", n)
-	}
+// checkEventsHeld checks that the store holds one record for each Event the
+// apiserver has in ns, and no other.
+func (c *cluster) checkEventsHeld(ctx context.Context, t *testing.T, s *sqlite.Store, ns string) {
+	t.Helper()
 	events, err := c.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
