@@ -220,3 +220,41 @@ func TestSlowPipeCommitsByTimeAndStopsOnCancel(t *testing.T) {
 		f.Close()
 	}
 }
+
+// TestCommitByTimeOnlyForStreams: a stream (Size unknown) commits a batch
+// that has waited commitEvery; a file of known size commits by batch size
+// alone, however long the batch has been open.
+func TestCommitByTimeOnlyForStreams(t *testing.T) {
+	long := time.Now().Add(-time.Hour)
+	for _, tc := range []struct {
+		name string
+		size int64
+		open bool
+		want bool
+	}{
+		{"stream, batch open for an hour", -1, true, true},
+		{"file, batch open for an hour", 1 << 30, true, false},
+		{"stream, no batch open", -1, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &writer{src: &input.Source{Size: tc.size}, lastCommit: long}
+			if tc.open {
+				w.batch = sqlitetestBatch(t)
+			}
+			if got := w.due(); got != tc.want {
+				t.Errorf("due() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// sqlitetestBatch is an open batch of a fresh test timeline.
+func sqlitetestBatch(t *testing.T) timeline.Batch {
+	t.Helper()
+	b, err := sqlitetest.New(t).Batch(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Rollback() })
+	return b
+}

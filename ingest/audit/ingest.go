@@ -359,7 +359,7 @@ func (w *writer) pipeline(parent context.Context) error {
 //
 // A chunk is sent early when the source has nothing more buffered: the
 // next read may wait on a slow pipe, and the lines read so far must reach
-// the writer (which commits them within a second) meanwhile. Once stop is
+// the writer (which commits a stream's within a second) meanwhile. Once stop is
 // done (Ctrl-C) the chunk under way is sent and read returns stop's error.
 func (w *writer) read(stop, ctx context.Context, out chan<- chunk) error {
 	var (
@@ -561,7 +561,7 @@ func (w *writer) decodeChunk(c chunk) decoded {
 }
 
 // write stores decoded chunks in order, committing every BatchSize records
-// and at least every commitEvery while records are pending.
+// and, from a stream, at least every commitEvery while records are pending.
 func (w *writer) write(ctx context.Context, results <-chan decoded) error {
 	w.lastCommit = time.Now()
 	// A slow source (a pipe that trickles) must not hold read records
@@ -579,7 +579,7 @@ func (w *writer) write(ctx context.Context, results <-chan decoded) error {
 			}
 			pending[res.seq] = res
 		case <-tick.C:
-			if w.batch != nil && time.Since(w.lastCommit) >= commitEvery {
+			if w.due() {
 				if err := w.commit(ctx); err != nil {
 					return err
 				}
@@ -603,7 +603,7 @@ func (w *writer) write(ctx context.Context, results <-chan decoded) error {
 }
 
 // apply writes the lines of one decoded chunk in order, and commits the
-// batch once it is full or has been open for commitEvery.
+// batch once it is full or due.
 func (w *writer) apply(ctx context.Context, d decoded) error {
 	for _, b := range mergeOrder(d) {
 		if b.bad != nil {
@@ -623,7 +623,7 @@ func (w *writer) apply(ctx context.Context, d decoded) error {
 		}
 		w.inBatch++
 	}
-	if w.inBatch >= w.batchSize() || (w.batch != nil && time.Since(w.lastCommit) >= commitEvery) {
+	if w.inBatch >= w.batchSize() || w.due() {
 		if err := w.commit(ctx); err != nil {
 			return err
 		}
@@ -645,6 +645,17 @@ func (w *writer) skip(ctx context.Context, bad *input.Skip) error {
 		return err
 	}
 	return fmt.Errorf("%w: %w", ErrStrict, bad)
+}
+
+// due reports whether the open batch has waited commitEvery and its source
+// is a stream (a pipe, standard input), whose readers watch the timeline
+// fill as it arrives. A file of known size commits by batchSize alone:
+// appending to a large timeline, each commit writes every index page it
+// touched to the log. Appending 1 M lines (1 GB) to 7.3 M records, commits
+// every second wrote 22.9 GB at 9.8k lines/s; commits by batch size, 8.0 GB
+// at 14.9k lines/s (GNU time, side by side, 2026-12-02).
+func (w *writer) due() bool {
+	return w.batch != nil && w.src.Size < 0 && time.Since(w.lastCommit) >= commitEvery
 }
 
 // batchSize is the records per transaction.
