@@ -1,6 +1,8 @@
 package timeline
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"time"
@@ -41,4 +43,46 @@ func CheckTime(t time.Time) error {
 		return nil
 	}
 	return &TimeRangeError{Time: t}
+}
+
+// NoTimeNS is the nanosecond count a store keeps for "no time" (a zero
+// time.Time): the lowest int64, outside [MinTime, MaxTime].
+const NoTimeNS = math.MinInt64
+
+// UnixNS is the nanosecond count a store keeps for t, which must be in
+// range (CheckTime) or zero (NoTimeNS).
+func UnixNS(t time.Time) int64 {
+	if t.IsZero() {
+		return NoTimeNS
+	}
+	return t.UnixNano()
+}
+
+// FromUnixNS is the time a stored nanosecond count stands for (UnixNS's
+// inverse), in UTC.
+func FromUnixNS(n int64) time.Time {
+	if n == NoTimeNS {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// BoundNS is the nanosecond count of a query bound: a time outside the
+// range a timeline holds saturates to its ends (a --since in year 3000
+// selects nothing, one in year 1 everything) instead of wrapping.
+func BoundNS(t time.Time) int64 {
+	switch {
+	case t.Before(MinTime):
+		return math.MinInt64 + 1
+	case t.After(MaxTime):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// KeyHash is the 64-bit integer a store keys a natural key by (Record.Key,
+// VersionKey): the first 8 bytes of its sha256, big-endian.
+func KeyHash(key string) int64 {
+	sum := sha256.Sum256([]byte(key))
+	return int64(binary.BigEndian.Uint64(sum[:8]))
 }

@@ -14,7 +14,7 @@ import (
 // holding marks, in one transaction.
 func (s *Store) StartBisect(ctx context.Context, at time.Time, marks ...timeline.BisectMark) (int64, error) {
 	for _, m := range marks {
-		if err := checkBisectMark(m); err != nil {
+		if err := m.Check(); err != nil {
 			return 0, fmt.Errorf("start bisect: %w", err)
 		}
 	}
@@ -86,7 +86,7 @@ func (s *Store) Bisect(ctx context.Context) (*timeline.BisectSession, error) {
 // AddBisectMark adds m to the open session m.Session; ErrNoBisect if that
 // session is not open (never started, reset, or replaced).
 func (s *Store) AddBisectMark(ctx context.Context, m timeline.BisectMark) error {
-	if err := checkBisectMark(m); err != nil {
+	if err := m.Check(); err != nil {
 		return fmt.Errorf("add bisect mark: %w", err)
 	}
 	res, err := s.exec(ctx, `INSERT INTO bisect_mark (session_id, kind, time_ns, note, created_ns)
@@ -101,16 +101,6 @@ func (s *Store) AddBisectMark(ctx context.Context, m timeline.BisectMark) error 
 		return timeline.ErrNoBisect
 	}
 	return nil
-}
-
-// checkBisectMark refuses a mark the table cannot hold.
-func checkBisectMark(m timeline.BisectMark) error {
-	switch m.Kind {
-	case timeline.BisectGood, timeline.BisectBad, timeline.BisectSkip:
-	default:
-		return fmt.Errorf("unknown kind %q", m.Kind)
-	}
-	return checkTime("bisect mark", m.Time)
 }
 
 // ResetBisect ends the open bisect session, keeping its marks.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
@@ -13,33 +12,16 @@ import (
 	"github.com/faultline/faultline/timeline"
 )
 
-// maxBuckets bounds a histogram: more columns than any screen holds.
-const maxBuckets = 100_000
-
 // Histogram counts the records in q.Buckets equal spans of [q.Since,
 // q.Until). A filter with a complete SQL form is counted by SQLite in one
 // GROUP BY over the time index (with no filter, the index alone answers);
 // a filter with a residual part is counted row by row, like Records.
 func (s *Store) Histogram(ctx context.Context, q timeline.HistogramQuery) ([]timeline.Bucket, error) {
-	for _, t := range []time.Time{q.Since, q.Until} {
-		if err := checkTime("histogram bound", t); err != nil {
-			return nil, fmt.Errorf("histogram: %w", err)
-		}
+	out, lo, width, err := q.Spans()
+	if err != nil {
+		return nil, err
 	}
-	lo, hi := q.Since.UnixNano(), q.Until.UnixNano()
-	if q.Since.IsZero() || q.Until.IsZero() || hi <= lo || hi-lo < 0 {
-		return nil, fmt.Errorf("histogram: want Since before Until, got %s .. %s", q.Since, q.Until)
-	}
-	if q.Buckets < 1 || q.Buckets > maxBuckets {
-		return nil, fmt.Errorf("histogram: want 1 to %d buckets, got %d", maxBuckets, q.Buckets)
-	}
-	n := int64(q.Buckets)
-	width := (hi - lo + n - 1) / n
-	out := make([]timeline.Bucket, q.Buckets)
-	for i := range out {
-		start, end := lo+int64(i)*width, min(lo+int64(i+1)*width, hi)
-		out[i] = timeline.Bucket{Start: fromNS(start), End: fromNS(max(start, end))}
-	}
+	hi, n := q.Until.UnixNano(), int64(len(out))
 	count := func(f *timeline.Filter, add func(b *timeline.Bucket, k int64)) error {
 		return s.countBuckets(ctx, lo, hi, width, f, func(i, k int64) {
 			if i >= 0 && i < n {

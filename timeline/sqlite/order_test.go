@@ -58,7 +58,7 @@ func TestOrderVersions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := append([]timeline.ObjectVersion(nil), tc.in...)
-			orderVersions(got)
+			timeline.OrderVersions(got)
 			if diff := cmp.Diff(tc.want, rvs(got)); diff != "" {
 				t.Errorf("(-want +got)\n%s", diff)
 			}

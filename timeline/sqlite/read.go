@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -349,7 +347,7 @@ func (s *Store) Versions(ctx context.Context, q timeline.VersionQuery) ([]timeli
 		return nil, err
 	}
 	if !q.ByTime {
-		orderVersions(out)
+		timeline.OrderVersions(out)
 	}
 	return out, nil
 }
@@ -413,75 +411,4 @@ func versionQuery(q timeline.VersionQuery) (query string, args []any) {
 		args = append(args, q.Limit)
 	}
 	return query, args
-}
-
-// orderVersions puts each object's versions (consecutive in vs) in the
-// order they were made: by time, then by resourceVersion (numerically
-// where both parse). A version known only from its own metadata (a dump,
-// SeenInferred) has a time that is a lower bound: it was made no earlier
-// than any version of the same object with a smaller resourceVersion, so
-// it is ordered after them, never before the audited writes that preceded
-// it. Its Time is left as learned.
-func orderVersions(vs []timeline.ObjectVersion) {
-	for lo := 0; lo < len(vs); {
-		hi := lo + 1
-		for hi < len(vs) && sameObject(&vs[lo], &vs[hi]) {
-			hi++
-		}
-		orderObject(vs[lo:hi])
-		lo = hi
-	}
-}
-
-func sameObject(a, b *timeline.ObjectVersion) bool {
-	return a.Object.UID == b.Object.UID && a.Object.Namespace == b.Object.Namespace && a.Object.Name == b.Object.Name &&
-		a.Object.Resource == b.Object.Resource && a.Object.Group == b.Object.Group
-}
-
-func orderObject(vs []timeline.ObjectVersion) {
-	if len(vs) < 2 || !slices.ContainsFunc(vs, func(v timeline.ObjectVersion) bool { return v.Seen == timeline.SeenInferred }) {
-		return
-	}
-	at := make(map[*timeline.ObjectVersion]int64, len(vs)) // when each was made, at the earliest
-	for i := range vs {
-		v := &vs[i]
-		t := v.Time.UnixNano()
-		if v.Seen == timeline.SeenInferred {
-			for j := range vs {
-				w := &vs[j]
-				if w.Seen != timeline.SeenInferred && compareRV(w.ResourceVersion, v.ResourceVersion) < 0 && w.Time.UnixNano() > t {
-					t = w.Time.UnixNano()
-				}
-			}
-		}
-		at[v] = t
-	}
-	type entry struct {
-		at int64
-		v  timeline.ObjectVersion
-	}
-	es := make([]entry, len(vs))
-	for i := range vs {
-		es[i] = entry{at[&vs[i]], vs[i]}
-	}
-	slices.SortStableFunc(es, func(a, b entry) int {
-		if c := cmp.Compare(a.at, b.at); c != 0 {
-			return c
-		}
-		return compareRV(a.v.ResourceVersion, b.v.ResourceVersion)
-	})
-	for i := range es {
-		vs[i] = es[i].v
-	}
-}
-
-// compareRV compares resourceVersions numerically where both parse (etcd
-// revisions), else not at all (0).
-func compareRV(a, b string) int {
-	x, errA := strconv.ParseUint(a, 10, 64)
-	y, errB := strconv.ParseUint(b, 10, 64)
-	if errA != nil || errB != nil {
-		return 0
-	}
-	return cmp.Compare(x, y)
 }

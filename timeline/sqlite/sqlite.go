@@ -5,10 +5,8 @@ package sqlite
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"embed"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -490,10 +488,7 @@ func (s *Store) IntegrityCheck(ctx context.Context) (string, error) {
 }
 
 // keyHash maps a natural key to the 64-bit integer the unique indexes hold.
-func keyHash(key string) int64 {
-	sum := sha256.Sum256([]byte(key))
-	return int64(binary.BigEndian.Uint64(sum[:8]))
-}
+func keyHash(key string) int64 { return timeline.KeyHash(key) }
 
 // Analyze refreshes the query planner's statistics, approximately and in
 // bounded time, so that filters pick the index that fits them. Run it after

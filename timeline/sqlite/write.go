@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -19,36 +18,11 @@ import (
 // noTime is the time_ns of "no time" (the zero time.Time): the lowest
 // int64, outside timeline.MinTime, so that the Unix epoch (0) is stored as
 // itself and reads back as 1970, not as "no time".
-const noTime = math.MinInt64
+const noTime = timeline.NoTimeNS
 
-// ns is the time_ns of t, which must be in range (timeline.CheckTime) or
-// zero.
-func ns(t time.Time) int64 {
-	if t.IsZero() {
-		return noTime
-	}
-	return t.UnixNano()
-}
-
-func fromNS(n int64) time.Time {
-	if n == noTime {
-		return time.Time{}
-	}
-	return time.Unix(0, n).UTC()
-}
-
-// boundNS is the time_ns of a query bound: a time outside the range a
-// timeline holds saturates to its ends (a --since in year 3000 selects
-// nothing, one in year 1 everything) instead of wrapping.
-func boundNS(t time.Time) int64 {
-	switch {
-	case t.Before(timeline.MinTime):
-		return math.MinInt64 + 1
-	case t.After(timeline.MaxTime):
-		return math.MaxInt64
-	}
-	return t.UnixNano()
-}
+func ns(t time.Time) int64      { return timeline.UnixNS(t) }
+func fromNS(n int64) time.Time  { return timeline.FromUnixNS(n) }
+func boundNS(t time.Time) int64 { return timeline.BoundNS(t) }
 
 // BeginRun inserts the run and sets run.ID.
 func (s *Store) BeginRun(ctx context.Context, run *timeline.IngestRun) error {
