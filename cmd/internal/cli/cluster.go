@@ -188,7 +188,7 @@ func ingestClusterRun(ctx context.Context, o *ingestClusterOptions) error {
 	if err != nil {
 		return clusterError(cfg.Host, err)
 	}
-	return store.Analyze(context.WithoutCancel(ctx))
+	return analyze(ctx, store)
 }
 
 // clusterError says what a failure to talk to the cluster means.

@@ -11,6 +11,8 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/clickhouse"
 	"github.com/faultline/faultline/timeline/redact"
 	"github.com/faultline/faultline/timeline/sqlite"
 )
@@ -32,11 +34,12 @@ type Factory struct {
 	Version string
 
 	// set from global flags
-	dbPath  string
-	verbose bool
-	logger  *slog.Logger
-	key     []byte // Key's, once read
-	keyErr  error
+	dbPath   string
+	storeDSN string // --store: a ClickHouse cluster instead of the --db file
+	verbose  bool
+	logger   *slog.Logger
+	key      []byte // Key's, once read
+	keyErr   error
 
 	// Name is the name the binary was run as: "kubectl-faultline" when
 	// kubectl runs it as a plugin, and usage then says "kubectl faultline".
@@ -74,10 +77,22 @@ func (f *Factory) Logger() *slog.Logger {
 	return f.logger
 }
 
-// OpenStore opens the timeline named by --db, creating it if needed, with
-// the key that hashes secret values.
-func (f *Factory) OpenStore(ctx context.Context) (*sqlite.Store, error) {
+// OpenStore opens the timeline named by --store (a ClickHouse cluster) or
+// else --db, creating it if needed, with the key that hashes secret values.
+func (f *Factory) OpenStore(ctx context.Context) (timeline.Store, error) {
+	if f.storeDSN != "" {
+		return f.openClickHouse(ctx)
+	}
 	return sqlite.Open(ctx, f.dbPath, sqlite.Options{Logger: f.Logger(), Key: f.Key(), RedactConfigMaps: f.redactConfigMaps})
+}
+
+// openClickHouse opens the ClickHouse store --store names.
+func (f *Factory) openClickHouse(ctx context.Context) (timeline.Store, error) {
+	if f.redactConfigMaps {
+		return nil, usagef("faultline --store "+f.storeDSN+" ingest ...",
+			"--redact-configmaps is not served by the ClickHouse store yet")
+	}
+	return clickhouse.Open(ctx, f.storeDSN, clickhouse.Options{Logger: f.Logger(), Key: f.Key()})
 }
 
 // redactConfigMapsUsage is the help of --redact-configmaps.
@@ -104,7 +119,10 @@ func (f *Factory) Key() []byte {
 }
 
 // OpenStoreReadOnly opens an existing timeline for reading.
-func (f *Factory) OpenStoreReadOnly(ctx context.Context) (*sqlite.Store, error) {
+func (f *Factory) OpenStoreReadOnly(ctx context.Context) (timeline.Store, error) {
+	if f.storeDSN != "" {
+		return f.openClickHouse(ctx)
+	}
 	if err := sqlite.CheckPath(f.dbPath); err != nil {
 		return nil, err
 	}
@@ -123,4 +141,19 @@ func (f *Factory) OpenStoreReadOnly(ctx context.Context) (*sqlite.Store, error) 
 		return sqlite.Open(ctx, f.dbPath, sqlite.Options{Logger: f.Logger(), ReadOnly: true})
 	}
 	return s, err
+}
+
+// analyzer is a store that refreshes its query planner's statistics after
+// an ingest (SQLite).
+type analyzer interface {
+	Analyze(ctx context.Context) error
+}
+
+// analyze refreshes the store's statistics, if it keeps any, even when ctx
+// is done: what was ingested is kept and should be read fast.
+func analyze(ctx context.Context, store timeline.Store) error {
+	if a, ok := store.(analyzer); ok {
+		return a.Analyze(context.WithoutCancel(ctx))
+	}
+	return nil
 }

@@ -166,7 +166,7 @@ func ingestAuditRun(ctx context.Context, opts *ingestAuditOptions) error {
 		}
 		printRunSummary(errOut, &r, hidden)
 	}
-	if aerr := store.Analyze(context.WithoutCancel(ctx)); aerr != nil && err == nil {
+	if aerr := analyze(ctx, store); aerr != nil && err == nil {
 		err = aerr
 	}
 	if skipped := (*input.SkippedError)(nil); err == nil || errors.As(err, &skipped) {
@@ -202,7 +202,7 @@ func ingestFilesRun(ctx context.Context, f *Factory, ingest func(context.Context
 	if err != nil {
 		return err
 	}
-	return store.Analyze(context.WithoutCancel(ctx))
+	return analyze(ctx, store)
 }
 
 // warnf prints a skipped input's problem on stderr.

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline/faultline/internal/termsafe"
+	"github.com/faultline/faultline/timeline/clickhouse"
 )
 
 // version is set at build time with -ldflags "-X ...cli.version=v1.2.3".
@@ -81,10 +82,18 @@ first use; FAULTLINE_KEY names another file. SECURITY.md has the details.`,
 					f.dbPath = env
 				}
 			}
+			if !cmd.Flags().Changed("store") {
+				f.storeDSN = f.Getenv("FAULTLINE_STORE")
+			}
+			if f.storeDSN != "" && !clickhouse.IsDSN(f.storeDSN) {
+				return usagef("faultline --store clickhouse://127.0.0.1:19001/faultline?cluster=faultline sources",
+					"--store %q: want a ClickHouse DSN, clickhouse://HOST:PORT/DATABASE?cluster=NAME (a file is --db)", f.storeDSN)
+			}
 			return nil
 		},
 	}
 	root.PersistentFlags().StringVar(&f.dbPath, "db", "./faultline.db", "timeline database file (env FAULTLINE_DB)")
+	root.PersistentFlags().StringVar(&f.storeDSN, "store", "", "a ClickHouse cluster instead of --db: clickhouse://HOST:PORT/DATABASE?cluster=NAME (env FAULTLINE_STORE; hack/clickhouse/up starts one)")
 	root.PersistentFlags().BoolVarP(&f.verbose, "verbose", "v", false, "log diagnostics to stderr")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usagef(c.CommandPath()+" --help", "%s", err)

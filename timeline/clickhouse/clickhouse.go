@@ -1,0 +1,256 @@
+// Package clickhouse is a timeline.Store on a ClickHouse cluster: the
+// evidence of a fleet's days, sharded over servers, where one SQLite file
+// holds an incident's hours. SCHEMA.md says how the tables are laid out and
+// why.
+//
+// The store talks the native protocol (clickhouse-go/v2). Its DSN names one
+// server of the cluster and the cluster:
+//
+//	clickhouse://127.0.0.1:19001/faultline?cluster=faultline
+//
+// Open creates the database and each table on every shard of the cluster
+// (no ZooKeeper: one DDL per shard, not ON CLUSTER), and a Distributed
+// table over each that the store reads and writes through. The SQL runs on
+// ClickHouse 18.16 (what Debian ships) and on current releases alike.
+package clickhouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/redact"
+)
+
+// Scheme is the URL scheme of a ClickHouse store's DSN.
+const Scheme = "clickhouse"
+
+// Options tune Open.
+type Options struct {
+	Logger *slog.Logger // nil discards
+	// Key hashes Secret values, env literals and args (timeline/redact),
+	// as the SQLite store's Key does.
+	Key []byte
+	// AllowPartial answers queries with a shard down from the shards that
+	// answer (the caller marks its output partial); without it such a
+	// query fails with a *ShardError.
+	AllowPartial bool
+}
+
+// DSNError is a store DSN that cannot be used.
+type DSNError struct {
+	DSN    string
+	Reason string
+}
+
+func (e *DSNError) Error() string {
+	return fmt.Sprintf("store %q: %s (want clickhouse://HOST:PORT/DATABASE?cluster=NAME)", e.DSN, e.Reason)
+}
+
+// ShardError is a shard of the cluster that did not answer.
+type ShardError struct {
+	Shard int    // 1-based, as system.clusters numbers them
+	Addr  string // host:port
+	Err   error
+}
+
+func (e *ShardError) Error() string {
+	return fmt.Sprintf("clickhouse shard %d (%s) is unavailable: %v", e.Shard, e.Addr, e.Err)
+}
+
+func (e *ShardError) Unwrap() error { return e.Err }
+
+// Store is the ClickHouse timeline. It implements timeline.Store.
+type Store struct {
+	conn     driver.Conn // the server the DSN names: reads and writes through Distributed tables
+	db       string
+	cluster  string
+	shards   []shard
+	log      *slog.Logger
+	red      redact.Redactor
+	partial  bool
+	settings ch.Settings
+
+	mu        sync.Mutex       // guards what follows
+	open      map[openKey]*row // requests written that await a final stage
+	nextID    int64            // the next record id; 0: not read yet
+	lastStamp int64            // the last stamp given
+	ranks     map[int64]uint64 // the versions held: key -> rank; nil: not read yet
+}
+
+// shard is one server of the cluster.
+type shard struct {
+	num  int
+	addr string
+}
+
+var _ timeline.Store = (*Store)(nil)
+
+// config is a parsed DSN.
+type config struct {
+	addr, db, cluster string
+}
+
+// parseDSN reads clickhouse://HOST:PORT/DATABASE?cluster=NAME.
+func parseDSN(dsn string) (config, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return config{}, &DSNError{dsn, err.Error()}
+	}
+	if u.Scheme != Scheme {
+		return config{}, &DSNError{dsn, "the scheme is not " + Scheme}
+	}
+	if u.Host == "" || u.Port() == "" {
+		return config{}, &DSNError{dsn, "no host:port"}
+	}
+	c := config{addr: u.Host, db: strings.Trim(u.Path, "/"), cluster: u.Query().Get("cluster")}
+	if c.db == "" {
+		c.db = "faultline"
+	}
+	if !identifier(c.db) {
+		return config{}, &DSNError{dsn, "the database name " + c.db + " is not a plain identifier"}
+	}
+	if c.cluster == "" {
+		return config{}, &DSNError{dsn, "no cluster (add ?cluster=NAME, as remote_servers names it)"}
+	}
+	if !identifier(c.cluster) {
+		return config{}, &DSNError{dsn, "the cluster name " + c.cluster + " is not a plain identifier"}
+	}
+	for k := range u.Query() {
+		if k != "cluster" {
+			return config{}, &DSNError{dsn, "unknown parameter " + k}
+		}
+	}
+	return c, nil
+}
+
+// identifier reports whether s is a name safe to write into SQL unquoted.
+func identifier(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i, c := range s {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// IsDSN reports whether s names a ClickHouse store rather than a file.
+func IsDSN(s string) bool { return strings.HasPrefix(s, Scheme+"://") }
+
+func connect(addr, db string, settings ch.Settings) (driver.Conn, error) {
+	return ch.Open(&ch.Options{
+		Addr:     []string{addr},
+		Auth:     ch.Auth{Database: db},
+		Settings: settings,
+	})
+}
+
+// Open connects to the cluster the DSN names and creates what is missing of
+// the schema on every shard.
+func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
+	c, err := parseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	log := opt.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	settings := ch.Settings{
+		// A batch is committed when every shard holds it, not when the
+		// local server has queued it for them.
+		"insert_distributed_sync": 1,
+	}
+	if opt.AllowPartial {
+		settings["skip_unavailable_shards"] = 1
+	}
+	boot, err := connect(c.addr, "default", nil)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", c.addr, err)
+	}
+	defer boot.Close()
+	shards, err := clusterShards(ctx, boot, c.cluster)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", c.addr, err)
+	}
+	for _, sh := range shards {
+		if err := createSchema(ctx, sh, c); err != nil {
+			return nil, err
+		}
+	}
+	conn, err := connect(c.addr, c.db, settings)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", c.addr, err)
+	}
+	s := &Store{conn: conn, db: c.db, cluster: c.cluster, shards: shards, log: log, partial: opt.AllowPartial,
+		open: map[openKey]*row{}, settings: settings}
+	var once sync.Once
+	why := "no key"
+	if len(opt.Key) > 0 {
+		why = ""
+	}
+	s.red = redact.Redactor{Key: opt.Key, OnNoKey: func() {
+		once.Do(func() {
+			log.Warn("secret values, env literals and args are stored as \""+redact.NoKey+"\": changes to them will not show",
+				"store", dsn, "reason", why)
+		})
+	}}
+	return s, nil
+}
+
+// clusterShards lists the shards of cluster from system.clusters.
+func clusterShards(ctx context.Context, conn driver.Conn, cluster string) ([]shard, error) {
+	rows, err := conn.Query(ctx, "SELECT shard_num, host_address, port FROM system.clusters WHERE cluster = ? ORDER BY shard_num, replica_num", cluster)
+	if err != nil {
+		return nil, fmt.Errorf("read the cluster %s: %w", cluster, err)
+	}
+	defer rows.Close()
+	var out []shard
+	for rows.Next() {
+		var (
+			num  uint32
+			host string
+			port uint16
+		)
+		if err := rows.Scan(&num, &host, &port); err != nil {
+			return nil, fmt.Errorf("read the cluster %s: %w", cluster, err)
+		}
+		if len(out) > 0 && out[len(out)-1].num == int(num) {
+			continue // a replica of a shard already listed
+		}
+		out = append(out, shard{num: int(num), addr: fmt.Sprintf("%s:%d", host, port)})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the server knows no cluster %q (remote_servers in its config)", cluster)
+	}
+	return out, nil
+}
+
+// Close closes the connection.
+func (s *Store) Close() error { return s.conn.Close() }
+
+// Shards lists the cluster's shards, as host:port.
+func (s *Store) Shards() []string {
+	out := make([]string, len(s.shards))
+	for i, sh := range s.shards {
+		out[i] = sh.addr
+	}
+	return out
+}
+
+// errNotYet is a part of timeline.Store this store does not serve yet.
+var errNotYet = errors.New("not served by the ClickHouse store yet")

@@ -1,0 +1,334 @@
+package clickhouse
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+// lookupChunk is the most keys one lookup names: its IN list stays well
+// under the server's max_query_size (256 KiB).
+const lookupChunk = 5000
+
+// judgeAll places every record of the batch, in order, against the rows
+// held (in the database, remembered as open, or placed earlier in this
+// batch), and gives the new rows their ids.
+func (b *batch) judgeAll(ctx context.Context, p *timeline.IngestRun) error {
+	b.staged, b.whole, b.order = map[openKey]*row{}, map[int64]*row{}, nil
+	if err := b.lookupFirstKeys(ctx); err != nil {
+		return err
+	}
+	for _, r := range b.recs {
+		res, err := b.place(ctx, r)
+		if err != nil {
+			return err
+		}
+		retally(p, res)
+	}
+	return b.assignIDs(ctx)
+}
+
+// place judges one record, trying its keys in turn (keyOf).
+func (b *batch) place(ctx context.Context, r *timeline.Record) (timeline.AddResult, error) {
+	for i := 0; ; i++ {
+		k, ok := keyOf(r, i)
+		if !ok {
+			return timeline.Duplicate, nil // not reached: the last key holds all that is compared
+		}
+		kh := keyHash(k)
+		h := b.known(r, kh)
+		if h == nil && i > 0 {
+			// A further key, looked up on its own: conflicts are rare.
+			if err := b.lookup(ctx, r.Stages != 0, []int64{kh}, ns(r.Time), ns(r.Time)); err != nil {
+				return 0, err
+			}
+			h = b.known(r, kh)
+		}
+		if h == nil {
+			nr := &row{r: *r, key: kh, dirty: true}
+			nr.r.ID = 0
+			b.put(nr)
+			b.order = append(b.order, nr)
+			if i > 0 {
+				return timeline.Conflict, nil
+			}
+			return timeline.Added, nil
+		}
+		res := judge(&h.r, r)
+		switch res {
+		case conflict:
+			continue
+		case timeline.Merged:
+			if !h.dirty {
+				h.dirty = true
+				b.order = append(b.order, h)
+			}
+		}
+		return res, nil
+	}
+}
+
+func (b *batch) known(r *timeline.Record, key int64) *row {
+	if r.Stages != 0 {
+		return b.staged[openKey{ns(r.Time), key}]
+	}
+	return b.whole[key]
+}
+
+func (b *batch) put(rw *row) {
+	if rw.r.Stages != 0 {
+		b.staged[openKey{ns(rw.r.Time), rw.key}] = rw
+		return
+	}
+	b.whole[rw.key] = rw
+}
+
+// lookupFirstKeys reads the rows held under the records' natural keys:
+// from the store's open requests where it remembers them, else from the
+// database.
+func (b *batch) lookupFirstKeys(ctx context.Context) error {
+	var staged, whole []int64
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	b.s.mu.Lock()
+	for _, r := range b.recs {
+		kh := keyHash(r.Key)
+		if r.Stages == 0 {
+			whole = append(whole, kh)
+			continue
+		}
+		k := openKey{ns(r.Time), kh}
+		if h := b.s.open[k]; h != nil {
+			b.staged[k] = h
+			continue
+		}
+		staged = append(staged, kh)
+		lo, hi = min(lo, k.t), max(hi, k.t)
+	}
+	b.s.mu.Unlock()
+	for len(staged) > 0 {
+		n := min(len(staged), lookupChunk)
+		if err := b.lookup(ctx, true, staged[:n], lo, hi); err != nil {
+			return err
+		}
+		staged = staged[n:]
+	}
+	for len(whole) > 0 {
+		n := min(len(whole), lookupChunk)
+		if err := b.lookup(ctx, false, whole[:n], 0, 0); err != nil {
+			return err
+		}
+		whole = whole[n:]
+	}
+	return nil
+}
+
+// lookup reads the held rows with the given keys: rows with stages whose
+// time is in [lo, hi], or rows without stages.
+func (b *batch) lookup(ctx context.Context, staged bool, keys []int64, lo, hi int64) error {
+	var in strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			in.WriteByte(',')
+		}
+		in.WriteString(strconv.FormatInt(k, 10))
+	}
+	where := "stages = 0 AND key IN (" + in.String() + ")"
+	if staged {
+		where = fmt.Sprintf("time_ns >= %d AND time_ns <= %d AND stages != 0 AND key IN (%s)", lo, hi, in.String())
+	}
+	rows, err := b.s.conn.Query(ctx, "SELECT key, "+recordColumns+" FROM "+final("record", where))
+	if err != nil {
+		return fmt.Errorf("look up held records: %w", b.s.shardErr(ctx, err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		rw := &row{}
+		if err := scanRecord(rows, &rw.key, &rw.r); err != nil {
+			return fmt.Errorf("look up held records: %w", err)
+		}
+		if b.known(&rw.r, rw.key) == nil {
+			b.put(rw)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("look up held records: %w", b.s.shardErr(ctx, err))
+	}
+	return nil
+}
+
+// assignIDs numbers the new rows after the highest id held, in the order
+// they were first seen, as SQLite numbers rows it inserts.
+func (b *batch) assignIDs(ctx context.Context) error {
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.nextID == 0 {
+		var max int64
+		if err := s.conn.QueryRow(ctx, "SELECT toInt64(max(id)) FROM record").Scan(&max); err != nil {
+			return fmt.Errorf("read the last record id: %w", s.shardErr(ctx, err))
+		}
+		s.nextID = max + 1
+	}
+	for _, rw := range b.order {
+		if rw.r.ID == 0 {
+			rw.r.ID = s.nextID
+			s.nextID++
+		}
+	}
+	return nil
+}
+
+// writeRows writes the new and joined rows.
+func (b *batch) writeRows(ctx context.Context) error {
+	if len(b.order) == 0 {
+		return nil
+	}
+	ins, err := b.s.conn.PrepareBatch(ctx, "INSERT INTO record (key, "+recordColumns+")")
+	if err != nil {
+		return fmt.Errorf("write records: %w", b.s.shardErr(ctx, err))
+	}
+	for _, rw := range b.order {
+		r, o := &rw.r, &rw.r.Object
+		if err := ins.Append(rw.key, r.ID, ns(r.Time), string(r.Source), o.Group, o.Version, o.Resource, o.Subresource,
+			o.Kind, o.Namespace, o.Name, o.UID, r.Verb, r.Reason, r.User, r.UserAgent, r.SourceIP, int32(r.Code),
+			r.Type, r.Level, int64(r.Latency), uint8(r.Stages), r.AuditID, r.URI, r.Message, string(r.Extra),
+			r.Evidence.Run, r.Evidence.Line); err != nil {
+			return fmt.Errorf("write records: %w", err)
+		}
+	}
+	if err := ins.Send(); err != nil {
+		return fmt.Errorf("write records: %w", b.s.shardErr(ctx, err))
+	}
+	return nil
+}
+
+// AddVersion redacts the version's content and hashes it, filling v.Content
+// and v.Hash with what is stored, and reports whether the version is new:
+// the store knows the versions held (versionRanks), so it can tell at once,
+// as ingesters that count a held version as a duplicate need.
+func (b *batch) AddVersion(ctx context.Context, v *timeline.ObjectVersion) (bool, error) {
+	if err := timeline.CheckTime(v.Time); err != nil {
+		return false, fmt.Errorf("add version of %s/%s: %w", v.Object.Resource, v.Object.Name, err)
+	}
+	body, err := b.s.red.Object(v.Content, v.Object)
+	if err != nil {
+		return false, fmt.Errorf("add version of %s/%s: %w", v.Object.Resource, v.Object.Name, err)
+	}
+	sum := sha256.Sum256(body)
+	v.Prepared = nil
+	v.Content, v.Hash = body, "sha256:"+hex.EncodeToString(sum[:])
+	v.Key = timeline.VersionKey(v)
+	held, err := b.s.versionRanks(ctx)
+	if err != nil {
+		return false, fmt.Errorf("add version: %w", err)
+	}
+	k, rk := keyHash(v.Key), rank(v.Seen, ns(v.Time))
+	old, ok := b.ranks[k]
+	if !ok {
+		old, ok = held[k]
+	}
+	if ok && rk <= old {
+		return false, nil
+	}
+	if b.ranks == nil {
+		b.ranks = map[int64]uint64{}
+	}
+	b.ranks[k] = rk
+	c := *v
+	if c.Evidence.Run == 0 {
+		c.Evidence.Run = b.run
+	}
+	b.versions = append(b.versions, &c)
+	return !ok, nil
+}
+
+// versionRanks returns the rank of every version held, by key, read once.
+// Versions are few beside records (about one in a hundred at 10 M), so
+// the store keeps them all in memory.
+func (s *Store) versionRanks(ctx context.Context) (map[int64]uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ranks != nil {
+		return s.ranks, nil
+	}
+	rows, err := s.conn.Query(ctx, "SELECT key, max(rank) FROM object_version GROUP BY key")
+	if err != nil {
+		return nil, fmt.Errorf("read the versions held: %w", s.shardErr(ctx, err))
+	}
+	defer rows.Close()
+	m := map[int64]uint64{}
+	for rows.Next() {
+		var k int64
+		var rk uint64
+		if err := rows.Scan(&k, &rk); err != nil {
+			return nil, fmt.Errorf("read the versions held: %w", err)
+		}
+		m[k] = rk
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the versions held: %w", err)
+	}
+	s.ranks = m
+	return m, nil
+}
+
+// rank orders the sightings of one version: the best kind of sighting,
+// then a known time, then the earlier time, is the greater rank, which
+// ReplacingMergeTree(rank) keeps.
+func rank(seen timeline.Sighting, t int64) uint64 {
+	r := uint64(3-int64(seen)) << 61
+	if t != noTime {
+		r |= ^(uint64(t) ^ 1<<63) >> 3
+	}
+	return r
+}
+
+// writeVersions writes the versions that are new or better sightings of
+// one held.
+func (b *batch) writeVersions(ctx context.Context) error {
+	if len(b.versions) == 0 {
+		return nil
+	}
+	ins, err := b.s.conn.PrepareBatch(ctx, insert("object_version"))
+	if err != nil {
+		return fmt.Errorf("write versions: %w", b.s.shardErr(ctx, err))
+	}
+	for _, v := range b.versions {
+		o := &v.Object
+		if err := ins.Append(keyHash(v.Key), o.Group, o.Version, o.Resource, o.Kind, o.Namespace, o.Name, o.UID,
+			v.ResourceVersion, ns(v.Time), v.Hash, string(v.Content), v.Evidence.Run, v.Evidence.Line, int8(v.Seen),
+			rank(v.Seen, ns(v.Time))); err != nil {
+			return fmt.Errorf("write versions: %w", err)
+		}
+	}
+	if err := ins.Send(); err != nil {
+		return fmt.Errorf("write versions: %w", b.s.shardErr(ctx, err))
+	}
+	return nil
+}
+
+// writeCursors writes where each watch stands.
+func (b *batch) writeCursors(ctx context.Context) error {
+	if len(b.cursors) == 0 {
+		return nil
+	}
+	ins, err := b.s.conn.PrepareBatch(ctx, insert("watch_cursor"))
+	if err != nil {
+		return fmt.Errorf("write cursors: %w", b.s.shardErr(ctx, err))
+	}
+	for _, c := range b.cursors {
+		if err := ins.Append(c[0], c[1], b.s.stamp()); err != nil {
+			return fmt.Errorf("write cursors: %w", err)
+		}
+	}
+	if err := ins.Send(); err != nil {
+		return fmt.Errorf("write cursors: %w", b.s.shardErr(ctx, err))
+	}
+	return nil
+}

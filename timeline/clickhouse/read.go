@@ -1,0 +1,343 @@
+package clickhouse
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+// recordColumns are the columns of a record row after its key, in the order
+// scanRecord reads them.
+const recordColumns = `id, time_ns, source, api_group, api_version, resource, subresource, kind, namespace, name, uid,
+	verb, reason, user, user_agent, source_ip, code, type, level, latency_ns, stages, audit_id, uri, message, extra,
+	run_id, line`
+
+// scanRecord reads a row of key (if key is not nil) and recordColumns.
+func scanRecord(rows driver.Rows, key *int64, r *timeline.Record) error {
+	var (
+		t, lat     int64
+		code       int32
+		stages     uint8
+		source, ex string
+	)
+	o := &r.Object
+	dst := []any{&r.ID, &t, &source, &o.Group, &o.Version, &o.Resource, &o.Subresource, &o.Kind, &o.Namespace, &o.Name,
+		&o.UID, &r.Verb, &r.Reason, &r.User, &r.UserAgent, &r.SourceIP, &code, &r.Type, &r.Level, &lat, &stages,
+		&r.AuditID, &r.URI, &r.Message, &ex, &r.Evidence.Run, &r.Evidence.Line}
+	if key != nil {
+		dst = append([]any{key}, dst...)
+	}
+	if err := rows.Scan(dst...); err != nil {
+		return err
+	}
+	r.Time, r.Source, r.Code = fromNS(t), timeline.SourceKind(source), int(code)
+	r.Latency, r.Stages = time.Duration(lat), timeline.Stage(stages)
+	if ex != "" {
+		r.Extra = []byte(ex)
+	}
+	return nil
+}
+
+// shardErr names the shard that is down when err came of one: each shard
+// is pinged, and the first that does not answer is the error.
+func (s *Store) shardErr(ctx context.Context, err error) error {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return err
+	}
+	for _, sh := range s.shards {
+		c, cerr := connect(sh.addr, "default", nil)
+		if cerr == nil {
+			cerr = c.Ping(ctx)
+			c.Close()
+		}
+		if cerr != nil {
+			return &ShardError{Shard: sh.num, Addr: sh.addr, Err: err}
+		}
+	}
+	return err
+}
+
+// timeRange is the WHERE condition of [since, until) on time_ns.
+func timeRange(since, until time.Time) string {
+	lo, hi := int64(-1<<63+1), int64(1<<63-1)
+	if !since.IsZero() {
+		lo = boundNS(since)
+	}
+	cond := fmt.Sprintf("time_ns >= %d", lo)
+	if !until.IsZero() {
+		hi = boundNS(until)
+		cond += fmt.Sprintf(" AND time_ns < %d", hi)
+	}
+	return cond
+}
+
+// Records yields the records matching q in time order (id breaks ties).
+// The filter is evaluated on each record read in the window, with the same
+// CEL program the SQLite store falls back to for filter parts it cannot
+// translate; a record on which it fails at run time does not match.
+func (s *Store) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeline.Record, error] {
+	return func(yield func(*timeline.Record, error) bool) {
+		order := "time_ns, id"
+		if q.Desc {
+			order = "time_ns DESC, id DESC"
+		}
+		query := "SELECT " + recordColumns + " FROM " + final("record", timeRange(q.Since, q.Until)) + " ORDER BY " + order
+		if q.Where == nil && q.Limit > 0 {
+			query += fmt.Sprintf(" LIMIT %d", q.Limit)
+		}
+		rows, err := s.conn.Query(ctx, query)
+		if err != nil {
+			yield(nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err)))
+			return
+		}
+		defer rows.Close()
+		n := 0
+		for rows.Next() {
+			r := &timeline.Record{}
+			if err := scanRecord(rows, nil, r); err != nil {
+				yield(nil, fmt.Errorf("read record: %w", err))
+				return
+			}
+			r.Bad = q.Bad[r.ID]
+			if q.Where != nil {
+				if ok, _ := q.Where.Match(r); !ok {
+					continue
+				}
+			}
+			if !yield(r, nil) {
+				return
+			}
+			if n++; q.Limit > 0 && n >= q.Limit {
+				return
+			}
+		}
+		if err := rows.Err(); err != nil {
+			yield(nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err)))
+		}
+	}
+}
+
+// Bounds returns the times of the first and last evidence held, records and
+// object versions alike; both are zero for an empty timeline.
+func (s *Store) Bounds(ctx context.Context) (first, last time.Time, err error) {
+	lo, hi := int64(noTime), int64(noTime)
+	for _, t := range []string{"record", "object_version"} {
+		var n uint64
+		var a, b int64
+		q := fmt.Sprintf("SELECT count(), min(time_ns), max(time_ns) FROM %s WHERE time_ns != %d", t, int64(noTime))
+		if err := s.conn.QueryRow(ctx, q).Scan(&n, &a, &b); err != nil {
+			return time.Time{}, time.Time{}, fmt.Errorf("timeline bounds: %w", s.shardErr(ctx, err))
+		}
+		if n == 0 {
+			continue
+		}
+		if lo == noTime || a < lo {
+			lo = a
+		}
+		if b > hi {
+			hi = b
+		}
+	}
+	return fromNS(lo), fromNS(hi), nil
+}
+
+// Runs lists the ingest runs, oldest first.
+func (s *Store) Runs(ctx context.Context) ([]timeline.IngestRun, error) {
+	rows, err := s.conn.Query(ctx, `SELECT id, source, path, size, sha256, started_ns, finished_ns, first_ns,
+		last_ns, lines, records, merged, duplicates, conflicts, versions, bad_lines, status, error FROM `+final("ingest_run", "1")+` ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("list ingest runs: %w", s.shardErr(ctx, err))
+	}
+	defer rows.Close()
+	var runs []timeline.IngestRun
+	for rows.Next() {
+		var (
+			r                            timeline.IngestRun
+			src, status                  string
+			started, finished, first, la int64
+		)
+		if err := rows.Scan(&r.ID, &src, &r.Path, &r.Size, &r.SHA256, &started, &finished, &first, &la,
+			&r.Lines, &r.Records, &r.Merged, &r.Duplicates, &r.Conflicts, &r.Versions, &r.BadLines, &status, &r.Error); err != nil {
+			return nil, fmt.Errorf("list ingest runs: %w", err)
+		}
+		r.Source, r.Status = timeline.SourceKind(src), timeline.RunStatus(status)
+		r.Started, r.Finished, r.First, r.Last = fromNS(started), fromNS(finished), fromNS(first), fromNS(la)
+		runs = append(runs, r)
+	}
+	return runs, rows.Err()
+}
+
+// Gaps lists, per source kind, the spans of at least min between two
+// consecutive records. The times are read in order, one source at a time.
+func (s *Store) Gaps(ctx context.Context, min time.Duration) ([]timeline.Gap, error) {
+	rows, err := s.conn.Query(ctx, fmt.Sprintf("SELECT source, time_ns FROM record WHERE time_ns != %d ORDER BY source, time_ns", int64(noTime)))
+	if err != nil {
+		return nil, fmt.Errorf("list gaps: %w", s.shardErr(ctx, err))
+	}
+	defer rows.Close()
+	var (
+		gaps []timeline.Gap
+		prev int64
+		last string
+		any  bool
+	)
+	for rows.Next() {
+		var src string
+		var t int64
+		if err := rows.Scan(&src, &t); err != nil {
+			return nil, fmt.Errorf("list gaps: %w", err)
+		}
+		if any && src == last && t-prev >= int64(min) {
+			gaps = append(gaps, timeline.Gap{Source: timeline.SourceKind(src), Start: fromNS(prev), End: fromNS(t)})
+		}
+		prev, last, any = t, src, true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list gaps: %w", s.shardErr(ctx, err))
+	}
+	slices.SortStableFunc(gaps, func(a, b timeline.Gap) int { return cmp.Compare(a.Source, b.Source) })
+	return gaps, nil
+}
+
+// CountRecords counts the records in [since, until) per source kind.
+func (s *Store) CountRecords(ctx context.Context, since, until time.Time) (map[timeline.SourceKind]int64, error) {
+	rows, err := s.conn.Query(ctx, "SELECT source, count() FROM "+final("record", timeRange(since, until))+" GROUP BY source")
+	if err != nil {
+		return nil, fmt.Errorf("count records: %w", s.shardErr(ctx, err))
+	}
+	defer rows.Close()
+	out := map[timeline.SourceKind]int64{}
+	for rows.Next() {
+		var src string
+		var n uint64
+		if err := rows.Scan(&src, &n); err != nil {
+			return nil, fmt.Errorf("count records: %w", err)
+		}
+		out[timeline.SourceKind(src)] += int64(n)
+	}
+	return out, rows.Err()
+}
+
+// Histogram counts the records in q.Buckets equal spans of [q.Since,
+// q.Until), reading the window's records as Records does.
+func (s *Store) Histogram(ctx context.Context, q timeline.HistogramQuery) ([]timeline.Bucket, error) {
+	out, lo, width, err := q.Spans()
+	if err != nil {
+		return nil, err
+	}
+	n := int64(len(out))
+	for r, err := range s.Records(ctx, timeline.Query{Since: q.Since, Until: q.Until, Where: q.Where}) {
+		if err != nil {
+			return nil, fmt.Errorf("histogram: %w", err)
+		}
+		i := (r.Time.UnixNano() - lo) / width
+		if i < 0 || i >= n {
+			continue
+		}
+		out[i].All++
+		if q.Bad != nil {
+			if ok, _ := q.Bad.Match(r); ok {
+				out[i].Bad++
+			}
+		}
+	}
+	return out, nil
+}
+
+// Cursor returns the resourceVersion a watch last committed, or "".
+func (s *Store) Cursor(ctx context.Context, name string) (string, error) {
+	rows, err := s.conn.Query(ctx, "SELECT resource_version FROM "+final("watch_cursor", "name = ?"), name)
+	if err != nil {
+		return "", fmt.Errorf("read cursor %s: %w", name, s.shardErr(ctx, err))
+	}
+	defer rows.Close()
+	rv := ""
+	for rows.Next() {
+		if err := rows.Scan(&rv); err != nil {
+			return "", err
+		}
+	}
+	return rv, rows.Err()
+}
+
+// LiveObjects lists the objects of a resource that have versions and no
+// recorded deletion (a record with verb "deleted" and the object's uid).
+func (s *Store) LiveObjects(ctx context.Context, group, resource, namespace string) ([]timeline.ObjectRef, error) {
+	rows, err := s.conn.Query(ctx, `SELECT DISTINCT uid, api_version, kind, namespace, name FROM object_version
+		WHERE resource = ? AND api_group = ? AND (? = '' OR namespace = ?) AND uid != ''
+		AND uid NOT IN (SELECT uid FROM record WHERE resource = ? AND api_group = ? AND verb = 'deleted')
+		ORDER BY uid`, resource, group, namespace, namespace, resource, group)
+	if err != nil {
+		return nil, fmt.Errorf("live objects: %w", s.shardErr(ctx, err))
+	}
+	defer rows.Close()
+	var out []timeline.ObjectRef
+	for rows.Next() {
+		o := timeline.ObjectRef{Group: group, Resource: resource}
+		if err := rows.Scan(&o.UID, &o.Version, &o.Kind, &o.Namespace, &o.Name); err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// Versions returns object versions with their contents, chosen as the
+// SQLite store chooses them (timeline.VersionQuery): the rows that match
+// the query's object and span are read, and the choice per object made
+// here.
+func (s *Store) Versions(ctx context.Context, q timeline.VersionQuery) ([]timeline.ObjectVersion, error) {
+	var where []string
+	var args []any
+	for _, f := range []struct{ col, val string }{{"api_group", q.Group}, {"resource", q.Resource},
+		{"namespace", q.Namespace}, {"name", q.Name}, {"uid", q.UID}} {
+		if f.val != "" {
+			where = append(where, f.col+" = ?")
+			args = append(args, f.val)
+		}
+	}
+	where = append(where, timeRange(q.Since, q.Until))
+	content := "content"
+	if q.NoContent {
+		content = "''"
+	}
+	rows, err := s.conn.Query(ctx, `SELECT api_group, api_version, resource, kind, namespace, name, uid, resource_version,
+		time_ns, hash, `+content+`, run_id, line, seen FROM `+final("object_version", strings.Join(where, " AND "))+
+		` ORDER BY time_ns, key`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("query versions: %w", s.shardErr(ctx, err))
+	}
+	defer rows.Close()
+	var all []timeline.ObjectVersion
+	for rows.Next() {
+		var (
+			v    timeline.ObjectVersion
+			o    = &v.Object
+			t    int64
+			body string
+			seen int8
+		)
+		if err := rows.Scan(&o.Group, &o.Version, &o.Resource, &o.Kind, &o.Namespace, &o.Name, &o.UID, &v.ResourceVersion,
+			&t, &v.Hash, &body, &v.Evidence.Run, &v.Evidence.Line, &seen); err != nil {
+			return nil, fmt.Errorf("read version: %w", err)
+		}
+		v.Time, v.Seen = fromNS(t), timeline.Sighting(seen)
+		if !q.NoContent {
+			v.Content = []byte(body)
+		}
+		all = append(all, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return timeline.ChooseVersions(all, q), nil
+}

@@ -1,0 +1,289 @@
+package clickhouse
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/redact"
+)
+
+const noTime = timeline.NoTimeNS
+
+func ns(t time.Time) int64      { return timeline.UnixNS(t) }
+func fromNS(n int64) time.Time  { return timeline.FromUnixNS(n) }
+func boundNS(t time.Time) int64 { return timeline.BoundNS(t) }
+
+// keyHash maps a natural key to the key column, as the SQLite store does.
+func keyHash(key string) int64 { return timeline.KeyHash(key) }
+
+// stamp is a strictly increasing wall-clock nanosecond count: the version
+// column of rows that are rewritten (runs, cursors, bisect sessions).
+func (s *Store) stamp() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := time.Now().UnixNano()
+	if n <= s.lastStamp {
+		n = s.lastStamp + 1
+	}
+	s.lastStamp = n
+	return n
+}
+
+// BeginRun writes the run and sets run.ID: one more than the highest held.
+// Ingest runs one writer at a time (as the SQLite store's lock enforces).
+func (s *Store) BeginRun(ctx context.Context, run *timeline.IngestRun) error {
+	if run.Status == "" {
+		run.Status = timeline.RunRunning
+	}
+	if run.Started.IsZero() {
+		run.Started = time.Now().UTC()
+	}
+	var max int64
+	if err := s.conn.QueryRow(ctx, "SELECT toInt64(max(id)) FROM ingest_run").Scan(&max); err != nil {
+		return fmt.Errorf("begin ingest run: %w", s.shardErr(ctx, err))
+	}
+	run.ID = max + 1
+	if err := s.writeRun(ctx, run); err != nil {
+		return fmt.Errorf("begin ingest run: %w", err)
+	}
+	return nil
+}
+
+// FinishRun writes the run's final counts and status.
+func (s *Store) FinishRun(ctx context.Context, run *timeline.IngestRun) error {
+	if run.Finished.IsZero() {
+		run.Finished = time.Now().UTC()
+	}
+	if err := s.writeRun(ctx, run); err != nil {
+		return fmt.Errorf("finish ingest run %d: %w", run.ID, err)
+	}
+	return nil
+}
+
+func (s *Store) writeRun(ctx context.Context, run *timeline.IngestRun) error {
+	b, err := s.conn.PrepareBatch(ctx, insert("ingest_run"))
+	if err != nil {
+		return s.shardErr(ctx, err)
+	}
+	if err := b.Append(run.ID, string(run.Source), run.Path, run.Size, run.SHA256, ns(run.Started), ns(run.Finished),
+		ns(run.First), ns(run.Last), run.Lines, run.Records, run.Merged, run.Duplicates, run.Conflicts, run.Versions,
+		run.BadLines, string(run.Status), run.Error, s.stamp()); err != nil {
+		return err
+	}
+	if err := b.Send(); err != nil {
+		return s.shardErr(ctx, err)
+	}
+	return nil
+}
+
+// openKey is where a record with stages is held: its time and key.
+type openKey struct {
+	t   int64
+	key int64
+}
+
+// row is one record row as it will be written.
+type row struct {
+	r     timeline.Record // as redacted, its ID set
+	key   int64
+	dirty bool // to be written: new, or a stage joined
+}
+
+// keyOf is the i-th key a record is tried under, as the SQLite store tries
+// them: its natural key; then, when that key holds another request, the key
+// extended by the record's identity; then by its code and stage too; and
+// for a record without stages, by its content. ok is false past the last.
+func keyOf(r *timeline.Record, i int) (k string, ok bool) {
+	o := &r.Object
+	k = r.Key
+	if i == 0 {
+		return k, true
+	}
+	k += "\x00conflict\x00" + strings.Join([]string{r.Verb, r.User, o.Group, o.Resource, o.Subresource, o.Namespace, o.Name}, "\x00")
+	if i == 1 {
+		return k, true
+	}
+	k += "\x00" + strconv.Itoa(r.Code) + "\x00" + strconv.Itoa(int(r.Stages))
+	if i == 2 {
+		return k, true
+	}
+	if i == 3 && r.Stages == 0 {
+		sum := sha256.Sum256(r.Extra)
+		return k + "\x00" + hex.EncodeToString(sum[:8]), true
+	}
+	return "", false
+}
+
+// sameRequest reports whether a held record and an incoming one under the
+// same key are one request (as the SQLite store judges it): the same verb,
+// user and object, where an empty name agrees with any.
+func sameRequest(h, in *timeline.Record) bool {
+	a, b := &h.Object, &in.Object
+	return h.Verb == in.Verb && h.User == in.User && a.Group == b.Group && a.Resource == b.Resource &&
+		a.Subresource == b.Subresource && a.Namespace == b.Namespace && (a.Name == b.Name || a.Name == "" || b.Name == "")
+}
+
+// conflict is judge's outcome for a key held by another record: try the
+// next key.
+const conflict timeline.AddResult = -1
+
+// finalStages end a request.
+const finalStages = timeline.StageResponseComplete | timeline.StagePanic
+
+// judge decides what r is to the row held under its key, and joins it into
+// held when it is a further stage (Merged). It is the SQLite store's rule.
+func judge(held *timeline.Record, r *timeline.Record) timeline.AddResult {
+	old := held.Stages
+	switch {
+	case !sameRequest(held, r):
+		return conflict
+	case r.Stages == 0 && old == 0 && string(held.Extra) != string(r.Extra):
+		return conflict
+	case r.Stages == 0 || old&r.Stages != 0:
+		if held.Code != r.Code && (r.Stages == 0 || r.Stages == latest(old)) {
+			return conflict
+		}
+		return timeline.Duplicate
+	}
+	if r.Stages > old {
+		held.Code, held.Latency, held.Message, held.Extra = r.Code, r.Latency, r.Message, r.Extra
+	}
+	held.Stages |= r.Stages
+	return timeline.Merged
+}
+
+func latest(s timeline.Stage) timeline.Stage {
+	for s&(s-1) != 0 {
+		s &= s - 1
+	}
+	return s
+}
+
+// maxOpen bounds the requests remembered across batches awaiting a final
+// stage; past it they are forgotten, and a late stage finds its request by
+// the next commit's lookup instead.
+const maxOpen = 1 << 17
+
+// Batch opens a write batch. Records wait in memory until Commit, which
+// judges them in order against the rows held and writes what changed.
+func (s *Store) Batch(ctx context.Context, run int64) (timeline.Batch, error) {
+	return &batch{s: s, run: run}, nil
+}
+
+type batch struct {
+	s        *Store
+	run      int64
+	recs     []*timeline.Record
+	versions []*timeline.ObjectVersion
+	ranks    map[int64]uint64 // the versions of this batch: key -> rank
+	cursors  [][2]string
+
+	// Commit's working state: the rows known by key, staged ones by time
+	// and key, whole ones (no stages) by key alone.
+	staged map[openKey]*row
+	whole  map[int64]*row
+	order  []*row // rows to write, in the order first seen
+}
+
+// AddRecord takes r into the batch. What r is (a new record, a stage of a
+// held one, a duplicate, a conflict) is judged at Commit against what the
+// database holds: AddRecord reports Added, and Commit corrects the run's
+// tallies.
+func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.AddResult, error) {
+	if r.Key == "" {
+		return 0, errors.New("add record: empty natural key")
+	}
+	if err := timeline.CheckTime(r.Time); err != nil {
+		return 0, fmt.Errorf("add record: %w", err)
+	}
+	redact.Record(r)
+	c := *r
+	if c.Evidence.Run == 0 {
+		c.Evidence.Run = b.run
+	}
+	b.recs = append(b.recs, &c)
+	return timeline.Added, nil
+}
+
+func (b *batch) SetCursor(ctx context.Context, name, resourceVersion string) error {
+	b.cursors = append(b.cursors, [2]string{name, resourceVersion})
+	return nil
+}
+
+func (b *batch) Rollback() error {
+	b.recs, b.versions, b.cursors, b.ranks = nil, nil, nil, nil
+	b.staged, b.whole, b.order = nil, nil, nil
+	b.s.mu.Lock()
+	clear(b.s.open) // it may hold rows this batch joined stages into, never written
+	b.s.mu.Unlock()
+	return nil
+}
+
+// Commit judges the batch's records in order against the rows held (a
+// re-ingest finds every one held: duplicates), gives new rows their ids,
+// and writes the rows, the versions, the cursors and the run's progress, in
+// that order: a commit cut short leaves rows a rerun finds held, never a
+// run that claims rows not written. progress's tallies are corrected for
+// the outcomes learned here.
+func (b *batch) Commit(ctx context.Context, progress *timeline.IngestRun) error {
+	ctx = context.WithoutCancel(ctx)
+	steps := []func(context.Context) error{
+		func(ctx context.Context) error { return b.judgeAll(ctx, progress) },
+		b.writeRows, b.writeVersions, b.writeCursors,
+	}
+	if progress != nil {
+		steps = append(steps, func(ctx context.Context) error { return b.s.writeRun(ctx, progress) })
+	}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			b.Rollback()
+			return fmt.Errorf("commit batch: %w", err)
+		}
+	}
+	b.remember()
+	b.s.mu.Lock()
+	for k, rk := range b.ranks {
+		b.s.ranks[k] = rk
+	}
+	b.s.mu.Unlock()
+	return nil
+}
+
+// remember keeps the requests written by this batch that await a final
+// stage, and forgets those that got one.
+func (b *batch) remember() {
+	s := b.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, rw := range b.order {
+		if rw.r.Stages == 0 {
+			continue
+		}
+		k := openKey{ns(rw.r.Time), rw.key}
+		if rw.r.Stages&finalStages != 0 {
+			delete(s.open, k)
+			continue
+		}
+		if len(s.open) >= maxOpen {
+			clear(s.open)
+		}
+		rw.dirty = false
+		s.open[k] = rw
+	}
+}
+
+// retally moves one record's count in progress from Added to res.
+func retally(p *timeline.IngestRun, res timeline.AddResult) {
+	if p == nil || res == timeline.Added {
+		return
+	}
+	p.Records--
+	p.Tally(res)
+}
