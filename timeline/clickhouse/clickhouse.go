@@ -76,7 +76,7 @@ type Store struct {
 	shards   []shard
 	log      *slog.Logger
 	red      redact.Redactor
-	partial  bool
+	down     []*ShardError // shards that did not answer at Open (AllowPartial)
 	settings ch.Settings
 
 	mu        sync.Mutex       // guards what follows
@@ -184,8 +184,17 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", c.addr, err)
 	}
+	var down []*ShardError
 	for _, sh := range shards {
-		if err := createSchema(ctx, sh, c); err != nil {
+		err := createSchema(ctx, sh, c)
+		var se *ShardError
+		switch {
+		case err == nil:
+		case opt.AllowPartial && errors.As(err, &se) && ping(ctx, sh.addr) != nil:
+			// Its tables were made when it was up; the answers leave
+			// its rows out, and say so (Unavailable).
+			down = append(down, se)
+		default:
 			return nil, err
 		}
 	}
@@ -193,7 +202,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", c.addr, err)
 	}
-	s := &Store{conn: conn, db: c.db, cluster: c.cluster, shards: shards, log: log, partial: opt.AllowPartial,
+	s := &Store{conn: conn, db: c.db, cluster: c.cluster, shards: shards, log: log, down: down,
 		open: map[openKey]*row{}, settings: settings}
 	var once sync.Once
 	why := "no key"
@@ -250,6 +259,20 @@ func (s *Store) Shards() []string {
 		out[i] = sh.addr
 	}
 	return out
+}
+
+// Unavailable lists the shards that did not answer when the store was
+// opened with AllowPartial: every answer leaves their rows out.
+func (s *Store) Unavailable() []*ShardError { return s.down }
+
+// ping reports whether the server at addr answers.
+func ping(ctx context.Context, addr string) error {
+	c, err := connect(addr, "default", nil)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.Ping(ctx)
 }
 
 // errNotYet is a part of timeline.Store this store does not serve yet.

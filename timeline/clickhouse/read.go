@@ -54,12 +54,7 @@ func (s *Store) shardErr(ctx context.Context, err error) error {
 		return err
 	}
 	for _, sh := range s.shards {
-		c, cerr := connect(sh.addr, "default", nil)
-		if cerr == nil {
-			cerr = c.Ping(ctx)
-			c.Close()
-		}
-		if cerr != nil {
+		if ping(ctx, sh.addr) != nil {
 			return &ShardError{Shard: sh.num, Addr: sh.addr, Err: err}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/faultline/faultline/analyze/controlplane"
 	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/analyze/outcome"
+	"github.com/faultline/faultline/timeline/clickhouse"
 	"github.com/faultline/faultline/timeline/sqlite"
 )
 
@@ -61,6 +62,8 @@ func exitCode(err error, w io.Writer) int {
 	var pe *sqlite.PathError
 	var expr *outcome.ExprError
 	var where *controlplane.WhereError
+	var shard *clickhouse.ShardError
+	var dsn *clickhouse.DSNError
 	switch {
 	case err == nil:
 		return exitOK
@@ -87,6 +90,12 @@ func exitCode(err error, w io.Writer) int {
 	case errors.Is(err, investigate.ErrNoEvidence):
 		fmt.Fprintf(w, "error: %v: ingest evidence first\nTry: faultline ingest --help\n", err)
 		return exitFailure
+	case errors.As(err, &shard):
+		fmt.Fprintf(w, "error: %s\nTry: start the shard again, or add --allow-partial for an answer from the others, marked partial\n", err)
+		return exitFailure
+	case errors.As(err, &dsn):
+		fmt.Fprintf(w, "error: invalid --store (or FAULTLINE_STORE): %s\n", dsn)
+		return exitUsage
 	case errors.As(err, &ue):
 		fmt.Fprintf(w, "error: %s\n", ue.msg)
 		if ue.hint != "" {

@@ -209,10 +209,10 @@ func scoreIncident(ctx context.Context, logger *slog.Logger, now func() time.Tim
 		logger.Warn(fmt.Sprintf(format, args...), "incident", in.dir)
 	}}
 	db := filepath.Join(work, "faultline.db")
-	if _, err := load.ingest(ctx, os.DirFS(in.dir), in.dir, db); err != nil {
+	if _, err := load.ingest(ctx, os.DirFS(in.dir), in.dir, load.sqliteAt(db)); err != nil {
 		return nil, err
 	}
-	rep, _, err := analyzeIncident(ctx, db, logger)
+	rep, _, err := analyzeIncident(ctx, sqliteReadOnly(db, logger))
 	if err != nil {
 		return nil, err
 	}

@@ -36,10 +36,14 @@ type Factory struct {
 	// set from global flags
 	dbPath   string
 	storeDSN string // --store: a ClickHouse cluster instead of the --db file
-	verbose  bool
-	logger   *slog.Logger
-	key      []byte // Key's, once read
-	keyErr   error
+	// --allow-partial: answer with a shard of --store down; partial lists
+	// the shards left out, for the warning after the answer.
+	allowPartial bool
+	partial      []*clickhouse.ShardError
+	verbose      bool
+	logger       *slog.Logger
+	key          []byte // Key's, once read
+	keyErr       error
 
 	// Name is the name the binary was run as: "kubectl-faultline" when
 	// kubectl runs it as a plugin, and usage then says "kubectl faultline".
@@ -92,7 +96,12 @@ func (f *Factory) openClickHouse(ctx context.Context) (timeline.Store, error) {
 		return nil, usagef("faultline --store "+f.storeDSN+" ingest ...",
 			"--redact-configmaps is not served by the ClickHouse store yet")
 	}
-	return clickhouse.Open(ctx, f.storeDSN, clickhouse.Options{Logger: f.Logger(), Key: f.Key()})
+	s, err := clickhouse.Open(ctx, f.storeDSN, clickhouse.Options{Logger: f.Logger(), Key: f.Key(), AllowPartial: f.allowPartial})
+	if err != nil {
+		return nil, err
+	}
+	f.partial = s.Unavailable()
+	return s, nil
 }
 
 // redactConfigMapsUsage is the help of --redact-configmaps.

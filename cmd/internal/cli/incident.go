@@ -29,25 +29,42 @@ type incidentLoader struct {
 	redactAll bool
 }
 
-// ingest ingests the evidence of fsys into the timeline at db (created if
-// need be), then updates its statistics. It returns the ingest runs, also
-// on failure. dir is the folder fsys reads ("" for the embedded fixtures):
-// its files are read from disk, and one the file rule of input.Walk
-// refuses fails the replay before the timeline is opened.
-func (l incidentLoader) ingest(ctx context.Context, fsys fs.FS, dir, db string) ([]timeline.IngestRun, error) {
+// opener opens the timeline an incident is ingested into or read from.
+type opener func(ctx context.Context) (timeline.Store, error)
+
+// sqliteAt opens the SQLite timeline at db, created if need be.
+func (l incidentLoader) sqliteAt(db string) opener {
+	return func(ctx context.Context) (timeline.Store, error) {
+		return sqlite.Open(ctx, db, sqlite.Options{Logger: l.logger, Key: l.key, RedactConfigMaps: l.redactAll})
+	}
+}
+
+// sqliteReadOnly opens the SQLite timeline at db for reading.
+func sqliteReadOnly(db string, logger *slog.Logger) opener {
+	return func(ctx context.Context) (timeline.Store, error) {
+		return sqlite.Open(ctx, db, sqlite.Options{Logger: logger, ReadOnly: true})
+	}
+}
+
+// ingest ingests the evidence of fsys into the timeline open opens, then
+// updates its statistics. It returns the ingest runs, also on failure. dir
+// is the folder fsys reads ("" for the embedded fixtures): its files are
+// read from disk, and one the file rule of input.Walk refuses fails the
+// replay before the timeline is opened.
+func (l incidentLoader) ingest(ctx context.Context, fsys fs.FS, dir string, open opener) ([]timeline.IngestRun, error) {
 	load := evidence.Loader{Logger: l.logger, Now: l.now, Dir: dir,
 		OnSkip: func(s *input.Skip) { l.warnf("%s", s) }}
 	ev, err := load.Find(fsys)
 	if err != nil {
 		return nil, err
 	}
-	store, err := sqlite.Open(ctx, db, sqlite.Options{Logger: l.logger, Key: l.key, RedactConfigMaps: l.redactAll})
+	store, err := open(ctx)
 	if err != nil {
 		return nil, err
 	}
 	runs, err := load.Ingest(ctx, store, fsys, ev)
 	if err == nil {
-		err = store.Analyze(ctx)
+		err = analyze(ctx, store)
 	}
 	return runs, cmp.Or(err, store.Close())
 }
@@ -62,9 +79,9 @@ func checkIncidentFile(dir, p string) error {
 }
 
 // analyzeIncident runs the investigation and the control-plane analysis
-// over the timeline at db, with their defaults.
-func analyzeIncident(ctx context.Context, db string, logger *slog.Logger) (*investigate.Report, *controlplane.Report, error) {
-	ro, err := sqlite.Open(ctx, db, sqlite.Options{Logger: logger, ReadOnly: true})
+// over the timeline open opens, with their defaults.
+func analyzeIncident(ctx context.Context, open opener) (*investigate.Report, *controlplane.Report, error) {
+	ro, err := open(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

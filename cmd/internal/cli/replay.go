@@ -160,7 +160,11 @@ func replayExpected(fsys fs.FS, dir string) (*fixtures.Expected, error) {
 // summary, also when one failed.
 func replayIngest(ctx context.Context, f *Factory, fsys fs.FS, dir string) ([]timeline.IngestRun, error) {
 	load := incidentLoader{logger: f.Logger(), now: f.Now, warnf: f.warnf, key: f.Key(), redactAll: f.redactConfigMaps}
-	runs, err := load.ingest(ctx, fsys, dir, f.dbPath)
+	open := load.sqliteAt(f.dbPath)
+	if f.storeDSN != "" {
+		open = f.OpenStore
+	}
+	runs, err := load.ingest(ctx, fsys, dir, open)
 	for _, r := range runs {
 		printRunSummary(f.IO.ErrOut, &r, 0) // every bad line was printed
 	}
@@ -172,6 +176,11 @@ func replaySummary(f *Factory, opts *replayOptions, runs []timeline.IngestRun) {
 	var records int64
 	for _, r := range runs {
 		records += r.Records
+	}
+	if f.storeDSN != "" {
+		termsafe.Fprintf(f.IO.Out, "Replayed %s into %s: ingested %s records from %d files; faultline --store '%s' sources for the tables\n",
+			opts.name, f.storeDSN, humanInt(records), len(runs), f.storeDSN)
+		return
 	}
 	if opts.dbSet || opts.keep {
 		termsafe.Fprintf(f.IO.Out, "Replayed %s into %s: ingested %s records from %d files; faultline --db %s sources for the tables\n",
@@ -186,7 +195,11 @@ func replaySummary(f *Factory, opts *replayOptions, runs []timeline.IngestRun) {
 // replayShow prints the findings, then the check against expected (when
 // given), or opens the TUI on a terminal.
 func replayShow(ctx context.Context, f *Factory, name string, expected *fixtures.Expected) error {
-	rep, cp, err := analyzeIncident(ctx, f.dbPath, f.Logger())
+	ro := sqliteReadOnly(f.dbPath, f.Logger())
+	if f.storeDSN != "" {
+		ro = f.OpenStoreReadOnly
+	}
+	rep, cp, err := analyzeIncident(ctx, ro)
 	if err != nil {
 		return fmt.Errorf("replay %s: %w", name, err)
 	}

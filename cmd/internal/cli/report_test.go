@@ -56,10 +56,10 @@ func replayReport(t *testing.T, dir string) *investigate.Report {
 	load := incidentLoader{logger: logger, now: func() time.Time { return time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC) },
 		warnf: func(string, ...any) {}, key: []byte("report-test-key-0123456789abcdef")}
 	db := filepath.Join(work, "faultline.db")
-	if _, err := load.ingest(ctx, os.DirFS(dir), dir, db); err != nil {
+	if _, err := load.ingest(ctx, os.DirFS(dir), dir, load.sqliteAt(db)); err != nil {
 		t.Fatal(err)
 	}
-	rep, _, err := analyzeIncident(ctx, db, logger)
+	rep, _, err := analyzeIncident(ctx, sqliteReadOnly(db, logger))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -46,6 +47,10 @@ func Run(ctx context.Context, args []string, f *Factory) int {
 		err = usagef("faultline --help", "%s", err)
 	}
 	code := exitCode(err, f.IO.ErrOut)
+	for _, se := range f.partial {
+		// Last, after the answer, where a reader of the output sees it.
+		fmt.Fprintf(f.IO.ErrOut, "warning: PARTIAL ANSWER (--allow-partial): %s; every figure above leaves out the records it holds\n", se)
+	}
 	out.Flush()
 	errOut.Flush()
 	return code
@@ -93,6 +98,7 @@ first use; FAULTLINE_KEY names another file. SECURITY.md has the details.`,
 		},
 	}
 	root.PersistentFlags().StringVar(&f.dbPath, "db", "./faultline.db", "timeline database file (env FAULTLINE_DB)")
+	root.PersistentFlags().BoolVar(&f.allowPartial, "allow-partial", false, "with --store: answer from the shards that are up when one is down, and say so (else refuse)")
 	root.PersistentFlags().StringVar(&f.storeDSN, "store", "", "a ClickHouse cluster instead of --db: clickhouse://HOST:PORT/DATABASE?cluster=NAME (env FAULTLINE_STORE; hack/clickhouse/up starts one)")
 	root.PersistentFlags().BoolVarP(&f.verbose, "verbose", "v", false, "log diagnostics to stderr")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {

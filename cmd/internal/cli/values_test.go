@@ -49,7 +49,7 @@ func TestConfigMapRollbackShowsPreviousValue(t *testing.T) {
 			db := filepath.Join(work, "faultline.db")
 			load := incidentLoader{logger: slog.New(slog.DiscardHandler), now: time.Now, key: []byte("0123456789abcdef0123456789abcdef"),
 				warnf: t.Logf, redactAll: tt.redactAll}
-			if _, err := load.ingest(ctx, fx.FS, "", db); err != nil {
+			if _, err := load.ingest(ctx, fx.FS, "", load.sqliteAt(db)); err != nil {
 				t.Fatal(err)
 			}
 			if fi, err := os.Stat(db); err != nil || fi.Mode().Perm() != 0o600 {

@@ -7,8 +7,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
@@ -75,4 +81,54 @@ func Drop(t testing.TB, dsn string) {
 		}
 		c.Close()
 	}
+}
+
+// Cluster is a two-shard cluster of a test's own (hack/clickhouse/up), for
+// tests that stop a shard: the shared cluster of EnvDSN must stay whole for
+// the tests running beside them.
+type Cluster struct {
+	t    testing.TB
+	dir  string
+	port string
+	// DSN is the store's DSN on the cluster.
+	DSN string
+}
+
+// StartCluster starts a cluster on port (shard 1; shard 2 takes the next
+// one), stopped and removed when the test ends. Without clickhouse-server
+// the test skips (fails under CI).
+func StartCluster(t testing.TB, port int) *Cluster {
+	t.Helper()
+	if _, err := exec.LookPath("clickhouse-server"); err != nil {
+		testenv.Missing(t, "no clickhouse-server: bash hack/clickhouse/up installs it")
+	}
+	c := &Cluster{t: t, dir: t.TempDir(), port: strconv.Itoa(port)}
+	out := strings.TrimSpace(c.run("up"))
+	c.DSN = out[strings.LastIndex(out, "\n")+1:]
+	t.Cleanup(func() { c.run("down") })
+	return c
+}
+
+// StopShard stops shard n (1 or 2).
+func (c *Cluster) StopShard(n int) { c.run("down", "--shard", strconv.Itoa(n)) }
+
+// Restart starts the shards that are stopped, with their data.
+func (c *Cluster) Restart() { c.run("up") }
+
+// run runs hack/clickhouse/<script> args on the cluster.
+func (c *Cluster) run(script string, args ...string) string {
+	c.t.Helper()
+	_, here, _, _ := runtime.Caller(0)
+	path := filepath.Join(filepath.Dir(here), "..", "..", "..", "hack", "clickhouse", script)
+	cmd := exec.Command("bash", append([]string{path}, args...)...)
+	cmd.Env = append(os.Environ(), "FAULTLINE_CLICKHOUSE_DIR="+c.dir, "FAULTLINE_CLICKHOUSE_PORT="+c.port)
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			c.t.Fatalf("hack/clickhouse/%s %v: %v\n%s", script, args, err, ee.Stderr)
+		}
+		c.t.Fatalf("hack/clickhouse/%s %v: %v", script, args, err)
+	}
+	return string(out)
 }

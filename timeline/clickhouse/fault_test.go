@@ -1,0 +1,94 @@
+package clickhouse_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/faultline/faultline/fixtures"
+	"github.com/faultline/faultline/ingest/audit"
+	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/clickhouse"
+	"github.com/faultline/faultline/timeline/clickhouse/clickhousetest"
+	"github.com/faultline/faultline/timeline/sqlite/sqlitetest"
+)
+
+// TestShardFaults stops a shard in the middle of an ingest, and checks that
+// the ingest fails naming it; that queries with it down fail naming it, or,
+// with AllowPartial, answer from the other shard and say which is missing;
+// and that a rerun once it is back completes with nothing lost and nothing
+// duplicated (the same records as SQLite holds).
+func TestShardFaults(t *testing.T) {
+	c := clickhousetest.StartCluster(t, 39301)
+	ctx := context.Background()
+	fx, err := fixtures.Load("thousand-workers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := audit.Options{FS: fx.FS, BatchSize: 500}
+	s, err := clickhouse.Open(ctx, c.DSN, clickhouse.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	opt.OnProgress = func(p audit.Progress) {
+		if p.Records >= 2000 { // some batches committed, most not
+			once.Do(func() { c.StopShard(2) })
+		}
+	}
+	_, err = audit.Ingest(ctx, s, []string{"audit.log.gz"}, opt)
+	s.Close()
+	var se *clickhouse.ShardError
+	if !errors.As(err, &se) || se.Shard != 2 || !strings.Contains(err.Error(), "shard 2 (127.0.0.1:39302) is unavailable") {
+		t.Fatalf("ingest with shard 2 stopped: err %v; want a *ShardError naming shard 2", err)
+	}
+
+	if _, err := clickhouse.Open(ctx, c.DSN, clickhouse.Options{}); !errors.As(err, &se) || se.Shard != 2 {
+		t.Errorf("open with shard 2 down: err %v; want a *ShardError naming shard 2", err)
+	}
+	partial, err := clickhouse.Open(ctx, c.DSN, clickhouse.Options{AllowPartial: true})
+	if err != nil {
+		t.Fatalf("open with shard 2 down, AllowPartial: %v", err)
+	}
+	if un := partial.Unavailable(); len(un) != 1 || un[0].Shard != 2 {
+		t.Errorf("Unavailable() = %v; want shard 2", un)
+	}
+	some := count(t, partial)
+	partial.Close()
+
+	c.Restart()
+	s, err = clickhouse.Open(ctx, c.DSN, clickhouse.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	opt.OnProgress = nil
+	if _, err := audit.Ingest(ctx, s, []string{"audit.log.gz"}, opt); err != nil {
+		t.Fatalf("rerun with shard 2 back: %v", err)
+	}
+	lite := sqlitetest.New(t)
+	if _, err := audit.Ingest(ctx, lite, []string{"audit.log.gz"}, audit.Options{FS: fx.FS}); err != nil {
+		t.Fatal(err)
+	}
+	got, want := count(t, s), count(t, lite)
+	if got != want {
+		t.Errorf("after the rerun ClickHouse holds %d records, SQLite %d", got, want)
+	}
+	if some == 0 || some >= want {
+		t.Errorf("with shard 2 down the partial answer held %d of %d records; want some, not all", some, want)
+	}
+}
+
+func count(t *testing.T, s timeline.Reader) int {
+	t.Helper()
+	n := 0
+	for _, err := range s.Records(context.Background(), timeline.Query{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	return n
+}
