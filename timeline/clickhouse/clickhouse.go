@@ -84,6 +84,11 @@ type Store struct {
 	nextID    int64            // the next record id; 0: not read yet
 	lastStamp int64            // the last stamp given
 	ranks     map[int64]uint64 // the versions held: key -> rank; nil: not read yet
+	// heldMax is the time of the latest request (record with stages)
+	// held, read once (heldMaxRead) and kept as rows are written: one
+	// writer at a time.
+	heldMax     int64
+	heldMaxRead bool
 }
 
 // shard is one server of the cluster.

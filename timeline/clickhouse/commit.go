@@ -43,7 +43,7 @@ func (b *batch) place(ctx context.Context, r *timeline.Record) (timeline.AddResu
 		}
 		kh := keyHash(k)
 		h := b.known(r, kh)
-		if h == nil && i > 0 {
+		if h == nil && i > 0 && b.mayBeHeld(r) {
 			// A further key, looked up on its own: conflicts are rare.
 			if err := b.lookup(ctx, r.Stages != 0, []int64{kh}, ns(r.Time), ns(r.Time)); err != nil {
 				return 0, err
@@ -51,8 +51,8 @@ func (b *batch) place(ctx context.Context, r *timeline.Record) (timeline.AddResu
 			h = b.known(r, kh)
 		}
 		if h == nil {
-			nr := &row{r: *r, key: kh, dirty: true}
-			nr.r.ID = 0
+			nr := &row{r: r, key: kh, dirty: true}
+			r.ID = 0
 			b.put(nr)
 			b.order = append(b.order, nr)
 			if i > 0 {
@@ -60,7 +60,7 @@ func (b *batch) place(ctx context.Context, r *timeline.Record) (timeline.AddResu
 			}
 			return timeline.Added, nil
 		}
-		res := judge(&h.r, r)
+		res := judge(h.r, r)
 		switch res {
 		case conflict:
 			continue
@@ -72,6 +72,37 @@ func (b *batch) place(ctx context.Context, r *timeline.Record) (timeline.AddResu
 		}
 		return res, nil
 	}
+}
+
+// mayBeHeld reports whether the database may hold a row under one of r's
+// keys: a request later than every request held cannot be (a log read in
+// time order takes no lookups).
+func (b *batch) mayBeHeld(r *timeline.Record) bool {
+	if r.Stages == 0 {
+		return true
+	}
+	b.s.mu.Lock()
+	defer b.s.mu.Unlock()
+	return ns(r.Time) <= b.s.heldMax
+}
+
+// readHeldMax reads, once, the time of the latest request held.
+func (s *Store) readHeldMax(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.heldMaxRead {
+		return nil
+	}
+	var n uint64
+	var t int64
+	if err := s.conn.QueryRow(ctx, "SELECT count(), max(time_ns) FROM record WHERE stages != 0").Scan(&n, &t); err != nil {
+		return fmt.Errorf("read the latest request held: %w", s.shardErr(ctx, err))
+	}
+	s.heldMax, s.heldMaxRead = noTime, true
+	if n > 0 {
+		s.heldMax = t
+	}
+	return nil
 }
 
 func (b *batch) known(r *timeline.Record, key int64) *row {
@@ -95,6 +126,9 @@ func (b *batch) put(rw *row) {
 func (b *batch) lookupFirstKeys(ctx context.Context) error {
 	var staged, whole []int64
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	if err := b.s.readHeldMax(ctx); err != nil {
+		return err
+	}
 	b.s.mu.Lock()
 	for _, r := range b.recs {
 		kh := keyHash(r.Key)
@@ -106,6 +140,9 @@ func (b *batch) lookupFirstKeys(ctx context.Context) error {
 		if h := b.s.open[k]; h != nil {
 			b.staged[k] = h
 			continue
+		}
+		if k.t > b.s.heldMax {
+			continue // later than every request held: new
 		}
 		staged = append(staged, kh)
 		lo, hi = min(lo, k.t), max(hi, k.t)
@@ -148,11 +185,11 @@ func (b *batch) lookup(ctx context.Context, staged bool, keys []int64, lo, hi in
 	}
 	defer rows.Close()
 	for rows.Next() {
-		rw := &row{}
-		if err := scanRecord(rows, &rw.key, &rw.r); err != nil {
+		rw := &row{r: &timeline.Record{}}
+		if err := scanRecord(rows, &rw.key, rw.r); err != nil {
 			return fmt.Errorf("look up held records: %w", err)
 		}
-		if b.known(&rw.r, rw.key) == nil {
+		if b.known(rw.r, rw.key) == nil {
 			b.put(rw)
 		}
 	}
@@ -194,7 +231,7 @@ func (b *batch) writeRows(ctx context.Context) error {
 		return fmt.Errorf("write records: %w", b.s.shardErr(ctx, err))
 	}
 	for _, rw := range b.order {
-		r, o := &rw.r, &rw.r.Object
+		r, o := rw.r, &rw.r.Object
 		if err := ins.Append(rw.key, r.ID, ns(r.Time), string(r.Source), o.Group, o.Version, o.Resource, o.Subresource,
 			o.Kind, o.Namespace, o.Name, o.UID, r.Verb, r.Reason, r.User, r.UserAgent, r.SourceIP, int32(r.Code),
 			r.Type, r.Level, int64(r.Latency), uint8(r.Stages), r.AuditID, r.URI, r.Message, string(r.Extra),
@@ -245,6 +282,11 @@ func (b *batch) AddVersion(ctx context.Context, v *timeline.ObjectVersion) (bool
 		c.Evidence.Run = b.run
 	}
 	b.versions = append(b.versions, &c)
+	if len(b.versions) >= flushAt {
+		if err := b.flush(context.WithoutCancel(ctx)); err != nil {
+			return false, fmt.Errorf("add version: %w", err)
+		}
+	}
 	return !ok, nil
 }
 

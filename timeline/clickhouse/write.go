@@ -91,7 +91,7 @@ type openKey struct {
 
 // row is one record row as it will be written.
 type row struct {
-	r     timeline.Record // as redacted, its ID set
+	r     *timeline.Record // as redacted, its ID set
 	key   int64
 	dirty bool // to be written: new, or a stage joined
 }
@@ -171,11 +171,17 @@ func latest(s timeline.Stage) timeline.Stage {
 // the next commit's lookup instead.
 const maxOpen = 1 << 17
 
-// Batch opens a write batch. Records wait in memory until Commit, which
-// judges them in order against the rows held and writes what changed.
+// Batch opens a write batch. Records wait in memory until flushAt of them
+// (or Commit), then are judged in order against the rows held and what
+// changed is written.
 func (s *Store) Batch(ctx context.Context, run int64) (timeline.Batch, error) {
 	return &batch{s: s, run: run}, nil
 }
+
+// flushAt is how many records or versions a batch holds before it judges
+// and writes them: a record holds its source line in memory (its strings
+// point into it) until then, so 100,000 of them held 400 MB.
+const flushAt = 20000
 
 type batch struct {
 	s        *Store
@@ -184,8 +190,9 @@ type batch struct {
 	versions []*timeline.ObjectVersion
 	ranks    map[int64]uint64 // the versions of this batch: key -> rank
 	cursors  [][2]string
+	delta    timeline.IngestRun // corrections to the run's tallies, learned by flushes
 
-	// Commit's working state: the rows known by key, staged ones by time
+	// A flush's working state: the rows known by key, staged ones by time
 	// and key, whole ones (no stages) by key alone.
 	staged map[openKey]*row
 	whole  map[int64]*row
@@ -193,9 +200,9 @@ type batch struct {
 }
 
 // AddRecord takes r into the batch. What r is (a new record, a stage of a
-// held one, a duplicate, a conflict) is judged at Commit against what the
-// database holds: AddRecord reports Added, and Commit corrects the run's
-// tallies.
+// held one, a duplicate, a conflict) is judged when the batch is flushed,
+// against what the database holds: AddRecord reports Added, and Commit
+// corrects the run's tallies.
 func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.AddResult, error) {
 	if r.Key == "" {
 		return 0, errors.New("add record: empty natural key")
@@ -209,6 +216,11 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 		c.Evidence.Run = b.run
 	}
 	b.recs = append(b.recs, &c)
+	if len(b.recs) >= flushAt {
+		if err := b.flush(context.WithoutCancel(ctx)); err != nil {
+			return 0, fmt.Errorf("add record: %w", err)
+		}
+	}
 	return timeline.Added, nil
 }
 
@@ -220,39 +232,67 @@ func (b *batch) SetCursor(ctx context.Context, name, resourceVersion string) err
 func (b *batch) Rollback() error {
 	b.recs, b.versions, b.cursors, b.ranks = nil, nil, nil, nil
 	b.staged, b.whole, b.order = nil, nil, nil
+	b.delta = timeline.IngestRun{}
 	b.s.mu.Lock()
 	clear(b.s.open) // it may hold rows this batch joined stages into, never written
 	b.s.mu.Unlock()
 	return nil
 }
 
-// Commit judges the batch's records in order against the rows held (a
+// flush judges the records held in order against the rows held (a
 // re-ingest finds every one held: duplicates), gives new rows their ids,
-// and writes the rows, the versions, the cursors and the run's progress, in
-// that order: a commit cut short leaves rows a rerun finds held, never a
-// run that claims rows not written. progress's tallies are corrected for
-// the outcomes learned here.
+// and writes the rows, then the versions. A flush cut short leaves rows a
+// rerun finds held.
+func (b *batch) flush(ctx context.Context) error {
+	for _, step := range []func(context.Context) error{
+		func(ctx context.Context) error { return b.judgeAll(ctx, &b.delta) }, b.writeRows, b.writeVersions,
+	} {
+		if err := step(ctx); err != nil {
+			return err
+		}
+	}
+	b.remember()
+	s := b.s
+	s.mu.Lock()
+	for k, rk := range b.ranks {
+		s.ranks[k] = rk
+	}
+	for _, rw := range b.order {
+		if rw.r.Stages != 0 {
+			s.heldMax = max(s.heldMax, ns(rw.r.Time))
+		}
+	}
+	s.mu.Unlock()
+	b.recs, b.versions, b.ranks = nil, nil, nil
+	b.staged, b.whole, b.order = nil, nil, nil
+	return nil
+}
+
+// Commit flushes what the batch holds, then writes the cursors and the
+// run's progress, its tallies corrected for the outcomes the flushes
+// learned: never a run that claims rows not written.
 func (b *batch) Commit(ctx context.Context, progress *timeline.IngestRun) error {
 	ctx = context.WithoutCancel(ctx)
-	steps := []func(context.Context) error{
-		func(ctx context.Context) error { return b.judgeAll(ctx, progress) },
-		b.writeRows, b.writeVersions, b.writeCursors,
+	if err := b.flush(ctx); err != nil {
+		b.Rollback()
+		return fmt.Errorf("commit batch: %w", err)
+	}
+	if err := b.writeCursors(ctx); err != nil {
+		b.Rollback()
+		return fmt.Errorf("commit batch: %w", err)
 	}
 	if progress != nil {
-		steps = append(steps, func(ctx context.Context) error { return b.s.writeRun(ctx, progress) })
-	}
-	for _, step := range steps {
-		if err := step(ctx); err != nil {
+		d := &b.delta
+		progress.Records += d.Records
+		progress.Merged += d.Merged
+		progress.Duplicates += d.Duplicates
+		progress.Conflicts += d.Conflicts
+		if err := b.s.writeRun(ctx, progress); err != nil {
 			b.Rollback()
 			return fmt.Errorf("commit batch: %w", err)
 		}
 	}
-	b.remember()
-	b.s.mu.Lock()
-	for k, rk := range b.ranks {
-		b.s.ranks[k] = rk
-	}
-	b.s.mu.Unlock()
+	b.delta = timeline.IngestRun{}
 	return nil
 }
 
