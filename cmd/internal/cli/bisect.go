@@ -242,6 +242,9 @@ func newBisectResetCmd(f *Factory) *cobra.Command {
 // openBisectStore opens the timeline for writing marks; unlike OpenStore
 // it refuses to create a database, since a session needs evidence.
 func openBisectStore(ctx context.Context, f *Factory) (timeline.Store, error) {
+	if f.storeDSN != "" {
+		return f.OpenStore(ctx) // an empty one is refused by dataBounds
+	}
 	if _, err := os.Stat(f.dbPath); err != nil {
 		return nil, usagef("faultline ingest audit --db "+f.dbPath+" audit.log",
 			"no timeline at %s: ingest some evidence first, or point --db (or FAULTLINE_DB) at one", f.dbPath)
@@ -270,8 +273,8 @@ func dataBounds(ctx context.Context, f *Factory, store timeline.Reader) (first, 
 		return first, last, err
 	}
 	if last.IsZero() {
-		return first, last, usagef("faultline ingest audit --db "+f.dbPath+" audit.log",
-			"the timeline at %s holds no evidence to bisect: ingest some first", f.dbPath)
+		return first, last, usagef("faultline ingest audit "+f.storeFlag()+" audit.log",
+			"the timeline at %s holds no evidence to bisect: ingest some first", f.storeName())
 	}
 	return first, last, nil
 }

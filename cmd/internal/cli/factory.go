@@ -90,6 +90,23 @@ func (f *Factory) OpenStore(ctx context.Context) (timeline.Store, error) {
 	return sqlite.Open(ctx, f.dbPath, sqlite.Options{Logger: f.Logger(), Key: f.Key(), RedactConfigMaps: f.redactConfigMaps})
 }
 
+// storeName names the timeline in messages: the --store DSN or the --db
+// file.
+func (f *Factory) storeName() string {
+	if f.storeDSN != "" {
+		return f.storeDSN
+	}
+	return f.dbPath
+}
+
+// storeFlag is the flag that names the timeline, for a Try: line.
+func (f *Factory) storeFlag() string {
+	if f.storeDSN != "" {
+		return "--store '" + f.storeDSN + "'"
+	}
+	return "--db " + f.dbPath
+}
+
 // openClickHouse opens the ClickHouse store --store names.
 func (f *Factory) openClickHouse(ctx context.Context) (timeline.Store, error) {
 	if f.redactConfigMaps {

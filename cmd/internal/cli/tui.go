@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline/faultline/internal/termsafe"
+	"github.com/faultline/faultline/timeline"
 	"github.com/faultline/faultline/timeline/sqlite"
 	"github.com/faultline/faultline/tui"
 )
@@ -77,11 +78,16 @@ func tuiRun(ctx context.Context, opts *tuiOptions) error {
 		return err
 	}
 	probe.Close()
-	store, err := sqlite.Open(ctx, f.dbPath, sqlite.Options{Logger: f.Logger(), CacheKiB: tuiCacheKiB, Key: f.Key()})
+	var store timeline.Store
+	if f.storeDSN != "" {
+		store, err = f.OpenStore(ctx)
+	} else {
+		store, err = sqlite.Open(ctx, f.dbPath, sqlite.Options{Logger: f.Logger(), CacheKiB: tuiCacheKiB, Key: f.Key()})
+	}
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	return tui.Run(ctx, store, tui.Options{Bad: opts.bad, Now: f.Now, NoColor: f.Getenv("NO_COLOR") != "", Source: f.dbPath},
+	return tui.Run(ctx, store, tui.Options{Bad: opts.bad, Now: f.Now, NoColor: f.Getenv("NO_COLOR") != "", Source: f.storeName()},
 		f.IO.In, termsafe.Raw(f.IO.Out)) // the TUI draws its own escapes, and escapes its data
 }
