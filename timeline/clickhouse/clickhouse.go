@@ -16,7 +16,6 @@ package clickhouse
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -84,6 +83,7 @@ type Store struct {
 	nextID    int64            // the next record id; 0: not read yet
 	lastStamp int64            // the last stamp given
 	ranks     map[int64]uint64 // the versions held: key -> rank; nil: not read yet
+	roll      *rollupState     // the request rollup held; nil: not read yet
 }
 
 // shard is one server of the cluster.
@@ -251,6 +251,3 @@ func (s *Store) Shards() []string {
 	}
 	return out
 }
-
-// errNotYet is a part of timeline.Store this store does not serve yet.
-var errNotYet = errors.New("not served by the ClickHouse store yet")

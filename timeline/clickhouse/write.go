@@ -12,6 +12,7 @@ import (
 
 	"github.com/faultline/faultline/timeline"
 	"github.com/faultline/faultline/timeline/redact"
+	"github.com/faultline/faultline/timeline/rollup"
 )
 
 const noTime = timeline.NoTimeNS
@@ -94,6 +95,9 @@ type row struct {
 	r     timeline.Record // as redacted, its ID set
 	key   int64
 	dirty bool // to be written: new, or a stage joined
+	// rq is the request's rollup class, once counted (rollup.go); nil
+	// before, or for a record the rollup does not count.
+	rq *rollup.Request
 }
 
 // keyOf is the i-th key a record is tried under, as the SQLite store tries
@@ -190,6 +194,7 @@ type batch struct {
 	staged map[openKey]*row
 	whole  map[int64]*row
 	order  []*row // rows to write, in the order first seen
+	roll   rollup.Delta
 }
 
 // AddRecord takes r into the batch. What r is (a new record, a stage of a
@@ -219,7 +224,7 @@ func (b *batch) SetCursor(ctx context.Context, name, resourceVersion string) err
 
 func (b *batch) Rollback() error {
 	b.recs, b.versions, b.cursors, b.ranks = nil, nil, nil, nil
-	b.staged, b.whole, b.order = nil, nil, nil
+	b.staged, b.whole, b.order, b.roll = nil, nil, nil, rollup.Delta{}
 	b.s.mu.Lock()
 	clear(b.s.open) // it may hold rows this batch joined stages into, never written
 	b.s.mu.Unlock()
@@ -236,7 +241,7 @@ func (b *batch) Commit(ctx context.Context, progress *timeline.IngestRun) error 
 	ctx = context.WithoutCancel(ctx)
 	steps := []func(context.Context) error{
 		func(ctx context.Context) error { return b.judgeAll(ctx, progress) },
-		b.writeRows, b.writeVersions, b.writeCursors,
+		b.writeRows, b.writeVersions, b.writeCursors, b.writeRollup,
 	}
 	if progress != nil {
 		steps = append(steps, func(ctx context.Context) error { return b.s.writeRun(ctx, progress) })
