@@ -496,7 +496,9 @@ type Rollup interface {
 	// window for analyses of long spans: Seconds per (Class, Sec); Stats
 	// summed per (Class, Code, LatencyBucket) with Minute 0; Clients one
 	// per (Class, User), with the user's first and last minute; and the
-	// classes those rows refer to.
+	// classes those rows refer to, by ID. Each list is ordered by the
+	// fields named (users by name), so two stores holding the same
+	// evidence answer alike.
 	RequestSummary(ctx context.Context, since, until time.Time) (*RequestStats, error)
 }
 

@@ -152,12 +152,3 @@ func wallNS(t time.Time) int64 {
 	}
 	return 1
 }
-
-// ErrRollup is RequestSummary's error: the request rollup is not served by
-// this store yet, so the control-plane analysis cannot run on it.
-var ErrRollup = fmt.Errorf("the request rollup (controlplane, alerts) is %w", errNotYet)
-
-// RequestSummary is not served yet (ErrRollup).
-func (s *Store) RequestSummary(ctx context.Context, since, until time.Time) (*timeline.RequestStats, error) {
-	return nil, ErrRollup
-}

@@ -89,6 +89,7 @@ type Store struct {
 	// writer at a time.
 	heldMax     int64
 	heldMaxRead bool
+	roll        *rollupState // the request rollup held; nil: not read yet
 }
 
 // shard is one server of the cluster.
@@ -279,6 +280,3 @@ func ping(ctx context.Context, addr string) error {
 	defer c.Close()
 	return c.Ping(ctx)
 }
-
-// errNotYet is a part of timeline.Store this store does not serve yet.
-var errNotYet = errors.New("not served by the ClickHouse store yet")

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/rollup"
 )
 
 // lookupChunk is the most keys one lookup names: its IN list stays well
@@ -21,6 +22,7 @@ const lookupChunk = 5000
 // batch), and gives the new rows their ids.
 func (b *batch) judgeAll(ctx context.Context, p *timeline.IngestRun) error {
 	b.staged, b.whole, b.order = map[openKey]*row{}, map[int64]*row{}, nil
+	b.roll = rollup.Delta{}
 	if err := b.lookupFirstKeys(ctx); err != nil {
 		return err
 	}
@@ -55,11 +57,13 @@ func (b *batch) place(ctx context.Context, r *timeline.Record) (timeline.AddResu
 			r.ID = 0
 			b.put(nr)
 			b.order = append(b.order, nr)
+			b.countAdded(nr)
 			if i > 0 {
 				return timeline.Conflict, nil
 			}
 			return timeline.Added, nil
 		}
+		old, ov := h.r.Stages, heldValues(h.r, r)
 		res := judge(h.r, r)
 		switch res {
 		case conflict:
@@ -69,6 +73,7 @@ func (b *batch) place(ctx context.Context, r *timeline.Record) (timeline.AddResu
 				h.dirty = true
 				b.order = append(b.order, h)
 			}
+			b.countJoined(h, old, r, ov)
 		}
 		return res, nil
 	}

@@ -3,6 +3,7 @@ package clickhouse_test
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"slices"
 	"testing"
 	"time"
@@ -20,12 +21,15 @@ import (
 type store interface {
 	timeline.Appender
 	timeline.Reader
+	timeline.Rollup
 }
 
 // TestFixtureParity loads every recorded fixture into SQLite and into
 // ClickHouse and compares what the two give back: every record and every
-// version, as JSON lines, sorted; and the runs' counts. A second load into
-// ClickHouse must find everything held: no record, stage or version added.
+// version, as JSON lines, sorted; the runs' counts; and the request rollup
+// (RequestSummary) over the whole span and over its middle third. A second
+// load into ClickHouse must find everything held: no record, stage or
+// version added, the rollup unchanged.
 func TestFixtureParity(t *testing.T) {
 	fxs, err := fixtures.List()
 	if err != nil {
@@ -38,12 +42,21 @@ func TestFixtureParity(t *testing.T) {
 			lite, house := sqlitetest.New(t), clickhousetest.New(t)
 			want := load(t, ctx, lite, fx, now)
 			got := load(t, ctx, house, fx, now)
+			if _, err := fs.Stat(fx.FS, "audit.log.gz"); err == nil && len(want.Rollup[0].Stats) == 0 {
+				t.Error("an audit log made no request rollup: the comparison proves nothing")
+			}
+			t.Logf("rollup: %d classes, %d seconds, %d stats, %d clients; middle third: %d seconds",
+				len(want.Rollup[0].Classes), len(want.Rollup[0].Seconds), len(want.Rollup[0].Stats),
+				len(want.Rollup[0].Clients), len(want.Rollup[1].Seconds))
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("ClickHouse differs from SQLite (-sqlite +clickhouse):\n%s", diff)
 			}
 			again := load(t, ctx, house, fx, now)
 			if diff := cmp.Diff(got.Lines, again.Lines); diff != "" {
 				t.Errorf("a second load changed the ClickHouse timeline (-first +second):\n%s", diff)
+			}
+			if diff := cmp.Diff(got.Rollup, again.Rollup); diff != "" {
+				t.Errorf("a second load changed the ClickHouse rollup (-first +second):\n%s", diff)
 			}
 			for _, r := range again.Runs[len(got.Runs):] {
 				if r.Records != 0 || r.Merged != 0 || r.Versions != 0 {
@@ -57,8 +70,9 @@ func TestFixtureParity(t *testing.T) {
 
 // loaded is what a store gives back after a load.
 type loaded struct {
-	Lines []string // records and versions as JSON, sorted
-	Runs  []runCounts
+	Lines  []string // records and versions as JSON, sorted
+	Runs   []runCounts
+	Rollup [2]*timeline.RequestStats // over all, and over the middle third
 }
 
 type runCounts struct {
@@ -95,6 +109,25 @@ func load(t *testing.T, ctx context.Context, s store, fx fixtures.Fixture, now f
 	}
 	for _, r := range runs {
 		out.Runs = append(out.Runs, runCounts{r.Path, r.Lines, r.Records, r.Merged, r.Duplicates, r.Conflicts, r.Versions, r.BadLines})
+	}
+	out.Rollup = summaries(t, ctx, s)
+	return out
+}
+
+// summaries reads the rollup over all and over the middle third of the
+// span held, whose ends fall inside seconds.
+func summaries(t *testing.T, ctx context.Context, s store) [2]*timeline.RequestStats {
+	t.Helper()
+	first, last, err := s.Bounds(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	third := last.Sub(first) / 3
+	var out [2]*timeline.RequestStats
+	for i, w := range [][2]time.Time{{}, {first.Add(third + 300*time.Millisecond), last.Add(-third + 700*time.Millisecond)}} {
+		if out[i], err = s.RequestSummary(ctx, w[0], w[1]); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return out
 }

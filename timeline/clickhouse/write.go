@@ -12,6 +12,7 @@ import (
 
 	"github.com/faultline/faultline/timeline"
 	"github.com/faultline/faultline/timeline/redact"
+	"github.com/faultline/faultline/timeline/rollup"
 )
 
 const noTime = timeline.NoTimeNS
@@ -94,6 +95,9 @@ type row struct {
 	r     *timeline.Record // as redacted, its ID set
 	key   int64
 	dirty bool // to be written: new, or a stage joined
+	// rq is the request's rollup class, once counted (rollup.go); nil
+	// before, or for a record the rollup does not count.
+	rq *rollup.Request
 }
 
 // keyOf is the i-th key a record is tried under, as the SQLite store tries
@@ -197,6 +201,7 @@ type batch struct {
 	staged map[openKey]*row
 	whole  map[int64]*row
 	order  []*row // rows to write, in the order first seen
+	roll   rollup.Delta
 }
 
 // AddRecord takes r into the batch. What r is (a new record, a stage of a
@@ -231,7 +236,7 @@ func (b *batch) SetCursor(ctx context.Context, name, resourceVersion string) err
 
 func (b *batch) Rollback() error {
 	b.recs, b.versions, b.cursors, b.ranks = nil, nil, nil, nil
-	b.staged, b.whole, b.order = nil, nil, nil
+	b.staged, b.whole, b.order, b.roll = nil, nil, nil, rollup.Delta{}
 	b.delta = timeline.IngestRun{}
 	b.s.mu.Lock()
 	clear(b.s.open) // it may hold rows this batch joined stages into, never written
@@ -277,9 +282,13 @@ func (b *batch) Commit(ctx context.Context, progress *timeline.IngestRun) error 
 		b.Rollback()
 		return fmt.Errorf("commit batch: %w", err)
 	}
-	if err := b.writeCursors(ctx); err != nil {
-		b.Rollback()
-		return fmt.Errorf("commit batch: %w", err)
+	// The rollup of every flush of the batch is written once, here: new
+	// classes take their ids per batch, in sorted order, as in SQLite.
+	for _, write := range []func(context.Context) error{b.writeCursors, b.writeRollup} {
+		if err := write(ctx); err != nil {
+			b.Rollback()
+			return fmt.Errorf("commit batch: %w", err)
+		}
 	}
 	if progress != nil {
 		d := &b.delta

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/rollup"
 )
 
 // An ingest of audit logs joins about one line in four to a record it wrote
@@ -51,7 +52,7 @@ type openRequest struct {
 	ident [7]int64
 	// rq is the request's rollup class, or nil for a record the rollup
 	// does not count (not audit, or without a resource).
-	rq *request
+	rq *rollup.Request
 }
 
 type openCache struct {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/faultline/faultline/timeline"
 	"github.com/faultline/faultline/timeline/redact"
+	"github.com/faultline/faultline/timeline/rollup"
 )
 
 // ApplicationID marks a SQLite file as a faultline timeline ("Fltl").
@@ -215,7 +216,7 @@ func Open(ctx context.Context, file string, opt Options) (*Store, error) {
 	}
 	db.SetMaxOpenConns(4)
 	s := &Store{db: db, path: file, log: log, cache: &strCache{m: map[string]int64{}}}
-	s.classes.m = map[classKey]int64{}
+	s.classes.m = map[rollup.Class]int64{}
 	if err := s.migrate(ctx, opt.ReadOnly); err != nil {
 		db.Close()
 		return nil, openErr(file, err)

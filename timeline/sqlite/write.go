@@ -13,6 +13,7 @@ import (
 
 	"github.com/faultline/faultline/timeline"
 	"github.com/faultline/faultline/timeline/redact"
+	"github.com/faultline/faultline/timeline/rollup"
 )
 
 // noTime is the time_ns of "no time" (the zero time.Time): the lowest
@@ -139,8 +140,8 @@ type batch struct {
 	updVer  *sql.Stmt
 
 	// The request rollup (rollup.go).
-	roll       rollup
-	newClasses []classKey // added in this transaction: forgotten on rollback
+	roll       rollup.Delta
+	newClasses []rollup.Class // added in this transaction: forgotten on rollback
 	held       *sql.Stmt
 	heldW      *sql.Stmt
 	strByID    *sql.Stmt
@@ -346,13 +347,10 @@ func (b *batch) addKeyed(ctx context.Context, r *timeline.Record, ids []int64, r
 // added counts a newly inserted record in the rollup and, while its request
 // is open (no final stage yet), keeps it in the open-request cache.
 func (b *batch) added(r *timeline.Record, ids []int64, ok openKey, res sql.Result) (timeline.AddResult, error) {
-	o := &r.Object
-	var rq *request
-	if r.Source == timeline.SourceAudit && o.Resource != "" {
-		q := newRequest(r.Verb, o.Group, o.Resource, o.Subresource, o.Namespace, o.Name, r.User, r.UserAgent,
-			r.URI, ns(r.Time))
+	var rq *rollup.Request
+	if q, counted := rollup.RequestOf(r); counted {
 		rq = &q
-		b.roll.count(rq, 0, r.Stages, reqValues{r.Code, int64(r.Latency), apfQueueWait(r.Extra)}, reqValues{})
+		b.roll.Add(rq, r)
 	}
 	if r.Stages != 0 && r.Stages&finalStages == 0 {
 		id, err := res.LastInsertId()
@@ -394,7 +392,7 @@ func (b *batch) joinHeld(ctx context.Context, r *timeline.Record, ids []int64, r
 		return res, nil
 	}
 	var oldExtra sql.NullString
-	if old&finalStages != 0 && r.Stages > old && r.Stages&finalStages != 0 {
+	if rollup.Replaces(old, r.Stages) {
 		// A final stage replaces another's values: the rollup takes the old
 		// ones back (see rollup.go).
 		if err := b.tx.QueryRowContext(ctx, `SELECT `+extraSQL("record")+` FROM record WHERE id = ?`, id).Scan(&oldExtra); err != nil {
@@ -409,7 +407,8 @@ func (b *batch) joinHeld(ctx context.Context, r *timeline.Record, ids []int64, r
 		row.extraDict, row.extraHead, row.extraTail); err != nil {
 		return 0, fmt.Errorf("join stage: %w", err)
 	}
-	if err := b.rollJoin(ctx, r, ids, hid, uri, old, reqValues{int(code), lat, apfQueueWait([]byte(oldExtra.String))}); err != nil {
+	ov := rollup.Values{Code: int(code), Latency: lat, APF: rollup.APFQueueWait([]byte(oldExtra.String))}
+	if err := b.rollJoin(ctx, r, ids, hid, uri, old, ov); err != nil {
 		return 0, fmt.Errorf("join stage: %w", err)
 	}
 	return timeline.Merged, nil
@@ -472,13 +471,8 @@ func (b *batch) joinOpen(ctx context.Context, r *timeline.Record, ids []int64, r
 	}
 	// An open request has no final stage: nothing to take back (ov's APF
 	// wait is 0, as rollJoin reads it only from a final stage's extra).
-	ov := reqValues{held.code, held.latency, 0}
-	if held.rq != nil && (old|r.Stages)&responseStages != 0 {
-		nv := ov
-		if r.Stages > old {
-			nv = reqValues{r.Code, int64(r.Latency), apfQueueWait(r.Extra)}
-		}
-		b.roll.count(held.rq, old, r.Stages, nv, ov)
+	if held.rq != nil {
+		b.roll.Join(held.rq, old, r, rollup.Values{Code: held.code, Latency: held.latency})
 	}
 	if r.Stages > old {
 		held.code, held.latency = r.Code, int64(r.Latency)
@@ -504,8 +498,8 @@ func latest(s timeline.Stage) timeline.Stage {
 // held row's (source, verb, api_group, resource, subresource, namespace,
 // name, user, user_agent).
 func (b *batch) rollJoin(ctx context.Context, r *timeline.Record, ids []int64, hid [9]int64, uri string,
-	old timeline.Stage, ov reqValues) error {
-	if hid[3] == 0 || (old|r.Stages)&responseStages == 0 {
+	old timeline.Stage, ov rollup.Values) error {
+	if hid[3] == 0 || (old|r.Stages)&rollup.ResponseStages == 0 {
 		return nil
 	}
 	o := &r.Object
@@ -532,12 +526,8 @@ func (b *batch) rollJoin(ctx context.Context, r *timeline.Record, ids []int64, h
 	if f[0] != string(timeline.SourceAudit) {
 		return nil
 	}
-	rq := newRequest(f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], uri, ns(r.Time))
-	nv := ov
-	if r.Stages > old {
-		nv = reqValues{r.Code, int64(r.Latency), apfQueueWait(r.Extra)}
-	}
-	b.roll.count(&rq, old, r.Stages, nv, ov)
+	rq := rollup.NewRequest(f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], uri, ns(r.Time))
+	b.roll.Join(&rq, old, r, ov)
 	return nil
 }
 
@@ -771,7 +761,7 @@ func (b *batch) forget() {
 	}
 	c.mu.Unlock()
 	b.newClasses = nil
-	b.roll = rollup{}
+	b.roll = rollup.Delta{}
 	b.s.open.reset()
 }
 

@@ -1,0 +1,402 @@
+package clickhouse
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/rollup"
+)
+
+// The request rollup is counted by the SQLite store's rules
+// (timeline/rollup): judgeAll tells the batch's Delta what became of each
+// record (added, or a stage joined to a row held, with the row's values
+// before), and the commit writes the Delta's rows after the records. The
+// tables (schema.go) sum a cell's rows at merge, and reads sum them again,
+// so a read costs the cells of its window whatever the records behind them.
+
+// cell is one per-minute stat cell.
+type cell struct {
+	minute, class int64
+	code, bucket  int
+}
+
+// rollupState is what the writer knows of the rollup held, read once.
+type rollupState struct {
+	classes   map[rollup.Class]int64
+	nextClass int64
+	// epochs holds the current epoch of the cells a commit emptied; 0 for
+	// the others.
+	epochs map[cell]int64
+}
+
+// countAdded counts a new row in the batch's rollup.
+func (b *batch) countAdded(rw *row) {
+	if rq, ok := rollup.RequestOf(rw.r); ok {
+		rw.rq = &rq
+		b.roll.Add(rw.rq, rw.r)
+	}
+}
+
+// countJoined counts stage r joined to held, whose stages were old and
+// values ov.
+func (b *batch) countJoined(held *row, old timeline.Stage, r *timeline.Record, ov rollup.Values) {
+	if held.rq == nil {
+		rq, ok := rollup.RequestOf(held.r)
+		if !ok {
+			return
+		}
+		held.rq = &rq
+	}
+	b.roll.Join(held.rq, old, r, ov)
+}
+
+// heldValues are the values of a held row before r joins it (the APF wait
+// read only where rollup.Replaces needs it).
+func heldValues(h *timeline.Record, r *timeline.Record) rollup.Values {
+	v := rollup.Values{Code: h.Code, Latency: int64(h.Latency)}
+	if rollup.Replaces(h.Stages, r.Stages) {
+		v.APF = rollup.APFQueueWait(h.Extra)
+	}
+	return v
+}
+
+// writeRollup writes the batch's rollup rows: its new classes first, so
+// that no row refers to a class not held. A commit that fails here
+// forgets what the store knew of the rollup, to read it again.
+func (b *batch) writeRollup(ctx context.Context) error {
+	d := &b.roll
+	if d.Empty() {
+		return nil
+	}
+	err := b.s.writeRollup(ctx, d)
+	if err != nil {
+		b.s.mu.Lock()
+		b.s.roll = nil
+		b.s.mu.Unlock()
+		return fmt.Errorf("write the request rollup: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) writeRollup(ctx context.Context, d *rollup.Delta) error {
+	st, err := s.rollupState(ctx)
+	if err != nil {
+		return err
+	}
+	var added []timeline.RequestClass
+	ids, _ := d.IDs(func(c rollup.Class) (int64, error) {
+		id, ok := st.classes[c]
+		if !ok {
+			id = st.nextClass
+			st.nextClass++
+			st.classes[c] = id
+			added = append(added, timeline.RequestClass{ID: id, Verb: c.Verb, Group: c.Group, Resource: c.Resource,
+				Subresource: c.Subresource, Scope: c.Scope, User: c.User, UserAgent: c.UserAgent})
+		}
+		return id, nil
+	})
+	err = s.insertRows(ctx, "req_class", len(added), func(i int) []any {
+		c := &added[i]
+		return []any{c.ID, c.Verb, c.Group, c.Resource, c.Subresource, c.Scope, c.User, c.UserAgent}
+	})
+	if err != nil {
+		return err
+	}
+	secs := d.Seconds(ids)
+	if err := s.insertRows(ctx, "req_second", len(secs), func(i int) []any {
+		return []any{secs[i].Class, secs[i].Sec, secs[i].N}
+	}); err != nil {
+		return err
+	}
+	clients := d.Clients(ids)
+	if err := s.insertRows(ctx, "req_client", len(clients), func(i int) []any {
+		c := &clients[i]
+		return []any{c.Minute, c.Class, c.User, c.N}
+	}); err != nil {
+		return err
+	}
+	return s.writeStats(ctx, st, d.Stats(ids))
+}
+
+// writeStats writes the per-minute cells, each in its current epoch, and
+// starts a new epoch for those the commit emptied: the SQLite store
+// deletes such a row, so a request counted there later starts its maxima
+// afresh.
+func (s *Store) writeStats(ctx context.Context, st *rollupState, stats []rollup.Stat) error {
+	var taken []cell // cells the commit took requests back from
+	err := s.insertRows(ctx, "req_stat_in", len(stats), func(i int) []any {
+		r := &stats[i]
+		c := cell{r.Minute, r.Class, r.Code, r.Bucket}
+		if r.Retracted {
+			taken = append(taken, c)
+		}
+		hi, lo := rollup.SplitSum(r.LatSum)
+		return []any{r.Minute, r.Class, int32(r.Code), int32(r.Bucket), st.epochs[c], r.N, r.Etcd, r.Unpaged,
+			hi, lo, r.LatMax, r.APFMax}
+	})
+	if err != nil || len(taken) == 0 {
+		return err
+	}
+	emptied, err := s.emptied(ctx, st, taken)
+	if err != nil {
+		return err
+	}
+	for _, c := range emptied {
+		st.epochs[c]++
+	}
+	return s.insertRows(ctx, "req_stat_epoch", len(emptied), func(i int) []any {
+		c := emptied[i]
+		return []any{c.minute, c.class, int32(c.code), int32(c.bucket), st.epochs[c]}
+	})
+}
+
+// emptied returns the cells among taken that hold no request in their
+// current epoch.
+func (s *Store) emptied(ctx context.Context, st *rollupState, taken []cell) ([]cell, error) {
+	held := map[cell]bool{}
+	for part := range slices.Chunk(taken, lookupChunk/2) { // a tuple is about 30 characters: 75 KiB
+		var in strings.Builder
+		for i, c := range part {
+			if i > 0 {
+				in.WriteByte(',')
+			}
+			fmt.Fprintf(&in, "(%d,%d,%d,%d,%d)", c.minute, c.class, c.code, c.bucket, st.epochs[c])
+		}
+		err := s.queryCells(ctx, `SELECT minute, class, code, bucket, sumMerge(sum_n) AS cnt FROM req_stat
+			WHERE (minute, class, code, bucket, epoch) IN (`+in.String()+`) GROUP BY minute, class, code, bucket`,
+			func(c cell, n int64) { held[c] = n > 0 })
+		if err != nil {
+			return nil, err
+		}
+	}
+	var out []cell
+	for _, c := range taken {
+		if !held[c] {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// queryCells runs q, which reads a cell and a number per row, and calls
+// each with every row.
+func (s *Store) queryCells(ctx context.Context, q string, each func(c cell, v int64)) error {
+	rows, err := s.conn.Query(ctx, q)
+	if err != nil {
+		return s.shardErr(ctx, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			c            cell
+			code, bucket int32
+			v            int64
+		)
+		if err := rows.Scan(&c.minute, &c.class, &code, &bucket, &v); err != nil {
+			return err
+		}
+		c.code, c.bucket = int(code), int(bucket)
+		each(c, v)
+	}
+	return s.shardErr(ctx, rows.Err())
+}
+
+// insertRows inserts n rows into the named table, row(i) giving the i-th.
+func (s *Store) insertRows(ctx context.Context, table string, n int, row func(i int) []any) error {
+	if n == 0 {
+		return nil
+	}
+	ins, err := s.conn.PrepareBatch(ctx, insert(table))
+	if err != nil {
+		return fmt.Errorf("write %s: %w", table, s.shardErr(ctx, err))
+	}
+	for i := range n {
+		if err := ins.Append(row(i)...); err != nil {
+			return fmt.Errorf("write %s: %w", table, err)
+		}
+	}
+	if err := ins.Send(); err != nil {
+		return fmt.Errorf("write %s: %w", table, s.shardErr(ctx, err))
+	}
+	return nil
+}
+
+// rollupState returns what the writer knows of the rollup, reading the
+// classes and the emptied cells' epochs the first time.
+func (s *Store) rollupState(ctx context.Context) (*rollupState, error) {
+	s.mu.Lock()
+	st := s.roll
+	s.mu.Unlock()
+	if st != nil {
+		return st, nil
+	}
+	st = &rollupState{classes: map[rollup.Class]int64{}, nextClass: 1, epochs: map[cell]int64{}}
+	classes, err := s.requestClasses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range classes {
+		st.classes[rollup.Class{Verb: c.Verb, Group: c.Group, Resource: c.Resource, Subresource: c.Subresource,
+			Scope: c.Scope, User: c.User, UserAgent: c.UserAgent}] = c.ID
+		st.nextClass = max(st.nextClass, c.ID+1)
+	}
+	err = s.queryCells(ctx, "SELECT minute, class, code, bucket, max(epoch) FROM req_stat_epoch GROUP BY minute, class, code, bucket",
+		func(c cell, epoch int64) { st.epochs[c] = epoch })
+	if err != nil {
+		return nil, fmt.Errorf("read the rollup's epochs: %w", err)
+	}
+	s.mu.Lock()
+	s.roll = st
+	s.mu.Unlock()
+	return st, nil
+}
+
+// requestClasses reads every class held, by id.
+func (s *Store) requestClasses(ctx context.Context) ([]timeline.RequestClass, error) {
+	rows, err := s.conn.Query(ctx, `SELECT DISTINCT id, verb, api_group, resource, subresource, scope, user, user_agent
+		FROM req_class ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("read the request classes: %w", s.shardErr(ctx, err))
+	}
+	defer rows.Close()
+	var out []timeline.RequestClass
+	for rows.Next() {
+		var c timeline.RequestClass
+		if err := rows.Scan(&c.ID, &c.Verb, &c.Group, &c.Resource, &c.Subresource, &c.Scope, &c.User, &c.UserAgent); err != nil {
+			return nil, fmt.Errorf("read the request classes: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the request classes: %w", s.shardErr(ctx, err))
+	}
+	return out, nil
+}
+
+// RequestSummary returns the rollup of [since, until) folded over the
+// window (see timeline.Rollup), in the order the SQLite store gives it.
+// Each read sums the rows of a cell (a commit's rows are not yet merged
+// into one), so it costs the cells of the window, not the records.
+func (s *Store) RequestSummary(ctx context.Context, since, until time.Time) (*timeline.RequestStats, error) {
+	rd := &summaryRead{s: s, out: &timeline.RequestStats{}, used: map[int64]bool{}}
+	rd.secs, rd.minutes = window("sec", since, until), window("minute", since, until)
+	for _, read := range []func(context.Context) error{rd.seconds, rd.stats, rd.clients, rd.classes} {
+		if err := read(ctx); err != nil {
+			return nil, fmt.Errorf("request summary: %w", err)
+		}
+	}
+	return rd.out, nil
+}
+
+// window is the WHERE condition of a read of [since, until) on column col
+// (sec, or a minute's start), as rollup.Window bounds it.
+func window(col string, since, until time.Time) string {
+	lo, hi := rollup.Window(since, until)
+	cond := "1"
+	if !since.IsZero() {
+		cond += fmt.Sprintf(" AND %s >= %d", col, lo)
+	}
+	if !until.IsZero() {
+		cond += fmt.Sprintf(" AND %s < %d", col, hi)
+	}
+	return cond
+}
+
+// summaryRead is one read of the rollup: its rows and the classes they
+// refer to.
+type summaryRead struct {
+	s             *Store
+	secs, minutes string // the window's conditions
+	out           *timeline.RequestStats
+	used          map[int64]bool
+}
+
+// query runs q and scans each row with scan.
+func (rd *summaryRead) query(ctx context.Context, q string, scan func(driver.Rows) error) error {
+	rows, err := rd.s.conn.Query(ctx, q)
+	if err != nil {
+		return rd.s.shardErr(ctx, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return rd.s.shardErr(ctx, err)
+	}
+	return nil
+}
+
+func (rd *summaryRead) seconds(ctx context.Context) error {
+	return rd.query(ctx, `SELECT class, sec, sum(n) AS cnt FROM req_second WHERE `+rd.secs+`
+		GROUP BY class, sec HAVING cnt > 0 ORDER BY class, sec`, func(rows driver.Rows) error {
+		var r timeline.RequestSecond
+		if err := rows.Scan(&r.Class, &r.Sec, &r.Count); err != nil {
+			return err
+		}
+		rd.used[r.Class] = true
+		rd.out.Seconds = append(rd.out.Seconds, r)
+		return nil
+	})
+}
+
+// stats sums each cell's lives apart (epoch), keeps those that hold
+// requests, and folds the minutes.
+func (rd *summaryRead) stats(ctx context.Context) error {
+	return rd.query(ctx, `SELECT class, code, bucket, sum(cnt), sum(etcd), sum(unpaged), sum(hi), sum(lo),
+			max(lmax), max(amax)
+		FROM (SELECT class, code, bucket, sumMerge(sum_n) AS cnt, sumMerge(sum_etcd) AS etcd,
+				sumMerge(sum_unpaged) AS unpaged, sumMerge(sum_lat_hi) AS hi, sumMerge(sum_lat_lo) AS lo,
+				maxMerge(max_lat) AS lmax, maxMerge(max_apf) AS amax
+			FROM req_stat WHERE `+rd.minutes+` GROUP BY minute, class, code, bucket, epoch HAVING cnt > 0)
+		GROUP BY class, code, bucket ORDER BY class, code, bucket`, func(rows driver.Rows) error {
+		var (
+			r            timeline.RequestStat
+			code, bucket int32
+			hi, lo       int64
+		)
+		if err := rows.Scan(&r.Class, &code, &bucket, &r.Count, &r.EtcdLists, &r.UnpagedLists, &hi, &lo,
+			&r.LatencyMaxNs, &r.APFQueueWaitMaxNs); err != nil {
+			return err
+		}
+		r.Code, r.LatencyBucket, r.LatencySumNs = int(code), int(bucket), rollup.JoinSum(hi, lo)
+		rd.used[r.Class] = true
+		rd.out.Stats = append(rd.out.Stats, r)
+		return nil
+	})
+}
+
+func (rd *summaryRead) clients(ctx context.Context) error {
+	return rd.query(ctx, `SELECT class, min(minute), user, sum(n) AS cnt, max(minute) FROM req_client
+		WHERE `+rd.minutes+` GROUP BY class, user HAVING cnt > 0 ORDER BY class, user`, func(rows driver.Rows) error {
+		var r timeline.RequestClient
+		if err := rows.Scan(&r.Class, &r.Minute, &r.User, &r.Count, &r.LastMinute); err != nil {
+			return err
+		}
+		rd.used[r.Class] = true
+		rd.out.Clients = append(rd.out.Clients, r)
+		return nil
+	})
+}
+
+// classes keeps the classes the rows refer to.
+func (rd *summaryRead) classes(ctx context.Context) error {
+	all, err := rd.s.requestClasses(ctx)
+	if err != nil {
+		return err
+	}
+	for _, c := range all {
+		if rd.used[c.ID] {
+			rd.out.Classes = append(rd.out.Classes, c)
+		}
+	}
+	return nil
+}
