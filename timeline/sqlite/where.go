@@ -9,9 +9,9 @@ import (
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
-	"github.com/google/cel-go/common/types/traits"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/filtersql"
 )
 
 // Filters are translated conjunct by conjunct. A translated conjunct is an
@@ -174,11 +174,9 @@ const (
 // an SQL form into an SQL boolean over record alias r. complete reports that
 // the whole expression was translated.
 func compileWhere(e ast.Expr) (sql string, args []any, complete bool) {
-	var conj []ast.Expr
-	conjuncts(e, &conj)
 	complete = true
 	var parts []string
-	for _, c := range conj {
+	for _, c := range filtersql.Conjuncts(e) {
 		w := whereBuilder{}
 		s, fs, ok := w.pred(c, 0)
 		if !ok || len(args)+len(w.args) > maxWhereArgs {
@@ -203,18 +201,6 @@ func compileWhere(e ast.Expr) (sql string, args []any, complete bool) {
 		}
 	}
 	return strings.Join(parts, " AND "), args, complete
-}
-
-// conjuncts appends the operands of the top-level && chain of e.
-func conjuncts(e ast.Expr, out *[]ast.Expr) {
-	if e.Kind() == ast.CallKind {
-		if c := e.AsCall(); c.FunctionName() == operators.LogicalAnd && len(c.Args()) == 2 && !c.IsMemberFunction() {
-			conjuncts(c.Args()[0], out)
-			conjuncts(c.Args()[1], out)
-			return
-		}
-	}
-	*out = append(*out, e)
 }
 
 type whereBuilder struct {
@@ -296,7 +282,7 @@ func (w *whereBuilder) pred(e ast.Expr, depth int) (sql string, fs facts, ok boo
 	case op == operators.In && len(a) == 2:
 		return w.in(a[0], a[1])
 	case len(a) == 2:
-		if sqlOp, isCmp := compareOps[op]; isCmp {
+		if sqlOp, isCmp := filtersql.Ops[op]; isCmp {
 			return w.compare(sqlOp, a[0], a[1])
 		}
 	}
@@ -310,84 +296,14 @@ func boolSQL(b bool) (string, facts, bool) {
 	return "0", factsAll, true // false implies anything
 }
 
-// compareOps maps CEL comparison functions to SQL operators.
-var compareOps = map[string]string{
-	operators.Equals:        "=",
-	operators.NotEquals:     "!=",
-	operators.Less:          "<",
-	operators.LessEquals:    "<=",
-	operators.Greater:       ">",
-	operators.GreaterEquals: ">=",
-}
-
-// swapped gives op with its operands exchanged: 1 < x is x > 1.
-func swapped(op string) string {
-	switch op {
-	case "<":
-		return ">"
-	case "<=":
-		return ">="
-	case ">":
-		return "<"
-	case ">=":
-		return "<="
-	}
-	return op
-}
-
-// holds reports whether a comparison whose operands compare as cmp (-1, 0,
-// 1) satisfies op.
-func holds(op string, cmp int) bool {
-	switch op {
-	case "=":
-		return cmp == 0
-	case "!=":
-		return cmp != 0
-	case "<":
-		return cmp < 0
-	case "<=":
-		return cmp <= 0
-	case ">":
-		return cmp > 0
-	case ">=":
-		return cmp >= 0
-	}
-	panic("sqlite: unknown comparison " + op) // compareOps holds every op
-}
-
-// badConjunct reports whether the filter is "bad && ...": every match is
-// in the classifier's bad set.
-func badConjunct(e ast.Expr) bool {
-	var conj []ast.Expr
-	conjuncts(e, &conj)
-	for _, c := range conj {
-		if c.Kind() == ast.IdentKind && strings.TrimPrefix(c.AsIdent(), ".") == "bad" {
-			return true
-		}
-	}
-	return false
-}
-
 // field returns the record field e names, if it has a column.
 func field(e ast.Expr) (whereField, bool) {
-	if e.Kind() != ast.IdentKind {
+	name, ok := filtersql.Ident(e)
+	if !ok {
 		return whereField{}, false
 	}
-	f, ok := whereFields[strings.TrimPrefix(e.AsIdent(), ".")] // ".user" is the root-scoped user
+	f, ok := whereFields[name]
 	return f, ok
-}
-
-// constant folds a literal or a timestamp()/duration() call on a string
-// literal, as CEL itself would.
-func constant(e ast.Expr) (ref.Val, bool) {
-	if e.Kind() == ast.CallKind && e.AsCall().IsMemberFunction() {
-		return nil, false
-	}
-	v, ok := timeline.Constant(e)
-	if !ok || types.IsError(v) || types.IsUnknown(v) {
-		return nil, false
-	}
-	return v, true
 }
 
 func (w *whereBuilder) compare(op string, l, r ast.Expr) (string, facts, bool) {
@@ -397,16 +313,16 @@ func (w *whereBuilder) compare(op string, l, r ast.Expr) (string, facts, bool) {
 	case lField && rField:
 		return w.compareFields(op, lf, rf)
 	case lField:
-		if v, ok := constant(r); ok {
+		if v, ok := filtersql.Constant(r); ok {
 			return w.compareConst(op, lf, v)
 		}
 	case rField:
-		if v, ok := constant(l); ok {
-			return w.compareConst(swapped(op), rf, v)
+		if v, ok := filtersql.Constant(l); ok {
+			return w.compareConst(filtersql.Mirror(op), rf, v)
 		}
 	default:
-		lv, lok := constant(l)
-		rv, rok := constant(r)
+		lv, lok := filtersql.Constant(l)
+		rv, rok := filtersql.Constant(r)
 		if lok && rok {
 			return compareConsts(op, lv, rv)
 		}
@@ -416,23 +332,11 @@ func (w *whereBuilder) compare(op string, l, r ast.Expr) (string, facts, bool) {
 
 // compareConsts evaluates a comparison of two constants as CEL does.
 func compareConsts(op string, l, r ref.Val) (string, facts, bool) {
-	switch op {
-	case "=", "!=":
-		eq := l.Equal(r)
-		if types.IsError(eq) {
-			return "", 0, false
-		}
-		return boolSQL((eq == types.True) == (op == "="))
-	}
-	cmp, ok := l.(traits.Comparer)
+	b, ok := filtersql.Fold(op, l, r)
 	if !ok {
 		return "", 0, false
 	}
-	n, ok := cmp.Compare(r).(types.Int)
-	if !ok {
-		return "", 0, false
-	}
-	return boolSQL(holds(op, int(n)))
+	return boolSQL(b)
 }
 
 // strValue is an SQL expression for a string field's text.
@@ -454,7 +358,7 @@ func (w *whereBuilder) compareFields(op string, l, r whereField) (string, facts,
 	case l.kind == r.kind && (l.kind == kindInt || l.kind == kindDuration):
 		return l.column + " " + op + " " + r.column, 0, true
 	case l.kind == kindTime && l == r:
-		return boolSQL(holds(op, 0))
+		return boolSQL(filtersql.Holds(op, 0))
 	}
 	return "", 0, false
 }
@@ -559,29 +463,19 @@ func internedImpliesNonEmpty(op, s string) bool {
 	return false
 }
 
-// timeCompare translates time op t. A stored time_ns of noTime is the zero
-// time (year 1), which Records reads back and CEL then compares: it lies
-// below every other stored time both as a time and as an integer, so an
-// in-range t compares the column as it is. The other rows hold
-// time.Unix(0, ns) with ns in [timeline.MinTime, timeline.MaxTime]; a t
-// outside that range is a constant for them (and for noTime, by its own
-// comparison with the zero time).
+// timeCompare translates time op t: the column as it is for an in-range
+// t, else a constant for the rows with a time and one for those with none
+// (filtersql.CompareTime).
 func (w *whereBuilder) timeCompare(op string, f whereField, t time.Time) (string, facts, bool) {
-	if !t.Before(timeline.MinTime) && !t.After(timeline.MaxTime) {
-		return f.column + " " + op + " " + w.arg(t.UnixNano()), 0, true
-	}
-	zeroMatches := holds(op, (time.Time{}).Compare(t))
-	always := holds(op, 1) // t before MinTime
-	if t.After(timeline.MaxTime) {
-		always = holds(op, -1)
-	}
 	none := strconv.FormatInt(noTime, 10)
-	switch {
-	case always && zeroMatches:
+	switch filtersql.CompareTime(op, t) {
+	case filtersql.TimeColumn:
+		return f.column + " " + op + " " + w.arg(t.UnixNano()), 0, true
+	case filtersql.TimeAll:
 		return "1", 0, true
-	case always:
+	case filtersql.TimeSome:
 		return f.column + " != " + none, 0, true
-	case zeroMatches:
+	case filtersql.TimeNoTime:
 		return f.column + " = " + none, 0, true
 	}
 	return "0", factsAll, true
@@ -593,56 +487,37 @@ func (w *whereBuilder) timeCompare(op string, f whereField, t time.Time) (string
 // lookup per row, where it evaluates a 5,000-term OR term by term for every
 // row (BenchmarkWhereOrOfEquals: 153.6 s/op unfolded, 0.81 s/op folded).
 func (w *whereBuilder) orEquals(e ast.Expr) (string, facts, bool) {
-	var (
-		f     whereField
-		vals  []ref.Val
-		stack = []ast.Expr{e}
-	)
-	for len(stack) > 0 {
-		x := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if x.Kind() != ast.CallKind || x.AsCall().IsMemberFunction() || len(x.AsCall().Args()) != 2 {
-			return "", 0, false
-		}
-		c := x.AsCall()
-		l, r := c.Args()[0], c.Args()[1]
-		switch c.FunctionName() {
-		case operators.LogicalOr:
-			stack = append(stack, r, l)
-			continue
-		case operators.Equals:
-		default:
-			return "", 0, false
-		}
-		xf, ok := field(l)
-		v, isConst := constant(r)
-		if !ok || !isConst { // c == x
-			xf, ok = field(r)
-			v, isConst = constant(l)
-		}
-		if !ok || !isConst || !sameKind(xf.kind, v) || (len(vals) > 0 && xf.name != f.name) {
-			return "", 0, false
-		}
-		f = xf
-		vals = append(vals, v)
-	}
-	return w.inValues(f, vals)
-}
-
-// in translates x in [c1, c2, ...], constants of x's type.
-func (w *whereBuilder) in(l, r ast.Expr) (string, facts, bool) {
-	f, ok := field(l)
-	if !ok || r.Kind() != ast.ListKind || len(r.AsList().OptionalIndices()) > 0 {
+	name, vals, ok := filtersql.Equalities(e)
+	if !ok {
 		return "", 0, false
 	}
-	elems := r.AsList().Elements()
-	vals := make([]ref.Val, len(elems))
-	for i, e := range elems {
-		v, ok := constant(e)
-		if !ok || !sameKind(f.kind, v) {
-			return "", 0, false // mixed types take CEL's cross-type equality
+	return w.fieldIn(name, vals)
+}
+
+// in translates x in [c1, c2, ...].
+func (w *whereBuilder) in(l, r ast.Expr) (string, facts, bool) {
+	name, ok := filtersql.Ident(l)
+	if !ok {
+		return "", 0, false
+	}
+	vals, ok := filtersql.List(r)
+	if !ok {
+		return "", 0, false
+	}
+	return w.fieldIn(name, vals)
+}
+
+// fieldIn translates the field name in vals, constants of its type:
+// constants of other types take CEL's cross-type equality.
+func (w *whereBuilder) fieldIn(name string, vals []ref.Val) (string, facts, bool) {
+	f, ok := whereFields[name]
+	if !ok {
+		return "", 0, false
+	}
+	for _, v := range vals {
+		if !sameKind(f.kind, v) {
+			return "", 0, false
 		}
-		vals[i] = v
 	}
 	return w.inValues(f, vals)
 }
@@ -724,7 +599,7 @@ func (w *whereBuilder) stringTest(fn string, target, argExpr ast.Expr) (string, 
 	if !ok || !isString(f.kind) {
 		return "", 0, false
 	}
-	v, ok := constant(argExpr)
+	v, ok := filtersql.Constant(argExpr)
 	if !ok {
 		return "", 0, false
 	}
