@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -68,7 +69,7 @@ func (s *Store) shardErr(ctx context.Context, err error) error {
 
 // timeRange is the WHERE condition of [since, until) on time_ns.
 func timeRange(since, until time.Time) string {
-	lo, hi := int64(-1<<63+1), int64(1<<63-1)
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64) // unbounded: the records with no time too
 	if !since.IsZero() {
 		lo = boundNS(since)
 	}
