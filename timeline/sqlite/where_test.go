@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"math/rand/v2"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -88,18 +87,9 @@ func TestCompileWhereMatchesCEL(t *testing.T) {
 // FuzzCompileWhere checks, for any filter CEL accepts, that the store yields
 // exactly the records CEL matches.
 func FuzzCompileWhere(f *testing.F) {
-	for _, expr := range timelinetest.WhereExprs {
-		f.Add(expr)
-	}
 	s := openWhereStore(f) // once per fuzz worker
 	all := timelinetest.ReadAll(f, s)
-	f.Fuzz(func(t *testing.T, expr string) {
-		flt, err := timeline.CompileFilter(expr)
-		if err != nil {
-			t.Skip()
-		}
-		checkAgainstCEL(t, s, all, flt)
-	})
+	timelinetest.FuzzFilters(f, func(t *testing.T, flt *timeline.Filter) { checkAgainstCEL(t, s, all, flt) })
 }
 
 func TestCompileWhereUsesIndexes(t *testing.T) {
@@ -155,19 +145,11 @@ func TestCompileWhereUsesIndexes(t *testing.T) {
 func TestCompileWhereRandomFilters(t *testing.T) {
 	s := openWhereStore(t)
 	all := timelinetest.ReadAll(t, s)
-	rng := rand.New(rand.NewPCG(1, 2))
 	n := 3000
 	if testing.Short() {
 		n = 300
 	}
-	for range n {
-		expr := timelinetest.RandomFilter(rng, 3)
-		f, err := timeline.CompileFilter(expr)
-		if err != nil {
-			t.Fatalf("generated filter %s: %v", expr, err)
-		}
-		checkAgainstCEL(t, s, all, f)
-	}
+	timelinetest.RandomFilters(t, n, func(f *timeline.Filter) { checkAgainstCEL(t, s, all, f) })
 }
 
 // TestCompileWhereLimits guards against filters whose SQL SQLite would refuse

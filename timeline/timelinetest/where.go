@@ -410,3 +410,39 @@ func RandomFilter(rng *rand.Rand, depth int) string {
 	}
 	return pick(strFields...) + " " + pick(ops...) + " " + pick(strs...)
 }
+
+// RandomFilters calls check on n filters of RandomFilter, the same n every
+// run (a fixed seed).
+func RandomFilters(tb testing.TB, n int, check func(*timeline.Filter)) {
+	tb.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range n {
+		expr := RandomFilter(rng, 3)
+		f, err := timeline.CompileFilter(expr)
+		if err != nil {
+			tb.Fatalf("generated filter %s: %v", expr, err)
+		}
+		check(f)
+	}
+}
+
+// FuzzFilters calls check on every filter CEL accepts that the fuzzer
+// makes, seeded with WhereExprs, the filters of WhereCases and more.
+func FuzzFilters(f *testing.F, check func(t *testing.T, flt *timeline.Filter), more ...string) {
+	for _, expr := range WhereExprs {
+		f.Add(expr)
+	}
+	for _, c := range WhereCases() {
+		f.Add(c.Expr)
+	}
+	for _, expr := range more {
+		f.Add(expr)
+	}
+	f.Fuzz(func(t *testing.T, expr string) {
+		flt, err := timeline.CompileFilter(expr)
+		if err != nil {
+			t.Skip()
+		}
+		check(t, flt)
+	})
+}
