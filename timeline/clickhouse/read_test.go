@@ -9,6 +9,7 @@ import (
 
 	"github.com/faultline/faultline/timeline"
 	"github.com/faultline/faultline/timeline/clickhouse/clickhousetest"
+	"github.com/faultline/faultline/timeline/timelinetest"
 )
 
 // TestRecordsWithNoTime: a record with no time (the zero time) is read, and
@@ -17,26 +18,10 @@ import (
 func TestRecordsWithNoTime(t *testing.T) {
 	ctx := context.Background()
 	s := clickhousetest.New(t)
-	run := &timeline.IngestRun{Source: timeline.SourceEvent, Path: "events.json"}
-	if err := s.BeginRun(ctx, run); err != nil {
-		t.Fatal(err)
-	}
 	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
-	b, err := s.Batch(ctx, run.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range []timeline.Record{
-		{Key: "no-time", Source: timeline.SourceEvent, Reason: "Timeless"},
-		{Key: "timed", Time: t0, Source: timeline.SourceEvent, Reason: "BackOff"},
-	} {
-		if _, err := b.AddRecord(ctx, &r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := b.Commit(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	timelinetest.AddRecords(t, s,
+		timeline.Record{Key: "no-time", Source: timeline.SourceEvent, Reason: "Timeless"},
+		timeline.Record{Key: "timed", Time: t0, Source: timeline.SourceEvent, Reason: "BackOff"})
 	reasons := func(q timeline.Query) []string {
 		var out []string
 		for r, err := range s.Records(ctx, q) {

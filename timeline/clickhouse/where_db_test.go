@@ -51,26 +51,10 @@ func stagedBatches() [][]timeline.Record {
 // the filter fixture (timelinetest.AddWhereRecords), then stagedBatches.
 func openWhereStore(tb testing.TB) *clickhouse.Store {
 	tb.Helper()
-	ctx := context.Background()
 	s := clickhousetest.New(tb)
 	timelinetest.AddWhereRecords(tb, s)
-	run := &timeline.IngestRun{Source: timeline.SourceAudit, Path: "staged.log"}
-	if err := s.BeginRun(ctx, run); err != nil {
-		tb.Fatal(err)
-	}
 	for _, recs := range stagedBatches() {
-		b, err := s.Batch(ctx, run.ID)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		for _, r := range recs {
-			if _, err := b.AddRecord(ctx, &r); err != nil {
-				tb.Fatal(err)
-			}
-		}
-		if err := b.Commit(ctx, nil); err != nil {
-			tb.Fatal(err)
-		}
+		timelinetest.AddRecords(tb, s, recs...)
 	}
 	return s
 }

@@ -146,6 +146,30 @@ func AddWhereRecords(tb testing.TB, s timeline.Appender) {
 	}
 }
 
+// AddRecords writes recs to s in one batch of a run of its own, and
+// returns the run's id.
+func AddRecords(tb testing.TB, s timeline.Appender, recs ...timeline.Record) int64 {
+	tb.Helper()
+	ctx := context.Background()
+	run := &timeline.IngestRun{Source: timeline.SourceAudit, Path: "records.log"}
+	if err := s.BeginRun(ctx, run); err != nil {
+		tb.Fatal(err)
+	}
+	b, err := s.Batch(ctx, run.ID)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, r := range recs {
+		if _, err := b.AddRecord(ctx, &r); err != nil {
+			tb.Fatalf("add %s: %v", r.Key, err)
+		}
+	}
+	if err := b.Commit(ctx, nil); err != nil {
+		tb.Fatal(err)
+	}
+	return run.ID
+}
+
 // ReadAll reads every record, in the order Records yields them.
 func ReadAll(tb testing.TB, s timeline.Reader) []*timeline.Record {
 	tb.Helper()
