@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/faultline/faultline/timeline"
-	"github.com/faultline/faultline/timeline/rollup"
 )
 
 // lookupChunk is the most keys one lookup names: its IN list stays well
@@ -22,7 +21,6 @@ const lookupChunk = 5000
 // batch), and gives the new rows their ids.
 func (b *batch) judgeAll(ctx context.Context, p *timeline.IngestRun) error {
 	b.staged, b.whole, b.order = map[openKey]*row{}, map[int64]*row{}, nil
-	b.roll = rollup.Delta{}
 	if err := b.lookupFirstKeys(ctx); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/filtersql"
 )
 
 // recordColumns are the columns of a record row after its key, in the order
@@ -63,7 +65,7 @@ func (s *Store) shardErr(ctx context.Context, err error) error {
 
 // timeRange is the WHERE condition of [since, until) on time_ns.
 func timeRange(since, until time.Time) string {
-	lo, hi := int64(-1<<63+1), int64(1<<63-1)
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64) // unbounded: the records with no time too
 	if !since.IsZero() {
 		lo = boundNS(since)
 	}
@@ -75,20 +77,46 @@ func timeRange(since, until time.Time) string {
 	return cond
 }
 
+// recordQuery builds the query of q. residual reports that the rows it
+// reads must still be checked with q.Where.Match, because part of the
+// filter has no SQL form (compileWhere).
+func recordQuery(q timeline.Query) (query string, residual bool) {
+	where := timeRange(q.Since, q.Until)
+	if q.Where != nil {
+		w, complete := compileWhere(q.Where.Expr())
+		if w != "" {
+			where += " AND (" + w + ")"
+		}
+		residual = !complete
+		if q.Bad != nil && filtersql.HasConjunct(q.Where.Expr(), "bad") {
+			// The classifier's bad set, as a key set: only its records
+			// are read (bad itself is checked again row by row).
+			if ids := badIDs(q.Bad); ids != "" {
+				where += " AND " + ids
+			}
+		}
+	}
+	order := "time_ns, id"
+	if q.Desc {
+		order = "time_ns DESC, id DESC"
+	}
+	// The filter is inside FINAL's subquery: the server applies it to the
+	// merged rows, the most complete stage of each request, not to the
+	// parts' older rows.
+	query = "SELECT " + recordColumns + " FROM " + final("record", where) + " ORDER BY " + order
+	if q.Limit > 0 && !residual {
+		query += fmt.Sprintf(" LIMIT %d", q.Limit)
+	}
+	return query, residual
+}
+
 // Records yields the records matching q in time order (id breaks ties).
-// The filter is evaluated on each record read in the window, with the same
-// CEL program the SQLite store falls back to for filter parts it cannot
-// translate; a record on which it fails at run time does not match.
+// The server evaluates the filter's translated parts; a filter with parts
+// that have no SQL form is evaluated on each row read, with the same CEL
+// program, and a record on which it fails at run time does not match.
 func (s *Store) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeline.Record, error] {
 	return func(yield func(*timeline.Record, error) bool) {
-		order := "time_ns, id"
-		if q.Desc {
-			order = "time_ns DESC, id DESC"
-		}
-		query := "SELECT " + recordColumns + " FROM " + final("record", timeRange(q.Since, q.Until)) + " ORDER BY " + order
-		if q.Where == nil && q.Limit > 0 {
-			query += fmt.Sprintf(" LIMIT %d", q.Limit)
-		}
+		query, residual := recordQuery(q)
 		rows, err := s.conn.Query(ctx, query)
 		if err != nil {
 			yield(nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err)))
@@ -103,7 +131,7 @@ func (s *Store) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeli
 				return
 			}
 			r.Bad = q.Bad[r.ID]
-			if q.Where != nil {
+			if residual {
 				if ok, _ := q.Where.Match(r); !ok {
 					continue
 				}
@@ -223,11 +251,21 @@ func (s *Store) CountRecords(ctx context.Context, since, until time.Time) (map[t
 }
 
 // Histogram counts the records in q.Buckets equal spans of [q.Since,
-// q.Until), reading the window's records as Records does.
+// q.Until). When both filters have a complete SQL form, the shards count
+// in one GROUP BY, the bad count a sum of the bad filter's condition; else
+// the window's records are read as Records reads them (the server filters
+// by what translates) and counted here.
 func (s *Store) Histogram(ctx context.Context, q timeline.HistogramQuery) ([]timeline.Bucket, error) {
 	out, lo, width, err := q.Spans()
 	if err != nil {
 		return nil, err
+	}
+	where, whereOK := histogramSQL(q.Where, "1")
+	bad, badOK := histogramSQL(q.Bad, "0")
+	if whereOK && badOK {
+		query := fmt.Sprintf("SELECT toInt64(intDiv(time_ns - (%d), %d)) AS b, count(), sum(%s) FROM %s GROUP BY b",
+			lo, width, bad, final("record", timeRange(q.Since, q.Until)+" AND ("+where+")"))
+		return out, s.countBuckets(ctx, query, out)
 	}
 	n := int64(len(out))
 	for r, err := range s.Records(ctx, timeline.Query{Since: q.Since, Until: q.Until, Where: q.Where}) {
@@ -246,6 +284,46 @@ func (s *Store) Histogram(ctx context.Context, q timeline.HistogramQuery) ([]tim
 		}
 	}
 	return out, nil
+}
+
+// histogramSQL is the SQL of a histogram's filter, none for nil; ok is
+// false when part of it has no SQL form.
+func histogramSQL(f *timeline.Filter, none string) (sql string, ok bool) {
+	if f == nil {
+		return none, true
+	}
+	sql, ok = compileWhere(f.Expr())
+	if sql == "" {
+		sql = "1"
+	}
+	return sql, ok
+}
+
+// countBuckets adds up the rows of query (bucket, records, bad records)
+// into out.
+func (s *Store) countBuckets(ctx context.Context, query string, out []timeline.Bucket) error {
+	rows, err := s.conn.Query(ctx, query)
+	if err != nil {
+		return fmt.Errorf("histogram: %w", s.shardErr(ctx, err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			i        int64
+			all, bad uint64
+		)
+		if err := rows.Scan(&i, &all, &bad); err != nil {
+			return fmt.Errorf("histogram: %w", err)
+		}
+		if i >= 0 && i < int64(len(out)) {
+			out[i].All += int64(all)
+			out[i].Bad += int64(bad)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("histogram: %w", s.shardErr(ctx, err))
+	}
+	return nil
 }
 
 // Cursor returns the resourceVersion a watch last committed, or "".

@@ -301,7 +301,7 @@ func (b *batch) Commit(ctx context.Context, progress *timeline.IngestRun) error 
 			return fmt.Errorf("commit batch: %w", err)
 		}
 	}
-	b.delta = timeline.IngestRun{}
+	b.delta, b.roll = timeline.IngestRun{}, rollup.Delta{}
 	return nil
 }
 

@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/timelinetest"
 )
 
 // TestOrOfEqualsFoldsToIn: x == a || x == b || ... of one field compiles to
 // the SQL of x in [a, b, ...], and matches what CEL matches.
 func TestOrOfEqualsFoldsToIn(t *testing.T) {
 	s := openWhereStore(t)
-	all := allRecords(t, s)
+	all := timelinetest.ReadAll(t, s)
 	for _, tc := range []struct{ or, in string }{
 		{`user == "alice" || user == "bob"`, `user in ["alice", "bob"]`},
 		{`user == "alice" || user == ""`, `user in ["alice", ""]`},
@@ -24,7 +25,7 @@ func TestOrOfEqualsFoldsToIn(t *testing.T) {
 			`time in [timestamp("1970-01-01T00:00:00Z"), timestamp("2026-05-01T10:00:00Z")]`},
 	} {
 		t.Run(tc.or, func(t *testing.T) {
-			or, in := mustFilter(t, tc.or), mustFilter(t, tc.in)
+			or, in := timelinetest.MustFilter(t, tc.or), timelinetest.MustFilter(t, tc.in)
 			orSQL, orArgs, orComplete := compileWhere(or.Expr())
 			inSQL, inArgs, _ := compileWhere(in.Expr())
 			if orSQL != inSQL || fmt.Sprint(orArgs) != fmt.Sprint(inArgs) || !orComplete {
@@ -35,8 +36,8 @@ func TestOrOfEqualsFoldsToIn(t *testing.T) {
 	}
 	// Not one field of constants: left as ORs, still exact.
 	for _, expr := range []string{`user == "alice" || verb == "get"`, `user == "alice" || code == 404`, `user == "alice" || user.startsWith("b")`} {
-		checkAgainstCEL(t, s, all, mustFilter(t, expr))
-		if sql, _, _ := compileWhere(mustFilter(t, expr).Expr()); strings.Contains(sql, " IN ") && !strings.Contains(sql, " OR ") {
+		checkAgainstCEL(t, s, all, timelinetest.MustFilter(t, expr))
+		if sql, _, _ := compileWhere(timelinetest.MustFilter(t, expr).Expr()); strings.Contains(sql, " IN ") && !strings.Contains(sql, " OR ") {
 			t.Errorf("%s folded to %s", expr, sql)
 		}
 	}

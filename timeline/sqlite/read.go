@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/filtersql"
 )
 
 // recordColumns lists what Records selects; interned columns come as ids,
@@ -96,7 +97,7 @@ func recordQuery(q timeline.Query) (query string, args []any, residual bool) {
 			args = append(args, wargs...)
 		}
 		residual = !complete
-		if q.Bad != nil && badConjunct(q.Where.Expr()) {
+		if q.Bad != nil && filtersql.HasConjunct(q.Where.Expr(), "bad") {
 			// The classifier's bad set, as a key set: only its records
 			// are read (bad itself is checked again row by row).
 			ids := make([]int64, 0, len(q.Bad))

@@ -6,15 +6,15 @@ import (
 	"time"
 
 	"github.com/google/cel-go/common/ast"
-	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
-	"github.com/google/cel-go/common/types/traits"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/filtersql"
 )
 
-// Filters are translated conjunct by conjunct. A translated conjunct is an
+// Filters are translated conjunct by conjunct (by filtersql.Translate, which
+// whereBuilder spells the parts for). A translated conjunct is an
 // SQL boolean that is true exactly when the CEL conjunct is: every column is
 // NOT NULL and every SQL form below is total (never NULL), so NOT and OR keep
 // CEL's meaning. A conjunct with no exact SQL form is left out of the SQL,
@@ -68,6 +68,21 @@ const (
 	kindDuration                  // duration, INTEGER nanoseconds
 )
 
+// kind is the store-neutral kind of k.
+func (k fieldKind) kind() filtersql.Kind {
+	switch k {
+	case kindInterned, kindText:
+		return filtersql.KindString
+	case kindInt:
+		return filtersql.KindInt
+	case kindTime:
+		return filtersql.KindTime
+	case kindDuration:
+		return filtersql.KindDuration
+	}
+	return filtersql.KindNone
+}
+
 type whereField struct {
 	name   string
 	column string // "r.<column>"
@@ -112,17 +127,17 @@ var whereFields = func() map[string]whereField {
 	for _, f := range timeline.Fields {
 		c, ok := fieldColumns[f.Name]
 		k := kindNone
-		switch {
+		switch kind := filtersql.KindOf(f.Type); {
 		case !ok:
-		case f.Type.IsExactType(types.StringType) && c.interned:
+		case kind == filtersql.KindString && c.interned:
 			k = kindInterned
-		case f.Type.IsExactType(types.StringType):
+		case kind == filtersql.KindString:
 			k = kindText
-		case f.Type.IsExactType(types.IntType):
+		case kind == filtersql.KindInt:
 			k = kindInt
-		case f.Type.IsExactType(types.TimestampType):
+		case kind == filtersql.KindTime:
 			k = kindTime
-		case f.Type.IsExactType(types.DurationType):
+		case kind == filtersql.KindDuration:
 			k = kindDuration
 		}
 		if k != kindNone {
@@ -174,49 +189,43 @@ const (
 // an SQL form into an SQL boolean over record alias r. complete reports that
 // the whole expression was translated.
 func compileWhere(e ast.Expr) (sql string, args []any, complete bool) {
-	var conj []ast.Expr
-	conjuncts(e, &conj)
 	complete = true
 	var parts []string
-	for _, c := range conj {
-		w := whereBuilder{}
-		s, fs, ok := w.pred(c, 0)
+	for _, c := range filtersql.Conjuncts(e) {
+		w := &whereBuilder{}
+		p, ok := filtersql.Translate[sqlPred](c, w, maxWhereDepth)
 		if !ok || len(args)+len(w.args) > maxWhereArgs {
 			complete = false
 			continue
 		}
-		switch s {
+		switch p.sql {
 		case "1":
 			continue
 		case "0":
 			return "0", nil, true // the whole filter is false
 		}
-		parts = append(parts, s)
+		parts = append(parts, p.sql)
 		args = append(args, w.args...)
 		// A partial index is usable only when a term of the WHERE clause is
 		// (or trivially implies) the index's own WHERE clause.
-		if fs&factError != 0 {
+		if p.fs&factError != 0 {
 			parts = append(parts, factErrorSQL)
 		}
-		if fs&factReason != 0 {
+		if p.fs&factReason != 0 {
 			parts = append(parts, factReasonSQL)
 		}
 	}
 	return strings.Join(parts, " AND "), args, complete
 }
 
-// conjuncts appends the operands of the top-level && chain of e.
-func conjuncts(e ast.Expr, out *[]ast.Expr) {
-	if e.Kind() == ast.CallKind {
-		if c := e.AsCall(); c.FunctionName() == operators.LogicalAnd && len(c.Args()) == 2 && !c.IsMemberFunction() {
-			conjuncts(c.Args()[0], out)
-			conjuncts(c.Args()[1], out)
-			return
-		}
-	}
-	*out = append(*out, e)
+// sqlPred is a translated predicate: its SQL, and what it implies.
+type sqlPred struct {
+	sql string
+	fs  facts
 }
 
+// whereBuilder is the SQLite dialect of filtersql.Translate. It binds the
+// strings, durations and times as arguments, in the order of the SQL text.
 type whereBuilder struct {
 	args []any
 }
@@ -226,213 +235,33 @@ func (w *whereBuilder) arg(v any) string {
 	return "?"
 }
 
-// pred translates a bool expression. ok is false when it has no exact SQL
-// form; w.args may then hold junk and must be dropped.
-func (w *whereBuilder) pred(e ast.Expr, depth int) (sql string, fs facts, ok bool) {
-	if depth > maxWhereDepth {
-		return "", 0, false
+func (w *whereBuilder) Kind(name string) filtersql.Kind {
+	f, ok := whereFields[name]
+	if !ok {
+		return filtersql.KindNone
 	}
-	switch e.Kind() {
-	case ast.LiteralKind:
-		if b, isBool := e.AsLiteral().(types.Bool); isBool {
-			return boolSQL(bool(b))
-		}
-		return "", 0, false
-	case ast.CallKind:
-	default:
-		return "", 0, false
-	}
-	c := e.AsCall()
-	a := c.Args()
-	if c.IsMemberFunction() {
-		if len(a) != 1 {
-			return "", 0, false
-		}
-		switch c.FunctionName() {
-		case "startsWith", "endsWith", "contains":
-			return w.stringTest(c.FunctionName(), c.Target(), a[0])
-		}
-		return "", 0, false
-	}
-	switch op := c.FunctionName(); {
-	case (op == operators.LogicalAnd || op == operators.LogicalOr) && len(a) == 2:
-		if op == operators.LogicalOr {
-			if s, fs, ok := w.orEquals(e); ok {
-				return s, fs, true
-			}
-		}
-		l, lf, ok := w.pred(a[0], depth+1)
-		if !ok {
-			return "", 0, false
-		}
-		r, rf, ok := w.pred(a[1], depth+1)
-		if !ok {
-			return "", 0, false
-		}
-		if op == operators.LogicalAnd {
-			return "(" + l + " AND " + r + ")", lf | rf, true
-		}
-		return "(" + l + " OR " + r + ")", lf & rf, true
-	case op == operators.LogicalNot && len(a) == 1:
-		s, _, ok := w.pred(a[0], depth+1)
-		if !ok {
-			return "", 0, false
-		}
-		return "(NOT " + s + ")", 0, true
-	case op == operators.Conditional && len(a) == 3:
-		cond, _, ok := w.pred(a[0], depth+1)
-		if !ok {
-			return "", 0, false
-		}
-		t, tf, ok := w.pred(a[1], depth+1)
-		if !ok {
-			return "", 0, false
-		}
-		f, ff, ok := w.pred(a[2], depth+1)
-		if !ok {
-			return "", 0, false
-		}
-		return "(CASE WHEN " + cond + " THEN " + t + " ELSE " + f + " END)", tf & ff, true
-	case op == operators.In && len(a) == 2:
-		return w.in(a[0], a[1])
-	case len(a) == 2:
-		if sqlOp, isCmp := compareOps[op]; isCmp {
-			return w.compare(sqlOp, a[0], a[1])
-		}
-	}
-	return "", 0, false
+	return f.kind.kind()
 }
 
-func boolSQL(b bool) (string, facts, bool) {
+func (w *whereBuilder) Bool(b bool) sqlPred {
 	if b {
-		return "1", 0, true
+		return sqlPred{"1", 0}
 	}
-	return "0", factsAll, true // false implies anything
+	return sqlPred{"0", factsAll} // false implies anything
 }
 
-// compareOps maps CEL comparison functions to SQL operators.
-var compareOps = map[string]string{
-	operators.Equals:        "=",
-	operators.NotEquals:     "!=",
-	operators.Less:          "<",
-	operators.LessEquals:    "<=",
-	operators.Greater:       ">",
-	operators.GreaterEquals: ">=",
+func (w *whereBuilder) And(l, r sqlPred) sqlPred {
+	return sqlPred{"(" + l.sql + " AND " + r.sql + ")", l.fs | r.fs}
 }
 
-// swapped gives op with its operands exchanged: 1 < x is x > 1.
-func swapped(op string) string {
-	switch op {
-	case "<":
-		return ">"
-	case "<=":
-		return ">="
-	case ">":
-		return "<"
-	case ">=":
-		return "<="
-	}
-	return op
+func (w *whereBuilder) Or(l, r sqlPred) sqlPred {
+	return sqlPred{"(" + l.sql + " OR " + r.sql + ")", l.fs & r.fs}
 }
 
-// holds reports whether a comparison whose operands compare as cmp (-1, 0,
-// 1) satisfies op.
-func holds(op string, cmp int) bool {
-	switch op {
-	case "=":
-		return cmp == 0
-	case "!=":
-		return cmp != 0
-	case "<":
-		return cmp < 0
-	case "<=":
-		return cmp <= 0
-	case ">":
-		return cmp > 0
-	case ">=":
-		return cmp >= 0
-	}
-	panic("sqlite: unknown comparison " + op) // compareOps holds every op
-}
+func (w *whereBuilder) Not(p sqlPred) sqlPred { return sqlPred{"(NOT " + p.sql + ")", 0} }
 
-// badConjunct reports whether the filter is "bad && ...": every match is
-// in the classifier's bad set.
-func badConjunct(e ast.Expr) bool {
-	var conj []ast.Expr
-	conjuncts(e, &conj)
-	for _, c := range conj {
-		if c.Kind() == ast.IdentKind && strings.TrimPrefix(c.AsIdent(), ".") == "bad" {
-			return true
-		}
-	}
-	return false
-}
-
-// field returns the record field e names, if it has a column.
-func field(e ast.Expr) (whereField, bool) {
-	if e.Kind() != ast.IdentKind {
-		return whereField{}, false
-	}
-	f, ok := whereFields[strings.TrimPrefix(e.AsIdent(), ".")] // ".user" is the root-scoped user
-	return f, ok
-}
-
-// constant folds a literal or a timestamp()/duration() call on a string
-// literal, as CEL itself would.
-func constant(e ast.Expr) (ref.Val, bool) {
-	if e.Kind() == ast.CallKind && e.AsCall().IsMemberFunction() {
-		return nil, false
-	}
-	v, ok := timeline.Constant(e)
-	if !ok || types.IsError(v) || types.IsUnknown(v) {
-		return nil, false
-	}
-	return v, true
-}
-
-func (w *whereBuilder) compare(op string, l, r ast.Expr) (string, facts, bool) {
-	lf, lField := field(l)
-	rf, rField := field(r)
-	switch {
-	case lField && rField:
-		return w.compareFields(op, lf, rf)
-	case lField:
-		if v, ok := constant(r); ok {
-			return w.compareConst(op, lf, v)
-		}
-	case rField:
-		if v, ok := constant(l); ok {
-			return w.compareConst(swapped(op), rf, v)
-		}
-	default:
-		lv, lok := constant(l)
-		rv, rok := constant(r)
-		if lok && rok {
-			return compareConsts(op, lv, rv)
-		}
-	}
-	return "", 0, false
-}
-
-// compareConsts evaluates a comparison of two constants as CEL does.
-func compareConsts(op string, l, r ref.Val) (string, facts, bool) {
-	switch op {
-	case "=", "!=":
-		eq := l.Equal(r)
-		if types.IsError(eq) {
-			return "", 0, false
-		}
-		return boolSQL((eq == types.True) == (op == "="))
-	}
-	cmp, ok := l.(traits.Comparer)
-	if !ok {
-		return "", 0, false
-	}
-	n, ok := cmp.Compare(r).(types.Int)
-	if !ok {
-		return "", 0, false
-	}
-	return boolSQL(holds(op, int(n)))
+func (w *whereBuilder) Cond(c, t, f sqlPred) sqlPred {
+	return sqlPred{"(CASE WHEN " + c.sql + " THEN " + t.sql + " ELSE " + f.sql + " END)", t.fs & f.fs}
 }
 
 // strValue is an SQL expression for a string field's text.
@@ -445,59 +274,36 @@ func strValue(f whereField) string {
 
 func isString(k fieldKind) bool { return k == kindInterned || k == kindText }
 
-func (w *whereBuilder) compareFields(op string, l, r whereField) (string, facts, bool) {
+func (w *whereBuilder) CompareFields(op, ln, rn string) sqlPred {
+	l, r := whereFields[ln], whereFields[rn]
 	switch {
 	case l.kind == kindInterned && r.kind == kindInterned && (op == "=" || op == "!="):
-		return l.column + " " + op + " " + r.column, 0, true // one dictionary: equal ids are equal strings
-	case isString(l.kind) && isString(r.kind):
-		return strValue(l) + " " + op + " " + strValue(r), 0, true
-	case l.kind == r.kind && (l.kind == kindInt || l.kind == kindDuration):
-		return l.column + " " + op + " " + r.column, 0, true
-	case l.kind == kindTime && l == r:
-		return boolSQL(holds(op, 0))
+		return sqlPred{l.column + " " + op + " " + r.column, 0} // one dictionary: equal ids are equal strings
+	case isString(l.kind):
+		return sqlPred{strValue(l) + " " + op + " " + strValue(r), 0}
 	}
-	return "", 0, false
+	return sqlPred{l.column + " " + op + " " + r.column, 0}
 }
 
-// compareConst translates f op v, v a constant of f's type.
-func (w *whereBuilder) compareConst(op string, f whereField, v ref.Val) (string, facts, bool) {
+// Compare translates f op v, v a constant of f's type.
+func (w *whereBuilder) Compare(op, name string, v ref.Val) sqlPred {
+	f := whereFields[name]
 	switch f.kind {
 	case kindInt:
-		n, ok := v.(types.Int)
-		if !ok {
-			return "", 0, false
-		}
+		n := int64(v.(types.Int))
 		var fs facts
-		if f.name == "code" && impliesError(op, int64(n)) {
+		if f.name == "code" && impliesError(op, n) {
 			fs = factError
 		}
-		return f.column + " " + op + " " + intSQL(int64(n)), fs, true
+		return sqlPred{f.column + " " + op + " " + intSQL(n), fs}
 	case kindDuration:
-		d, ok := v.(types.Duration)
-		if !ok {
-			return "", 0, false
-		}
-		return f.column + " " + op + " " + w.arg(int64(d.Duration)), 0, true
+		return sqlPred{f.column + " " + op + " " + w.arg(int64(v.(types.Duration).Duration)), 0}
 	case kindTime:
-		t, ok := v.(types.Timestamp)
-		if !ok {
-			return "", 0, false
-		}
-		return w.timeCompare(op, f, t.Time)
+		return w.timeCompare(op, f, v.(types.Timestamp).Time)
 	case kindText:
-		s, ok := v.(types.String)
-		if !ok {
-			return "", 0, false
-		}
-		return f.column + " " + op + " " + w.arg(string(s)), 0, true
-	case kindInterned:
-		s, ok := v.(types.String)
-		if !ok {
-			return "", 0, false
-		}
-		return w.internedCompare(op, f, string(s))
+		return sqlPred{f.column + " " + op + " " + w.arg(string(v.(types.String))), 0}
 	}
-	return "", 0, false
+	return w.internedCompare(op, f, string(v.(types.String)))
 }
 
 // impliesError reports whether code op n implies code >= 400.
@@ -520,7 +326,7 @@ func intSQL(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-func (w *whereBuilder) internedCompare(op string, f whereField, s string) (string, facts, bool) {
+func (w *whereBuilder) internedCompare(op string, f whereField, s string) sqlPred {
 	var fs facts
 	if f.name == "reason" && internedImpliesNonEmpty(op, s) {
 		fs = factReason
@@ -528,22 +334,22 @@ func (w *whereBuilder) internedCompare(op string, f whereField, s string) (strin
 	if s == "" { // id 0; every string is >= ""
 		switch op {
 		case "=", "<=":
-			return f.column + " = 0", fs, true
+			return sqlPred{f.column + " = 0", fs}
 		case "!=", ">":
-			return f.column + " != 0", fs, true
+			return sqlPred{f.column + " != 0", fs}
 		case ">=":
-			return "1", fs, true
+			return sqlPred{"1", fs}
 		case "<":
-			return "0", factsAll, true
+			return w.Bool(false)
 		}
 	}
 	switch op {
 	case "=", "!=":
 		// An absent string has no id: -1 matches no row, so == is false and
 		// != true, and neither is ever NULL.
-		return f.column + " " + op + " COALESCE((SELECT id FROM strs WHERE s = " + w.arg(s) + "), -1)", fs, true
+		return sqlPred{f.column + " " + op + " COALESCE((SELECT id FROM strs WHERE s = " + w.arg(s) + "), -1)", fs}
 	}
-	return f.column + " IN (SELECT id FROM strs WHERE s " + op + " " + w.arg(s) + ")", fs, true
+	return sqlPred{f.column + " IN (SELECT id FROM strs WHERE s " + op + " " + w.arg(s) + ")", fs}
 }
 
 // internedImpliesNonEmpty reports whether x op s implies x != "".
@@ -559,99 +365,32 @@ func internedImpliesNonEmpty(op, s string) bool {
 	return false
 }
 
-// timeCompare translates time op t. A stored time_ns of noTime is the zero
-// time (year 1), which Records reads back and CEL then compares: it lies
-// below every other stored time both as a time and as an integer, so an
-// in-range t compares the column as it is. The other rows hold
-// time.Unix(0, ns) with ns in [timeline.MinTime, timeline.MaxTime]; a t
-// outside that range is a constant for them (and for noTime, by its own
-// comparison with the zero time).
-func (w *whereBuilder) timeCompare(op string, f whereField, t time.Time) (string, facts, bool) {
-	if !t.Before(timeline.MinTime) && !t.After(timeline.MaxTime) {
-		return f.column + " " + op + " " + w.arg(t.UnixNano()), 0, true
-	}
-	zeroMatches := holds(op, (time.Time{}).Compare(t))
-	always := holds(op, 1) // t before MinTime
-	if t.After(timeline.MaxTime) {
-		always = holds(op, -1)
-	}
+// timeCompare translates time op t: the column as it is for an in-range
+// t, else a constant for the rows with a time and one for those with none
+// (filtersql.CompareTime).
+func (w *whereBuilder) timeCompare(op string, f whereField, t time.Time) sqlPred {
 	none := strconv.FormatInt(noTime, 10)
-	switch {
-	case always && zeroMatches:
-		return "1", 0, true
-	case always:
-		return f.column + " != " + none, 0, true
-	case zeroMatches:
-		return f.column + " = " + none, 0, true
+	switch filtersql.CompareTime(op, t) {
+	case filtersql.TimeColumn:
+		return sqlPred{f.column + " " + op + " " + w.arg(t.UnixNano()), 0}
+	case filtersql.TimeAll:
+		return w.Bool(true)
+	case filtersql.TimeSome:
+		return sqlPred{f.column + " != " + none, 0}
+	case filtersql.TimeNoTime:
+		return sqlPred{f.column + " = " + none, 0}
 	}
-	return "0", factsAll, true
+	return w.Bool(false)
 }
 
-// orEquals translates x == c1 || x == c2 || ... (one field, constants of
-// its type, || nested in any shape) as x in [c1, c2, ...]: the same rows,
-// but SQLite answers an IN list with one index search per value or one
-// lookup per row, where it evaluates a 5,000-term OR term by term for every
-// row (BenchmarkWhereOrOfEquals: 153.6 s/op unfolded, 0.81 s/op folded).
-func (w *whereBuilder) orEquals(e ast.Expr) (string, facts, bool) {
-	var (
-		f     whereField
-		vals  []ref.Val
-		stack = []ast.Expr{e}
-	)
-	for len(stack) > 0 {
-		x := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if x.Kind() != ast.CallKind || x.AsCall().IsMemberFunction() || len(x.AsCall().Args()) != 2 {
-			return "", 0, false
-		}
-		c := x.AsCall()
-		l, r := c.Args()[0], c.Args()[1]
-		switch c.FunctionName() {
-		case operators.LogicalOr:
-			stack = append(stack, r, l)
-			continue
-		case operators.Equals:
-		default:
-			return "", 0, false
-		}
-		xf, ok := field(l)
-		v, isConst := constant(r)
-		if !ok || !isConst { // c == x
-			xf, ok = field(r)
-			v, isConst = constant(l)
-		}
-		if !ok || !isConst || !sameKind(xf.kind, v) || (len(vals) > 0 && xf.name != f.name) {
-			return "", 0, false
-		}
-		f = xf
-		vals = append(vals, v)
-	}
-	return w.inValues(f, vals)
-}
-
-// in translates x in [c1, c2, ...], constants of x's type.
-func (w *whereBuilder) in(l, r ast.Expr) (string, facts, bool) {
-	f, ok := field(l)
-	if !ok || r.Kind() != ast.ListKind || len(r.AsList().OptionalIndices()) > 0 {
-		return "", 0, false
-	}
-	elems := r.AsList().Elements()
-	vals := make([]ref.Val, len(elems))
-	for i, e := range elems {
-		v, ok := constant(e)
-		if !ok || !sameKind(f.kind, v) {
-			return "", 0, false // mixed types take CEL's cross-type equality
-		}
-		vals[i] = v
-	}
-	return w.inValues(f, vals)
-}
-
-// inValues translates f in vals, constants of f's type.
-func (w *whereBuilder) inValues(f whereField, vals []ref.Val) (string, facts, bool) {
-	if len(vals) == 0 {
-		return "0", factsAll, true
-	}
+// In translates f in vals, constants of f's type. Translate gives x == c1
+// || x == c2 || ... (one field, constants of its type, || nested in any
+// shape) here too: the same rows, but SQLite answers an IN list with one
+// index search per value or one lookup per row, where it evaluates a
+// 5,000-term OR term by term for every row (BenchmarkWhereOrOfEquals:
+// 153.6 s/op unfolded, 0.81 s/op folded).
+func (w *whereBuilder) In(name string, vals []ref.Val) sqlPred {
+	f := whereFields[name]
 	var fs facts
 	switch f.name {
 	case "code":
@@ -685,56 +424,21 @@ func (w *whereBuilder) inValues(f whereField, vals []ref.Val) (string, facts, bo
 		}
 	case kindTime:
 		for i, v := range vals {
-			s, _, ok := w.timeCompare("=", f, v.(types.Timestamp).Time)
-			if !ok {
-				return "", 0, false
-			}
-			list[i] = s
+			list[i] = w.timeCompare("=", f, v.(types.Timestamp).Time).sql
 		}
-		return "(" + strings.Join(list, " OR ") + ")", 0, true
-	default:
-		return "", 0, false
+		return sqlPred{"(" + strings.Join(list, " OR ") + ")", 0}
 	}
 	in := "(" + strings.Join(list, ", ") + ")"
 	if f.kind == kindInterned {
-		return f.column + " IN (SELECT id FROM strs WHERE s IN " + in + ")", fs, true
+		return sqlPred{f.column + " IN (SELECT id FROM strs WHERE s IN " + in + ")", fs}
 	}
-	return f.column + " IN " + in, fs, true
+	return sqlPred{f.column + " IN " + in, fs}
 }
 
-// sameKind reports whether v is a value of a field of kind k.
-func sameKind(k fieldKind, v ref.Val) bool {
-	switch v.(type) {
-	case types.Int:
-		return k == kindInt
-	case types.String:
-		return isString(k)
-	case types.Timestamp:
-		return k == kindTime
-	case types.Duration:
-		return k == kindDuration
-	}
-	return false
-}
-
-// stringTest translates x.startsWith(c), x.endsWith(c) and x.contains(c).
+// StringTest translates x.startsWith(s), x.endsWith(s) and x.contains(s).
 // CEL tests bytes (Go's strings package); so does the SQL.
-func (w *whereBuilder) stringTest(fn string, target, argExpr ast.Expr) (string, facts, bool) {
-	f, ok := field(target)
-	if !ok || !isString(f.kind) {
-		return "", 0, false
-	}
-	v, ok := constant(argExpr)
-	if !ok {
-		return "", 0, false
-	}
-	s, ok := v.(types.String)
-	if !ok {
-		return "", 0, false
-	}
-	if s == "" {
-		return "1", 0, true // every string starts with, ends with and contains ""
-	}
+func (w *whereBuilder) StringTest(fn, name, s string) sqlPred {
+	f := whereFields[name]
 	var fs facts
 	if f.name == "reason" {
 		fs = factReason
@@ -747,8 +451,8 @@ func (w *whereBuilder) stringTest(fn string, target, argExpr ast.Expr) (string, 
 	switch fn {
 	case "startsWith":
 		// The strings with prefix p are the range [p, p+1) in byte order.
-		test = col + " >= " + w.arg(string(s))
-		if end, ok := prefixEnd(string(s)); ok {
+		test = col + " >= " + w.arg(s)
+		if end, ok := prefixEnd(s); ok {
 			test = "(" + test + " AND " + col + " < " + w.arg(end) + ")"
 		}
 	case "endsWith":
@@ -758,15 +462,13 @@ func (w *whereBuilder) stringTest(fn string, target, argExpr ast.Expr) (string, 
 		blob := "CAST(" + col + " AS BLOB)"
 		test = "(length(" + blob + ") >= " + w.arg(int64(len(s))) + " AND substr(" + blob + ", " + w.arg(-int64(len(s))) +
 			") = " + w.arg([]byte(s)) + ")"
-	case "contains":
+	default: // contains
 		test = "instr(CAST(" + col + " AS BLOB), " + w.arg([]byte(s)) + ") > 0"
-	default:
-		return "", 0, false
 	}
 	if f.kind == kindInterned {
-		return f.column + " IN (SELECT id FROM strs WHERE " + test + ")", fs, true
+		return sqlPred{f.column + " IN (SELECT id FROM strs WHERE " + test + ")", fs}
 	}
-	return test, fs, true
+	return sqlPred{test, fs}
 }
 
 // prefixEnd returns the least string greater than every string with prefix

@@ -1,0 +1,55 @@
+package clickhouse_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/clickhouse/clickhousetest"
+	"github.com/faultline/faultline/timeline/timelinetest"
+)
+
+// TestRecordsWithNoTime: a record with no time (the zero time) is read, and
+// counted, when the window has no start, as the SQLite store reads it; a
+// window with a start leaves it out.
+func TestRecordsWithNoTime(t *testing.T) {
+	ctx := context.Background()
+	s := clickhousetest.New(t)
+	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	timelinetest.AddRecords(t, s,
+		timeline.Record{Key: "no-time", Source: timeline.SourceEvent, Reason: "Timeless"},
+		timeline.Record{Key: "timed", Time: t0, Source: timeline.SourceEvent, Reason: "BackOff"})
+	reasons := func(q timeline.Query) []string {
+		var out []string
+		for r, err := range s.Records(ctx, q) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r.Reason)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		q    timeline.Query
+		want []string
+	}{
+		{timeline.Query{}, []string{"Timeless", "BackOff"}},
+		{timeline.Query{Until: t0.Add(time.Second)}, []string{"Timeless", "BackOff"}},
+		{timeline.Query{Since: time.Unix(0, 0)}, []string{"BackOff"}},
+		{timeline.Query{Since: time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)}, []string{"BackOff"}},
+	} {
+		if diff := cmp.Diff(tc.want, reasons(tc.q)); diff != "" {
+			t.Errorf("since %s, until %s (-want +got)\n%s", tc.q.Since, tc.q.Until, diff)
+		}
+	}
+	n, err := s.CountRecords(ctx, time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n[timeline.SourceEvent] != 2 {
+		t.Errorf("CountRecords, unbounded: %v, want 2 events", n)
+	}
+}

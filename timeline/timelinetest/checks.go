@@ -1,0 +1,123 @@
+package timelinetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+// CheckHistogram counts the records all (WhereRecords, as s read them)
+// into buckets with Filter.Match and compares with s's histogram, for
+// filters that a store translates to SQL, in full and in part (annotations,
+// stage), and none.
+func CheckHistogram(t *testing.T, s timeline.Reader, all []*timeline.Record) {
+	t.Helper()
+	i := 0
+	for all[i].Time.IsZero() { // no time: in no span
+		i++
+	}
+	since, until := all[i].Time, all[len(all)-1].Time.Add(time.Nanosecond)
+	for _, tc := range []struct{ name, where, bad string }{
+		{"no filter", "", "code >= 400"},
+		{"where and bad", `verb == "get"`, "code == 404 || code >= 500"},
+		{"bad as a union of indexed parts", "", `(code >= 400 && code == 404) || reason in ["BackOff", "Failed"]`},
+		{"residual bad", "", `annotations["authorization.k8s.io/decision"] == "forbid"`},
+		{"residual where", `stage == "ResponseComplete"`, `user == "bob"`},
+		{"residual where and bad", `annotations["x"] == "y" || code >= 400`, `size(name) > 5`},
+		{"nothing bad", `ns == "default"`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, n := range []int{1, 3, 7} {
+				q := timeline.HistogramQuery{Since: since, Until: until, Buckets: n}
+				if tc.where != "" {
+					q.Where = MustFilter(t, tc.where)
+				}
+				if tc.bad != "" {
+					q.Bad = MustFilter(t, tc.bad)
+				}
+				got, err := s.Histogram(context.Background(), q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := make([]timeline.Bucket, n)
+				for i := range want {
+					want[i].Start, want[i].End = got[i].Start, got[i].End
+				}
+				for _, r := range all {
+					i := -1
+					for j, b := range got {
+						if !r.Time.Before(b.Start) && r.Time.Before(b.End) {
+							i = j
+						}
+					}
+					if i < 0 || (q.Where != nil && !match(q.Where, r)) {
+						continue
+					}
+					want[i].All++
+					if q.Bad != nil && match(q.Bad, r) {
+						want[i].Bad++
+					}
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("%d buckets (-want +got)\n%s", n, diff)
+				}
+				if !got[0].Start.Equal(since) || !got[n-1].End.Equal(until) {
+					t.Errorf("%d buckets span %s .. %s, want %s .. %s", n, got[0].Start, got[n-1].End, since, until)
+				}
+			}
+		})
+	}
+}
+
+func match(f *timeline.Filter, r *timeline.Record) bool {
+	ok, _ := f.Match(r)
+	return ok
+}
+
+// CheckBadKeySet: a store never decides what is bad; it marks the records
+// of the classifier's key set (Query.Bad), and the filter field bad reads
+// that mark, alone (which a store may push to SQL as the key set) or with
+// other terms. all is WhereRecords as s read them.
+func CheckBadKeySet(t *testing.T, s timeline.Reader, all []*timeline.Record) {
+	t.Helper()
+	if len(all) < 4 {
+		t.Fatalf("%d records", len(all))
+	}
+	bad := map[int64]bool{all[0].ID: true, all[2].ID: true, all[len(all)-1].ID: true}
+	var want []string
+	for _, r := range all {
+		if bad[r.ID] {
+			want = append(want, r.AuditID)
+		}
+	}
+	labels := func(q timeline.Query) []string {
+		var out []string
+		for r, err := range s.Records(context.Background(), q) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Bad != bad[r.ID] {
+				t.Errorf("record %d: Bad = %v, want %v", r.ID, r.Bad, bad[r.ID])
+			}
+			out = append(out, r.AuditID)
+		}
+		return out
+	}
+	for _, expr := range []string{"bad", "bad && code >= 0", "!(!bad)", "bad || false"} {
+		t.Run(expr, func(t *testing.T) {
+			if diff := cmp.Diff(want, labels(timeline.Query{Where: MustFilter(t, expr), Bad: bad})); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+	if got := labels(timeline.Query{Where: MustFilter(t, "bad")}); len(got) != 0 {
+		t.Errorf("with no key set, bad matched %v", got)
+	}
+	if got := labels(timeline.Query{Bad: bad}); len(got) != len(all) {
+		t.Errorf("with no filter, %d records, want %d", len(got), len(all))
+	}
+}
