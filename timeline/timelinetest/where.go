@@ -19,25 +19,50 @@ import (
 // WhereT0 is the time most test records cluster around.
 var WhereT0 = time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 
+// annotations is the extra of a record with these annotations (key, value,
+// ...).
+func annotations(kv ...string) []byte {
+	var b strings.Builder
+	b.WriteString(`{"annotations":{`)
+	for i := 0; i < len(kv); i += 2 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, "%q:%q", kv[i], kv[i+1])
+	}
+	b.WriteString("}}")
+	return []byte(b.String())
+}
+
+// podRef names a pod.
+func podRef(ns, name string) timeline.ObjectRef {
+	return timeline.ObjectRef{Version: "v1", Resource: "pods", Kind: "Pod", Namespace: ns, Name: name}
+}
+
+// generatedRecords are n audit records whose fields cycle through a few
+// values each.
+func generatedRecords(n int) []timeline.Record {
+	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+	users := []string{"alice", "system:node:n1", "system:kube-scheduler", "bob", ""}
+	codes := []int{0, 200, 201, 404, 429, 500, 409}
+	var recs []timeline.Record
+	for i := range n {
+		recs = append(recs, timeline.Record{
+			AuditID: fmt.Sprintf("gen-%02d", i), Time: WhereT0.Add(time.Duration(i) * 17 * time.Second), Source: timeline.SourceAudit,
+			Object: podRef([]string{"default", "prod", ""}[i%3], fmt.Sprintf("pod-%02d", i)), Verb: verbs[i%len(verbs)],
+			User: users[i%len(users)], Code: codes[i%len(codes)],
+			Latency: time.Duration(i*37) * time.Millisecond, Stages: timeline.Stage(1 << (i % 4)), Level: []string{"Metadata", "Request"}[i%2],
+			URI: fmt.Sprintf("/api/v1/pods/pod-%02d", i),
+		})
+	}
+	return recs
+}
+
 // WhereRecords is the fixed data the filter tests of the stores run on. AuditID labels each
 // record, so expectations read as names; it is unique and never empty.
 func WhereRecords() []timeline.Record {
 	ms := time.Millisecond
-	ann := func(kv ...string) []byte {
-		var b strings.Builder
-		b.WriteString(`{"annotations":{`)
-		for i := 0; i < len(kv); i += 2 {
-			if i > 0 {
-				b.WriteString(",")
-			}
-			fmt.Fprintf(&b, "%q:%q", kv[i], kv[i+1])
-		}
-		b.WriteString("}}")
-		return []byte(b.String())
-	}
-	pod := func(ns, name string) timeline.ObjectRef {
-		return timeline.ObjectRef{Version: "v1", Resource: "pods", Kind: "Pod", Namespace: ns, Name: name}
-	}
+	ann, pod := annotations, podRef
 	audit, event := timeline.SourceAudit, timeline.SourceEvent
 	done := timeline.StageResponseComplete
 	recs := []timeline.Record{
@@ -99,18 +124,7 @@ func WhereRecords() []timeline.Record {
 		{AuditID: "far-future", Time: time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC), Source: event, Reason: "Future"},
 		{AuditID: "ns-resolution", Time: WhereT0.Add(time.Second + 1), Source: audit, Verb: "get", Code: 200, Latency: 1},
 	}
-	verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
-	users := []string{"alice", "system:node:n1", "system:kube-scheduler", "bob", ""}
-	codes := []int{0, 200, 201, 404, 429, 500, 409}
-	for i := range 16 {
-		recs = append(recs, timeline.Record{
-			AuditID: fmt.Sprintf("gen-%02d", i), Time: WhereT0.Add(time.Duration(i) * 17 * time.Second), Source: audit,
-			Object: pod([]string{"default", "prod", ""}[i%3], fmt.Sprintf("pod-%02d", i)), Verb: verbs[i%len(verbs)],
-			User: users[i%len(users)], Code: codes[i%len(codes)],
-			Latency: time.Duration(i*37) * ms, Stages: timeline.Stage(1 << (i % 4)), Level: []string{"Metadata", "Request"}[i%2],
-			URI: fmt.Sprintf("/api/v1/pods/pod-%02d", i),
-		})
-	}
+	recs = append(recs, generatedRecords(16)...)
 	for i := range recs {
 		recs[i].Key = "where\x00" + recs[i].AuditID
 		recs[i].Evidence.Line = int64(i + 1)
