@@ -3,8 +3,11 @@ package timeline
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -85,4 +88,32 @@ func BoundNS(t time.Time) int64 {
 func KeyHash(key string) int64 {
 	sum := sha256.Sum256([]byte(key))
 	return int64(binary.BigEndian.Uint64(sum[:8]))
+}
+
+// ConflictKey is the i-th natural key a store tries for r: r.Key; then,
+// when that key holds another request (another verb, user or object), the
+// key extended by r's identity; then by its code and stage too; and, for
+// a record without stages (a whole thing: an Event, an artifact version),
+// by a digest of its content. ok is false past the last. A re-ingest finds
+// each record under the same key, so ingest stays idempotent, and the later
+// stages of a conflicting request find its own record.
+func ConflictKey(r *Record, i int) (k string, ok bool) {
+	o := &r.Object
+	k = r.Key
+	if i == 0 {
+		return k, true
+	}
+	k += "\x00conflict\x00" + strings.Join([]string{r.Verb, r.User, o.Group, o.Resource, o.Subresource, o.Namespace, o.Name}, "\x00")
+	if i == 1 {
+		return k, true
+	}
+	k += "\x00" + strconv.Itoa(r.Code) + "\x00" + strconv.Itoa(int(r.Stages))
+	if i == 2 {
+		return k, true
+	}
+	if i == 3 && r.Stages == 0 {
+		sum := sha256.Sum256(r.Extra)
+		return k + "\x00" + hex.EncodeToString(sum[:8]), true
+	}
+	return "", false
 }

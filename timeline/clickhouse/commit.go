@@ -34,10 +34,10 @@ func (b *batch) judgeAll(ctx context.Context, p *timeline.IngestRun) error {
 	return b.assignIDs(ctx)
 }
 
-// place judges one record, trying its keys in turn (keyOf).
+// place judges one record, trying its keys in turn (timeline.ConflictKey).
 func (b *batch) place(ctx context.Context, r *timeline.Record) (timeline.AddResult, error) {
 	for i := 0; ; i++ {
-		k, ok := keyOf(r, i)
+		k, ok := timeline.ConflictKey(r, i)
 		if !ok {
 			return timeline.Duplicate, nil // not reached: the last key holds all that is compared
 		}

@@ -2,12 +2,8 @@ package clickhouse
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/faultline/faultline/timeline"
@@ -98,31 +94,6 @@ type row struct {
 	// rq is the request's rollup class, once counted (rollup.go); nil
 	// before, or for a record the rollup does not count.
 	rq *rollup.Request
-}
-
-// keyOf is the i-th key a record is tried under, as the SQLite store tries
-// them: its natural key; then, when that key holds another request, the key
-// extended by the record's identity; then by its code and stage too; and
-// for a record without stages, by its content. ok is false past the last.
-func keyOf(r *timeline.Record, i int) (k string, ok bool) {
-	o := &r.Object
-	k = r.Key
-	if i == 0 {
-		return k, true
-	}
-	k += "\x00conflict\x00" + strings.Join([]string{r.Verb, r.User, o.Group, o.Resource, o.Subresource, o.Namespace, o.Name}, "\x00")
-	if i == 1 {
-		return k, true
-	}
-	k += "\x00" + strconv.Itoa(r.Code) + "\x00" + strconv.Itoa(int(r.Stages))
-	if i == 2 {
-		return k, true
-	}
-	if i == 3 && r.Stages == 0 {
-		sum := sha256.Sum256(r.Extra)
-		return k + "\x00" + hex.EncodeToString(sum[:8]), true
-	}
-	return "", false
 }
 
 // sameRequest reports whether a held record and an incoming one under the

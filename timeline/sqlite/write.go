@@ -7,8 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/faultline/faultline/timeline"
@@ -266,33 +264,12 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 		ids[i] = id
 		b.recIDs[i] = memo{s: f, id: id, ok: true}
 	}
-	// The keys tried in turn, made only when the one before conflicts.
-	key := func(i int) (string, bool) {
-		k := r.Key
-		if i == 0 {
-			return k, true
-		}
-		k += "\x00conflict\x00" + strings.Join([]string{r.Verb, r.User, o.Group, o.Resource, o.Subresource, o.Namespace, o.Name}, "\x00")
-		if i == 1 {
-			return k, true
-		}
-		k += "\x00" + strconv.Itoa(r.Code) + "\x00" + strconv.Itoa(int(r.Stages))
-		if i == 2 {
-			return k, true
-		}
-		if i == 3 && r.Stages == 0 {
-			// A whole record conflicts by its content too (see addKeyed).
-			sum := sha256.Sum256(r.Extra)
-			return k + "\x00" + hex.EncodeToString(sum[:8]), true
-		}
-		return "", false
-	}
 	row, err := b.encodeRecord(ctx, r)
 	if err != nil {
 		return 0, fmt.Errorf("add record: %w", err)
 	}
 	for i := 0; ; i++ {
-		k, ok := key(i)
+		k, ok := timeline.ConflictKey(r, i)
 		if !ok {
 			break
 		}
