@@ -117,3 +117,13 @@ func ConflictKey(r *Record, i int) (k string, ok bool) {
 	}
 	return "", false
 }
+
+// WallNS is the nanosecond count a store keeps for a wall-clock instant of
+// a bisect session (when it started, ended, or a mark was made): a zero
+// time becomes 1, so that an ended session never reads as open (0).
+func WallNS(t time.Time) int64 {
+	if n := UnixNS(t); n != 0 && n != NoTimeNS {
+		return n
+	}
+	return 1
+}

@@ -144,11 +144,4 @@ func (s *Store) ResetBisect(ctx context.Context, at time.Time) (bool, error) {
 	return true, nil
 }
 
-// wallNS stores a wall-clock time; a zero time becomes 1 so that an ended
-// session never reads as open.
-func wallNS(t time.Time) int64 {
-	if n := ns(t); n != 0 && n != noTime {
-		return n
-	}
-	return 1
-}
+func wallNS(t time.Time) int64 { return timeline.WallNS(t) }

@@ -116,14 +116,7 @@ func (s *Store) ResetBisect(ctx context.Context, at time.Time) (bool, error) {
 	return n > 0, nil
 }
 
-// wallNS stores a wall-clock time; a zero time (no clock given) becomes 1 so
-// that an ended session never reads as open.
-func wallNS(t time.Time) int64 {
-	if n := ns(t); n != 0 && n != noTime {
-		return n
-	}
-	return 1
-}
+func wallNS(t time.Time) int64 { return timeline.WallNS(t) }
 
 // CountRecords counts the records in [since, until) per source kind.
 func (s *Store) CountRecords(ctx context.Context, since, until time.Time) (map[timeline.SourceKind]int64, error) {
