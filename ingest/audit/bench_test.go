@@ -13,6 +13,7 @@ import (
 
 	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/clickhouse/clickhousetest"
 	"github.com/faultline/faultline/timeline/sqlite"
 )
 
@@ -127,4 +128,25 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkIngestClickHouse is BenchmarkIngest into a ClickHouse store of
+// its own on the cluster of $FAULTLINE_CLICKHOUSE_DSN (hack/clickhouse/up),
+// to profile the client's share: -cpuprofile sees only this process.
+func BenchmarkIngestClickHouse(b *testing.B) {
+	path := benchFile(b)
+	fi, _ := os.Stat(path)
+	b.SetBytes(fi.Size())
+	for b.Loop() {
+		b.StopTimer()
+		s := clickhousetest.New(b)
+		b.StartTimer()
+		runs, err := Ingest(context.Background(), s, []string{path}, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(runs[0].Lines), "lines/op")
+		b.StartTimer()
+	}
 }

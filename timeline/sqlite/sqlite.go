@@ -79,6 +79,8 @@ type Store struct {
 	log   *slog.Logger
 	red   redact.Redactor // hashes secret values with the key from Options
 	cache *strCache
+	// pageCache is SQLite's page cache per connection, in bytes.
+	pageCache int64
 	// classes maps request classes to their req_class ids (rollup.go).
 	classes classCache
 	// open remembers the requests this store added that await a final
@@ -215,7 +217,7 @@ func Open(ctx context.Context, file string, opt Options) (*Store, error) {
 		return nil, fmt.Errorf("open timeline %s: %w", file, err)
 	}
 	db.SetMaxOpenConns(4)
-	s := &Store{db: db, path: file, log: log, cache: &strCache{m: map[string]int64{}}}
+	s := &Store{db: db, path: file, log: log, cache: &strCache{m: map[string]int64{}}, pageCache: int64(cache) << 10}
 	s.classes.m = map[rollup.Class]int64{}
 	if err := s.migrate(ctx, opt.ReadOnly); err != nil {
 		db.Close()
@@ -311,6 +313,10 @@ func (s *Store) Path() string { return s.path }
 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
+
+// MemoryOutsideHeap is what the store may hold outside the Go heap while
+// an ingest writes: the page caches of the writer and of one reader.
+func (s *Store) MemoryOutsideHeap() int64 { return 2 * s.pageCache }
 
 // identify reads what db holds: a timeline at some schema version (0 for a
 // new, empty file), or ErrNotTimeline. It only reads.
