@@ -208,7 +208,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", c.addr, err)
 	}
-	s := &Store{conn: conn, db: c.db, cluster: c.cluster, shards: shards, log: log, down: down,
+	s := &Store{conn: loggedConn{conn, log}, db: c.db, cluster: c.cluster, shards: shards, log: log, down: down,
 		open: map[openKey]*row{}, settings: settings}
 	var once sync.Once
 	why := "no key"

@@ -188,7 +188,7 @@ func (b *batch) lookup(ctx context.Context, staged bool, keys []int64, lo, hi in
 	}
 	defer rows.Close()
 	for rows.Next() {
-		rw := &row{r: &timeline.Record{}}
+		rw := &row{r: &timeline.Record{}, held: true}
 		if err := scanRecord(rows, &rw.key, rw.r); err != nil {
 			return fmt.Errorf("look up held records: %w", err)
 		}
@@ -229,13 +229,17 @@ func (b *batch) writeRows(ctx context.Context) error {
 	if len(b.order) == 0 {
 		return nil
 	}
-	ins, err := b.s.conn.PrepareBatch(ctx, "INSERT INTO record (key, "+recordColumns+")")
+	ins, err := b.s.conn.PrepareBatch(ctx, "INSERT INTO record (key, rewrite, "+recordColumns+")")
 	if err != nil {
 		return fmt.Errorf("write records: %w", b.s.shardErr(ctx, err))
 	}
 	for _, rw := range b.order {
 		r, o := rw.r, &rw.r.Object
-		if err := ins.Append(rw.key, r.ID, ns(r.Time), string(r.Source), o.Group, o.Version, o.Resource, o.Subresource,
+		var rewrite uint8
+		if rw.held {
+			rewrite = 1
+		}
+		if err := ins.Append(rw.key, rewrite, r.ID, ns(r.Time), string(r.Source), o.Group, o.Version, o.Resource, o.Subresource,
 			o.Kind, o.Namespace, o.Name, o.UID, r.Verb, r.Reason, r.User, r.UserAgent, r.SourceIP, int32(r.Code),
 			r.Type, r.Level, int64(r.Latency), uint8(r.Stages), r.AuditID, r.URI, r.Message, string(r.Extra),
 			r.Evidence.Run, r.Evidence.Line); err != nil {

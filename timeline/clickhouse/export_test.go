@@ -22,3 +22,28 @@ func (s *Store) QueryString(ctx context.Context, query string) (string, error) {
 	err := s.conn.QueryRow(ctx, query).Scan(&v)
 	return v, err
 }
+
+// StopMerges stops the background merges of the record table on every
+// shard: a test then sees every version written, as a store does between
+// merges.
+func (s *Store) StopMerges(ctx context.Context) error {
+	for _, sh := range s.shards {
+		c, err := connect(sh.addr, "default", nil)
+		if err != nil {
+			return err
+		}
+		err = c.Exec(ctx, "SYSTEM STOP MERGES "+s.db+".record_local")
+		c.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CountRows counts the rows of the record table, every version.
+func (s *Store) CountRows(ctx context.Context) (uint64, error) {
+	var n uint64
+	err := s.conn.QueryRow(ctx, "SELECT count() FROM record").Scan(&n)
+	return n, err
+}

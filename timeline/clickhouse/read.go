@@ -80,8 +80,9 @@ func timeRange(since, until time.Time) string {
 // recordQuery builds the query of q. residual reports that the rows it
 // reads must still be checked with q.Where.Match, because part of the
 // filter has no SQL form (compileWhere).
-func recordQuery(q timeline.Query) (query string, residual bool) {
-	where := timeRange(q.Since, q.Until)
+func recordQuery(db string, q timeline.Query) (query string, residual bool) {
+	rng := timeRange(q.Since, q.Until)
+	where := rng
 	if q.Where != nil {
 		w, complete := compileWhere(q.Where.Expr())
 		if w != "" {
@@ -100,10 +101,7 @@ func recordQuery(q timeline.Query) (query string, residual bool) {
 	if q.Desc {
 		order = "time_ns DESC, id DESC"
 	}
-	// The filter is inside FINAL's subquery: the server applies it to the
-	// merged rows, the most complete stage of each request, not to the
-	// parts' older rows.
-	query = "SELECT " + recordColumns + " FROM " + final("record", where) + " ORDER BY " + order
+	query = "SELECT " + recordColumns + " FROM record WHERE " + where + " AND " + current(db, rng) + " ORDER BY " + order
 	if q.Limit > 0 && !residual {
 		query += fmt.Sprintf(" LIMIT %d", q.Limit)
 	}
@@ -116,7 +114,7 @@ func recordQuery(q timeline.Query) (query string, residual bool) {
 // program, and a record on which it fails at run time does not match.
 func (s *Store) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeline.Record, error] {
 	return func(yield func(*timeline.Record, error) bool) {
-		query, residual := recordQuery(q)
+		query, residual := recordQuery(s.db, q)
 		rows, err := s.conn.Query(ctx, query)
 		if err != nil {
 			yield(nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err)))
@@ -233,7 +231,8 @@ func (s *Store) Gaps(ctx context.Context, min time.Duration) ([]timeline.Gap, er
 
 // CountRecords counts the records in [since, until) per source kind.
 func (s *Store) CountRecords(ctx context.Context, since, until time.Time) (map[timeline.SourceKind]int64, error) {
-	rows, err := s.conn.Query(ctx, "SELECT source, count() FROM "+final("record", timeRange(since, until))+" GROUP BY source")
+	rng := timeRange(since, until)
+	rows, err := s.conn.Query(ctx, "SELECT source, count() FROM record WHERE "+rng+" AND "+current(s.db, rng)+" GROUP BY source")
 	if err != nil {
 		return nil, fmt.Errorf("count records: %w", s.shardErr(ctx, err))
 	}
@@ -263,8 +262,9 @@ func (s *Store) Histogram(ctx context.Context, q timeline.HistogramQuery) ([]tim
 	where, whereOK := histogramSQL(q.Where, "1")
 	bad, badOK := histogramSQL(q.Bad, "0")
 	if whereOK && badOK {
-		query := fmt.Sprintf("SELECT toInt64(intDiv(time_ns - (%d), %d)) AS b, count(), sum(%s) FROM %s GROUP BY b",
-			lo, width, bad, final("record", timeRange(q.Since, q.Until)+" AND ("+where+")"))
+		rng := timeRange(q.Since, q.Until)
+		query := fmt.Sprintf("SELECT toInt64(intDiv(time_ns - (%d), %d)) AS b, count(), sum(%s) FROM record WHERE %s AND (%s) AND %s GROUP BY b",
+			lo, width, bad, rng, where, current(s.db, rng))
 		return out, s.countBuckets(ctx, query, out)
 	}
 	n := int64(len(out))

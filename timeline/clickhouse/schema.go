@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
 // table is one table of the schema: created as NAME_local on every shard,
@@ -22,15 +24,15 @@ var schema = []table{
 	{
 		// A request's stages arrive as separate lines; the store joins them
 		// (in memory, and against the rows held at commit) and writes the
-		// joined row again under the same (time_ns, key). Its stages only
-		// grow, so ReplacingMergeTree(stages) keeps the most complete row;
-		// reads take FINAL.
+		// joined row again under the same (time_ns, key), marked rewrite.
+		// Its stages only grow, so ReplacingMergeTree(stages) keeps the
+		// most complete row; reads take the current versions (current).
 		name: "record",
 		columns: `id Int64, key Int64, time_ns Int64, source String, api_group String, api_version String,
 			resource String, subresource String, kind String, namespace String, name String, uid String,
 			verb String, reason String, user String, user_agent String, source_ip String, code Int32,
 			type String, level String, latency_ns Int64, stages UInt8, audit_id String, uri String,
-			message String, extra String, run_id Int64, line Int64`,
+			message String, extra String, run_id Int64, line Int64, rewrite UInt8`,
 		engine:   "ReplacingMergeTree(stages) PARTITION BY " + day + " ORDER BY (time_ns, key)",
 		shardKey: "intHash64(key)",
 	},
@@ -149,20 +151,40 @@ var views = []string{
 	FROM %[1]s.req_stat_in_local GROUP BY minute, class, code, bucket, epoch`,
 }
 
-// insert is the INSERT of every column of the named table, in schema order
-// (not of req_stat, whose column types hold commas).
+// insert is the INSERT of every column of the named table, in schema
+// order.
 func insert(name string) string {
 	for _, t := range schema {
-		if t.name != name {
-			continue
+		if t.name == name {
+			return "INSERT INTO " + name + " (" + strings.Join(columnNames(t.columns), ", ") + ")"
 		}
-		var cols []string
-		for _, c := range strings.Split(t.columns, ",") {
-			cols = append(cols, strings.Fields(c)[0])
-		}
-		return "INSERT INTO " + name + " (" + strings.Join(cols, ", ") + ")"
 	}
 	panic("no table " + name)
+}
+
+// columnNames are the names in a table's column list: split at the commas
+// outside parentheses (AggregateFunction(sum, Int64) holds one).
+func columnNames(columns string) []string {
+	var names []string
+	depth, start := 0, 0
+	for i := 0; i <= len(columns); i++ {
+		if i < len(columns) {
+			switch columns[i] {
+			case '(':
+				depth++
+			case ')':
+				depth--
+			}
+			if columns[i] != ',' || depth > 0 {
+				continue
+			}
+		}
+		if f := strings.Fields(columns[start:i]); len(f) > 0 {
+			names = append(names, f[0])
+		}
+		start = i + 1
+	}
+	return names
 }
 
 // createSchema creates the database and every table on one shard, local
@@ -189,6 +211,51 @@ func createSchema(ctx context.Context, sh shard, c config) error {
 			return &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("create schema: %w", err)}
 		}
 	}
+	return checkColumns(ctx, conn, sh, c.db)
+}
+
+// SchemaError is a database made by another version of faultline: a table
+// lacks a column this one reads or writes.
+type SchemaError struct {
+	Database, Table, Column string
+	Shard                   int
+}
+
+func (e *SchemaError) Error() string {
+	return fmt.Sprintf("database %s on shard %d was made by another version of faultline: table %s has no column %s;"+
+		" ingest into a new database (another DSN path) or drop this one", e.Database, e.Shard, e.Table, e.Column)
+}
+
+// checkColumns checks that the tables that existed before createSchema
+// have every column of the schema: CREATE TABLE IF NOT EXISTS leaves an
+// older table as it is, and ClickHouse 18.16 has no ADD COLUMN IF NOT
+// EXISTS.
+func checkColumns(ctx context.Context, conn driver.Conn, sh shard, db string) error {
+	rows, err := conn.Query(ctx, "SELECT table, name FROM system.columns WHERE database = ?", db)
+	if err != nil {
+		return &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("check schema: %w", err)}
+	}
+	defer rows.Close()
+	have := map[[2]string]bool{}
+	for rows.Next() {
+		var t, c string
+		if err := rows.Scan(&t, &c); err != nil {
+			return &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("check schema: %w", err)}
+		}
+		have[[2]string{t, c}] = true
+	}
+	if err := rows.Err(); err != nil {
+		return &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("check schema: %w", err)}
+	}
+	for _, t := range schema {
+		for _, name := range columnNames(t.columns) {
+			for _, tab := range []string{t.name + "_local", t.name} {
+				if !have[[2]string{tab, name}] {
+					return &SchemaError{Database: db, Table: tab, Column: name, Shard: sh.num}
+				}
+			}
+		}
+	}
 	return nil
 }
 
@@ -198,4 +265,23 @@ func createSchema(ctx context.Context, sh shard, c config) error {
 // version column.
 func final(table, where string) string {
 	return "(SELECT * FROM " + table + " FINAL WHERE " + where + ")"
+}
+
+// current is the condition that keeps, of the rows of record in the time
+// range rng, the current version of each record, as FINAL would merge them
+// but without FINAL's cost: FINAL reads every column of every row in the
+// range and merges them, where most rows have one version only.
+//
+// A record has one version unless a later stage joined it after it was
+// written; each later version is written marked rewrite = 1, with more
+// stages. So a row is current when no rewrite shares its (time_ns, key),
+// or when it is the rewrite with the most stages. A merge keeps the row with the most stages, itself a rewrite when
+// there was more than one version, so the rule holds before, during and
+// after merges. Every version of a record lives on one shard (the shard key
+// is its key): each shard judges its own rows, from its local table.
+func current(db, rng string) string {
+	local := db + ".record_local"
+	return fmt.Sprintf("((time_ns, key) NOT IN (SELECT time_ns, key FROM %[1]s WHERE %[2]s AND rewrite = 1)"+
+		" OR (time_ns, key, stages) IN (SELECT time_ns, key, max(stages) FROM %[1]s WHERE %[2]s AND rewrite = 1 GROUP BY time_ns, key))",
+		local, rng)
 }

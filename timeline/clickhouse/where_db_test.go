@@ -52,6 +52,9 @@ func stagedBatches() [][]timeline.Record {
 func openWhereStore(tb testing.TB) *clickhouse.Store {
 	tb.Helper()
 	s := clickhousetest.New(tb)
+	if err := s.StopMerges(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
 	timelinetest.AddWhereRecords(tb, s)
 	for _, recs := range stagedBatches() {
 		timelinetest.AddRecords(tb, s, recs...)
@@ -143,6 +146,10 @@ var stagedExprs = []string{
 func TestWhereReadsMergedRows(t *testing.T) {
 	s := openWhereStore(t)
 	all := timelinetest.ReadAll(t, s)
+	// Merges are stopped: the older versions are all still there.
+	if n, err := s.CountRows(context.Background()); err != nil || n <= uint64(len(all)) {
+		t.Fatalf("the record table holds %d rows (%v), want more than the %d records: no older versions to leave out", n, err, len(all))
+	}
 	for _, tc := range []struct {
 		expr string
 		want []string

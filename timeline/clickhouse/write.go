@@ -91,6 +91,9 @@ type row struct {
 	r     *timeline.Record // as redacted, its ID set
 	key   int64
 	dirty bool // to be written: new, or a stage joined
+	// held says a version of the row is in the database already: the
+	// next version written is marked a rewrite (see current).
+	held bool
 	// rq is the request's rollup class, once counted (rollup.go); nil
 	// before, or for a record the rollup does not count.
 	rq *rollup.Request
@@ -294,7 +297,7 @@ func (b *batch) remember() {
 		if len(s.open) >= maxOpen {
 			clear(s.open)
 		}
-		rw.dirty = false
+		rw.dirty, rw.held = false, true
 		s.open[k] = rw
 	}
 }

@@ -1,0 +1,71 @@
+package clickhouse
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// loggedConn logs every query the store sends, with its time, at debug
+// level (faultline -v): what a slow answer spent its time on.
+type loggedConn struct {
+	driver.Conn
+	log *slog.Logger
+}
+
+func (c loggedConn) done(start time.Time, query string, err error) {
+	if !c.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	q := strings.Join(strings.Fields(query), " ")
+	if len(q) > 1000 {
+		q = q[:1000] + "…"
+	}
+	c.log.Debug("clickhouse query", "elapsed", time.Since(start).Round(time.Millisecond), "query", q, "err", err)
+}
+
+func (c loggedConn) Query(ctx context.Context, query string, args ...any) (driver.Rows, error) {
+	start := time.Now()
+	rows, err := c.Conn.Query(ctx, query, args...)
+	if err != nil {
+		c.done(start, query, err)
+		return nil, err
+	}
+	return &loggedRows{Rows: rows, c: c, start: start, query: query}, nil
+}
+
+func (c loggedConn) QueryRow(ctx context.Context, query string, args ...any) driver.Row {
+	start := time.Now()
+	row := c.Conn.QueryRow(ctx, query, args...)
+	c.done(start, query, row.Err())
+	return row
+}
+
+func (c loggedConn) Exec(ctx context.Context, query string, args ...any) error {
+	start := time.Now()
+	err := c.Conn.Exec(ctx, query, args...)
+	c.done(start, query, err)
+	return err
+}
+
+// loggedRows logs its query when it is closed: a query's time is the time
+// to read its last row.
+type loggedRows struct {
+	driver.Rows
+	c      loggedConn
+	start  time.Time
+	query  string
+	logged bool
+}
+
+func (r *loggedRows) Close() error {
+	err := r.Rows.Close()
+	if !r.logged {
+		r.logged = true
+		r.c.done(r.start, r.query, r.Rows.Err())
+	}
+	return err
+}
