@@ -229,7 +229,8 @@ func (b *batch) writeRows(ctx context.Context) error {
 	if len(b.order) == 0 {
 		return nil
 	}
-	ins, err := b.s.conn.PrepareBatch(ctx, "INSERT INTO record (key, rewrite, "+recordColumns+")")
+	ins, err := b.s.conn.PrepareBatch(ctx, "INSERT INTO record (key, rewrite, audit_uuid, "+
+		strings.Replace(recordColumns, auditIDSQL, "audit_id", 1)+")")
 	if err != nil {
 		return fmt.Errorf("write records: %w", b.s.shardErr(ctx, err))
 	}
@@ -239,9 +240,10 @@ func (b *batch) writeRows(ctx context.Context) error {
 		if rw.held {
 			rewrite = 1
 		}
-		if err := ins.Append(rw.key, rewrite, r.ID, ns(r.Time), string(r.Source), o.Group, o.Version, o.Resource, o.Subresource,
+		auditUUID, auditID := splitAuditID(r.AuditID)
+		if err := ins.Append(rw.key, rewrite, auditUUID, r.ID, ns(r.Time), string(r.Source), o.Group, o.Version, o.Resource, o.Subresource,
 			o.Kind, o.Namespace, o.Name, o.UID, r.Verb, r.Reason, r.User, r.UserAgent, r.SourceIP, int32(r.Code),
-			r.Type, r.Level, int64(r.Latency), uint8(r.Stages), r.AuditID, r.URI, r.Message, string(r.Extra),
+			r.Type, r.Level, int64(r.Latency), uint8(r.Stages), auditID, r.URI, r.Message, string(r.Extra),
 			r.Evidence.Run, r.Evidence.Line); err != nil {
 			return fmt.Errorf("write records: %w", err)
 		}

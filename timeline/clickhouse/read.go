@@ -20,7 +20,7 @@ import (
 // recordColumns are the columns of a record row after its key, in the order
 // scanRecord reads them.
 const recordColumns = `id, time_ns, source, api_group, api_version, resource, subresource, kind, namespace, name, uid,
-	verb, reason, user, user_agent, source_ip, code, type, level, latency_ns, stages, audit_id, uri, message, extra,
+	verb, reason, user, user_agent, source_ip, code, type, level, latency_ns, stages, ` + auditIDSQL + `, uri, message, extra,
 	run_id, line`
 
 // scanRecord reads a row of key (if key is not nil) and recordColumns.

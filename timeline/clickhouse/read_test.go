@@ -53,3 +53,39 @@ func TestRecordsWithNoTime(t *testing.T) {
 		t.Errorf("CountRecords, unbounded: %v, want 2 events", n)
 	}
 }
+
+// TestAuditIDsReadBack: an audit ID reads back as it was written, whether
+// it is kept as a UUID (the canonical form) or as text (any other), and a
+// filter on auditID finds it either way.
+func TestAuditIDsReadBack(t *testing.T) {
+	ctx := context.Background()
+	s := clickhousetest.New(t)
+	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	ids := []string{"555b803e-9254-4abf-a126-59f1716e0c5d", "555B803E-9254-4ABF-A126-59F1716E0C5D",
+		"00000000-0000-0000-0000-000000000000", "req-7", ""}
+	var recs []timeline.Record
+	for i, id := range ids {
+		recs = append(recs, timeline.Record{Key: "k" + id, AuditID: id, Time: t0.Add(time.Duration(i) * time.Second),
+			Source: timeline.SourceAudit, Verb: "get", Stages: timeline.StageResponseComplete, Code: 200})
+	}
+	timelinetest.AddRecords(t, s, recs...)
+	read := func(q timeline.Query) []string {
+		out := []string{}
+		for r, err := range s.Records(ctx, q) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r.AuditID)
+		}
+		return out
+	}
+	if diff := cmp.Diff(ids, read(timeline.Query{})); diff != "" {
+		t.Errorf("audit IDs read back (-want +got)\n%s", diff)
+	}
+	for _, id := range ids {
+		f := timelinetest.MustFilter(t, `auditID == "`+id+`"`)
+		if diff := cmp.Diff([]string{id}, read(timeline.Query{Where: f})); diff != "" {
+			t.Errorf("auditID == %q (-want +got)\n%s", id, diff)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
@@ -28,11 +29,20 @@ var schema = []table{
 		// Its stages only grow, so ReplacingMergeTree(stages) keeps the
 		// most complete row; reads take the current versions (current).
 		name: "record",
-		columns: `id Int64, key Int64, time_ns Int64, source String, api_group String, api_version String,
-			resource String, subresource String, kind String, namespace String, name String, uid String,
-			verb String, reason String, user String, user_agent String, source_ip String, code Int32,
-			type String, level String, latency_ns Int64, stages UInt8, audit_id String, uri String,
-			message String, extra String, run_id Int64, line Int64, rewrite UInt8`,
+		//
+		// The strings that repeat are LowCardinality: a dictionary per
+		// part and an index per row (the URI and the extra JSON too:
+		// about one value in ten is new). An audit ID in the canonical
+		// UUID form is kept as a UUID, 16 bytes; another in audit_id.
+		// Measured on the 1 M-line benchmark log, after OPTIMIZE FINAL:
+		// 75.3 bytes per record with plain strings, 64.2 with the UUID
+		// and LowCardinality for the short strings, 54.3 with name, uri
+		// and extra LowCardinality too.
+		columns: `id Int64, key Int64, time_ns Int64, source LC, api_group LC, api_version LC,
+			resource LC, subresource LC, kind LC, namespace LC, name LC, uid String,
+			verb LC, reason LC, user LC, user_agent LC, source_ip LC, code Int32,
+			type LC, level LC, latency_ns Int64, stages UInt8, audit_uuid UUID, audit_id String, uri LC,
+			message String, extra LC, run_id Int64, line Int64, rewrite UInt8`,
 		engine:   "ReplacingMergeTree(stages) PARTITION BY " + day + " ORDER BY (time_ns, key)",
 		shardKey: "intHash64(key)",
 	},
@@ -190,14 +200,16 @@ func columnNames(columns string) []string {
 // createSchema creates the database and every table on one shard, local
 // tables and the Distributed tables over them; what exists is left alone.
 func createSchema(ctx context.Context, sh shard, c config) error {
-	conn, err := connect(sh.addr, "default", nil)
+	// 18.16 creates LowCardinality columns only with this setting; later
+	// versions accept it and ignore it.
+	conn, err := connect(sh.addr, "default", ch.Settings{"allow_experimental_low_cardinality_type": 1})
 	if err != nil {
 		return &ShardError{Shard: sh.num, Addr: sh.addr, Err: err}
 	}
 	defer conn.Close()
 	stmts := []string{"CREATE DATABASE IF NOT EXISTS " + c.db}
 	for _, t := range schema {
-		cols := strings.Join(strings.Fields(t.columns), " ")
+		cols := strings.ReplaceAll(strings.Join(strings.Fields(t.columns), " "), " LC", " LowCardinality(String)")
 		stmts = append(stmts,
 			fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s_local (%s) ENGINE = %s", c.db, t.name, cols, t.engine),
 			fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s AS %s.%s_local ENGINE = Distributed(%s, %s, %s_local, %s)",
@@ -284,4 +296,35 @@ func current(db, rng string) string {
 	return fmt.Sprintf("((time_ns, key) NOT IN (SELECT time_ns, key FROM %[1]s WHERE %[2]s AND rewrite = 1)"+
 		" OR (time_ns, key, stages) IN (SELECT time_ns, key, max(stages) FROM %[1]s WHERE %[2]s AND rewrite = 1 GROUP BY time_ns, key))",
 		local, rng)
+}
+
+// noUUID is the UUID column's value for an audit ID that is not a
+// canonical UUID (kept in audit_id instead).
+const noUUID = "00000000-0000-0000-0000-000000000000"
+
+// auditIDSQL is the audit ID of a record row.
+const auditIDSQL = "if(audit_uuid = toUUID('" + noUUID + "'), audit_id, toString(audit_uuid))"
+
+// splitAuditID is the audit_uuid and audit_id columns of an audit ID: a
+// UUID in the canonical form (lower-case hex, as the apiserver writes it)
+// goes in audit_uuid, which reads back the same text; any other ID, and
+// the nil UUID, in audit_id.
+func splitAuditID(id string) (uuid, rest string) {
+	if len(id) != len(noUUID) || id == noUUID {
+		return noUUID, id
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return noUUID, id
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+				return noUUID, id
+			}
+		}
+	}
+	return id, ""
 }

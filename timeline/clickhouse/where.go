@@ -85,7 +85,7 @@ var fieldColumns = map[string]string{
 	"level":       "level",
 	"stage":       stageSQL(),
 	"latency":     "latency_ns",
-	"auditID":     "audit_id",
+	"auditID":     auditIDSQL,
 	"requestURI":  "uri",
 	"message":     "message",
 	"run":         "run_id",
