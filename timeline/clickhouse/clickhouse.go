@@ -90,12 +90,16 @@ type Store struct {
 	heldMax     int64
 	heldMaxRead bool
 	roll        *rollupState // the request rollup held; nil: not read yet
+	// direct are connections to each shard, for writing records straight
+	// to its local table (shardwrite.go); opened at the first write.
+	direct []driver.Conn
 }
 
 // shard is one server of the cluster.
 type shard struct {
-	num  int
-	addr string
+	num    int
+	weight uint64 // its share of the rows a Distributed table spreads
+	addr   string
 }
 
 var _ timeline.Store = (*Store)(nil)
@@ -226,7 +230,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 
 // clusterShards lists the shards of cluster from system.clusters.
 func clusterShards(ctx context.Context, conn driver.Conn, cluster string) ([]shard, error) {
-	rows, err := conn.Query(ctx, "SELECT shard_num, host_address, port FROM system.clusters WHERE cluster = ? ORDER BY shard_num, replica_num", cluster)
+	rows, err := conn.Query(ctx, "SELECT shard_num, shard_weight, host_address, port FROM system.clusters WHERE cluster = ? ORDER BY shard_num, replica_num", cluster)
 	if err != nil {
 		return nil, fmt.Errorf("read the cluster %s: %w", cluster, err)
 	}
@@ -234,17 +238,17 @@ func clusterShards(ctx context.Context, conn driver.Conn, cluster string) ([]sha
 	var out []shard
 	for rows.Next() {
 		var (
-			num  uint32
-			host string
-			port uint16
+			num, weight uint32
+			host        string
+			port        uint16
 		)
-		if err := rows.Scan(&num, &host, &port); err != nil {
+		if err := rows.Scan(&num, &weight, &host, &port); err != nil {
 			return nil, fmt.Errorf("read the cluster %s: %w", cluster, err)
 		}
 		if len(out) > 0 && out[len(out)-1].num == int(num) {
 			continue // a replica of a shard already listed
 		}
-		out = append(out, shard{num: int(num), addr: fmt.Sprintf("%s:%d", host, port)})
+		out = append(out, shard{num: int(num), weight: uint64(weight), addr: fmt.Sprintf("%s:%d", host, port)})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -256,7 +260,15 @@ func clusterShards(ctx context.Context, conn driver.Conn, cluster string) ([]sha
 }
 
 // Close closes the connection.
-func (s *Store) Close() error { return s.conn.Close() }
+func (s *Store) Close() error {
+	err := s.conn.Close()
+	for _, c := range s.direct {
+		if c != nil {
+			err = errors.Join(err, c.Close())
+		}
+	}
+	return err
+}
 
 // Shards lists the cluster's shards, as host:port.
 func (s *Store) Shards() []string {

@@ -224,36 +224,6 @@ func (b *batch) assignIDs(ctx context.Context) error {
 	return nil
 }
 
-// writeRows writes the new and joined rows.
-func (b *batch) writeRows(ctx context.Context) error {
-	if len(b.order) == 0 {
-		return nil
-	}
-	ins, err := b.s.conn.PrepareBatch(ctx, "INSERT INTO record (key, rewrite, audit_uuid, "+
-		strings.Replace(recordColumns, auditIDSQL, "audit_id", 1)+")")
-	if err != nil {
-		return fmt.Errorf("write records: %w", b.s.shardErr(ctx, err))
-	}
-	for _, rw := range b.order {
-		r, o := rw.r, &rw.r.Object
-		var rewrite uint8
-		if rw.held {
-			rewrite = 1
-		}
-		auditUUID, auditID := splitAuditID(r.AuditID)
-		if err := ins.Append(rw.key, rewrite, auditUUID, r.ID, ns(r.Time), string(r.Source), o.Group, o.Version, o.Resource, o.Subresource,
-			o.Kind, o.Namespace, o.Name, o.UID, r.Verb, r.Reason, r.User, r.UserAgent, r.SourceIP, int32(r.Code),
-			r.Type, r.Level, int64(r.Latency), uint8(r.Stages), auditID, r.URI, r.Message, string(r.Extra),
-			r.Evidence.Run, r.Evidence.Line); err != nil {
-			return fmt.Errorf("write records: %w", err)
-		}
-	}
-	if err := ins.Send(); err != nil {
-		return fmt.Errorf("write records: %w", b.s.shardErr(ctx, err))
-	}
-	return nil
-}
-
 // AddVersion redacts the version's content and hashes it, filling v.Content
 // and v.Hash with what is stored, and reports whether the version is new:
 // the store knows the versions held (versionRanks), so it can tell at once,

@@ -47,3 +47,9 @@ func (s *Store) CountRows(ctx context.Context) (uint64, error) {
 	err := s.conn.QueryRow(ctx, "SELECT count() FROM record").Scan(&n)
 	return n, err
 }
+
+// ShardOf is the index of the shard a row with this key is written to.
+func (s *Store) ShardOf(key int64) int { return shardOf(s.shards, intHash64(uint64(key))) }
+
+// IntHash64 is intHash64.
+var IntHash64 = intHash64
