@@ -79,10 +79,22 @@ func timeRange(since, until time.Time) string {
 
 // recordQuery builds the query of q. residual reports that the rows it
 // reads must still be checked with q.Where.Match, because part of the
-// filter has no SQL form (compileWhere).
-func recordQuery(db string, q timeline.Query) (query string, residual bool) {
+// filter has no SQL form (compileWhere). bound is a further condition
+// (limitBound).
+func recordQuery(db string, q timeline.Query, bound string) (query string, residual bool) {
+	where, residual := recordWhere(db, q)
+	query = "SELECT " + recordColumns + " FROM record WHERE " + where + bound + " ORDER BY " + recordOrder(q)
+	if q.Limit > 0 && !residual {
+		query += fmt.Sprintf(" LIMIT %d", q.Limit)
+	}
+	return query, residual
+}
+
+// recordWhere is the WHERE condition of q's records: its window, the SQL
+// form of its filter, and the current versions.
+func recordWhere(db string, q timeline.Query) (where string, residual bool) {
 	rng := timeRange(q.Since, q.Until)
-	where := rng
+	where = rng
 	if q.Where != nil {
 		w, complete := compileWhere(q.Where.Expr())
 		if w != "" {
@@ -97,15 +109,42 @@ func recordQuery(db string, q timeline.Query) (query string, residual bool) {
 			}
 		}
 	}
-	order := "time_ns, id"
+	return where + " AND " + current(db, rng), residual
+}
+
+func recordOrder(q timeline.Query) string {
 	if q.Desc {
-		order = "time_ns DESC, id DESC"
+		return "time_ns DESC, id DESC"
 	}
-	query = "SELECT " + recordColumns + " FROM record WHERE " + where + " AND " + current(db, rng) + " ORDER BY " + order
-	if q.Limit > 0 && !residual {
-		query += fmt.Sprintf(" LIMIT %d", q.Limit)
+	return "time_ns, id"
+}
+
+// limitBound narrows a query with a LIMIT to the times its rows can have:
+// the time of the last row it returns, found by reading the time column
+// alone. ClickHouse 18.16 cannot read a table backwards, nor stop at the
+// LIMIT: without the bound, "the last 1,000 records before T" reads every
+// column of every record before T. The condition is empty when fewer rows
+// match than the limit.
+func (s *Store) limitBound(ctx context.Context, q timeline.Query) (string, error) {
+	where, _ := recordWhere(s.db, q)
+	order, op := "time_ns", "<="
+	if q.Desc {
+		order, op = "time_ns DESC", ">="
 	}
-	return query, residual
+	rows, err := s.conn.Query(ctx, fmt.Sprintf("SELECT time_ns FROM record WHERE %s ORDER BY %s LIMIT %d, 1", where, order, q.Limit-1))
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	cond := ""
+	if rows.Next() {
+		var t int64
+		if err := rows.Scan(&t); err != nil {
+			return "", err
+		}
+		cond = fmt.Sprintf(" AND time_ns %s %d", op, t)
+	}
+	return cond, rows.Err()
 }
 
 // Records yields the records matching q in time order (id breaks ties).
@@ -114,7 +153,15 @@ func recordQuery(db string, q timeline.Query) (query string, residual bool) {
 // program, and a record on which it fails at run time does not match.
 func (s *Store) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeline.Record, error] {
 	return func(yield func(*timeline.Record, error) bool) {
-		query, residual := recordQuery(s.db, q)
+		var bound string
+		if _, residual := recordWhere(s.db, q); q.Limit > 0 && !residual {
+			var err error
+			if bound, err = s.limitBound(ctx, q); err != nil {
+				yield(nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err)))
+				return
+			}
+		}
+		query, residual := recordQuery(s.db, q, bound)
 		rows, err := s.conn.Query(ctx, query)
 		if err != nil {
 			yield(nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err)))

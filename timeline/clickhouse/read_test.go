@@ -2,6 +2,7 @@ package clickhouse_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -86,6 +87,39 @@ func TestAuditIDsReadBack(t *testing.T) {
 		f := timelinetest.MustFilter(t, `auditID == "`+id+`"`)
 		if diff := cmp.Diff([]string{id}, read(timeline.Query{Where: f})); diff != "" {
 			t.Errorf("auditID == %q (-want +got)\n%s", id, diff)
+		}
+	}
+}
+
+// TestLimitThroughTies: a limit that ends among records of one time
+// yields the first of them in id order (backwards for Desc), as an
+// unlimited read cut short would.
+func TestLimitThroughTies(t *testing.T) {
+	ctx := context.Background()
+	s := clickhousetest.New(t)
+	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	var recs []timeline.Record
+	for i, dt := range []time.Duration{0, time.Second, time.Second, time.Second, time.Second, 2 * time.Second, 3 * time.Second} {
+		recs = append(recs, timeline.Record{Key: fmt.Sprint("k", i), Time: t0.Add(dt), Source: timeline.SourceEvent, Reason: fmt.Sprint("r", i)})
+	}
+	timelinetest.AddRecords(t, s, recs...)
+	read := func(q timeline.Query) []string {
+		out := []string{}
+		for r, err := range s.Records(ctx, q) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r.Reason)
+		}
+		return out
+	}
+	for _, desc := range []bool{false, true} {
+		all := read(timeline.Query{Desc: desc})
+		for n := 1; n <= len(all)+1; n++ {
+			want := all[:min(n, len(all))]
+			if diff := cmp.Diff(want, read(timeline.Query{Desc: desc, Limit: n})); diff != "" {
+				t.Errorf("desc %v, limit %d (-want +got)\n%s", desc, n, diff)
+			}
 		}
 	}
 }
