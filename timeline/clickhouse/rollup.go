@@ -2,9 +2,11 @@ package clickhouse
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -286,10 +288,24 @@ func (s *Store) requestClasses(ctx context.Context) ([]timeline.RequestClass, er
 func (s *Store) RequestSummary(ctx context.Context, since, until time.Time) (*timeline.RequestStats, error) {
 	rd := &summaryRead{s: s, out: &timeline.RequestStats{}, used: map[int64]bool{}}
 	rd.secs, rd.minutes = window("sec", since, until), window("minute", since, until)
-	for _, read := range []func(context.Context) error{rd.seconds, rd.stats, rd.clients, rd.classes} {
-		if err := read(ctx); err != nil {
-			return nil, fmt.Errorf("request summary: %w", err)
-		}
+	// The three tables are read at once: the shards sum one while this
+	// process scans another.
+	reads := []func(context.Context) error{rd.seconds, rd.stats, rd.clients}
+	errs := make([]error, len(reads))
+	var wg sync.WaitGroup
+	for i, read := range reads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = read(ctx)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("request summary: %w", err)
+	}
+	if err := rd.classes(ctx); err != nil {
+		return nil, fmt.Errorf("request summary: %w", err)
 	}
 	return rd.out, nil
 }
@@ -314,7 +330,15 @@ type summaryRead struct {
 	s             *Store
 	secs, minutes string // the window's conditions
 	out           *timeline.RequestStats
+	mu            sync.Mutex // guards used: the reads run at once
 	used          map[int64]bool
+}
+
+// use marks a class as referred to.
+func (rd *summaryRead) use(class int64) {
+	rd.mu.Lock()
+	rd.used[class] = true
+	rd.mu.Unlock()
 }
 
 // query runs q and scans each row with scan.
@@ -342,7 +366,7 @@ func (rd *summaryRead) seconds(ctx context.Context) error {
 		if err := rows.Scan(&r.Class, &r.Sec, &r.Count); err != nil {
 			return err
 		}
-		rd.used[r.Class] = true
+		rd.use(r.Class)
 		rd.out.Seconds = append(rd.out.Seconds, r)
 		return nil
 	})
@@ -368,7 +392,7 @@ func (rd *summaryRead) stats(ctx context.Context) error {
 			return err
 		}
 		r.Code, r.LatencyBucket, r.LatencySumNs = int(code), int(bucket), rollup.JoinSum(hi, lo)
-		rd.used[r.Class] = true
+		rd.use(r.Class)
 		rd.out.Stats = append(rd.out.Stats, r)
 		return nil
 	})
@@ -381,7 +405,7 @@ func (rd *summaryRead) clients(ctx context.Context) error {
 		if err := rows.Scan(&r.Class, &r.Minute, &r.User, &r.Count, &r.LastMinute); err != nil {
 			return err
 		}
-		rd.used[r.Class] = true
+		rd.use(r.Class)
 		rd.out.Clients = append(rd.out.Clients, r)
 		return nil
 	})
