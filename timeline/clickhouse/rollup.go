@@ -1,6 +1,7 @@
 package clickhouse
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -360,16 +361,26 @@ func (rd *summaryRead) query(ctx context.Context, q string, scan func(driver.Row
 }
 
 func (rd *summaryRead) seconds(ctx context.Context) error {
-	return rd.query(ctx, `SELECT class, sec, sum(n) AS cnt FROM req_second WHERE `+rd.secs+`
-		GROUP BY class, sec HAVING cnt > 0 ORDER BY class, sec`, func(rows driver.Rows) error {
+	// Sorted here, not by the server: a day holds millions of cells, and
+	// 18.16 sorted 1.9 M of them in 0.9 s of the read's 2.2 s.
+	err := rd.query(ctx, `SELECT class, sec, sum(n) AS cnt FROM req_second WHERE `+rd.secs+`
+		GROUP BY class, sec HAVING cnt > 0`, func(rows driver.Rows) error {
 		var r timeline.RequestSecond
 		if err := rows.Scan(&r.Class, &r.Sec, &r.Count); err != nil {
 			return err
 		}
-		rd.use(r.Class)
 		rd.out.Seconds = append(rd.out.Seconds, r)
 		return nil
 	})
+	slices.SortFunc(rd.out.Seconds, func(a, b timeline.RequestSecond) int {
+		return cmp.Or(cmp.Compare(a.Class, b.Class), cmp.Compare(a.Sec, b.Sec))
+	})
+	for i, r := range rd.out.Seconds {
+		if i == 0 || r.Class != rd.out.Seconds[i-1].Class {
+			rd.use(r.Class)
+		}
+	}
+	return err
 }
 
 // stats sums each cell's lives apart (epoch), keeps those that hold
