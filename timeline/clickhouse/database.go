@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"time"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
 )
 
 // A database of its own per use (a test, an incident that faultline eval
@@ -81,12 +84,34 @@ func shardsOf(ctx context.Context, c config) ([]shard, error) {
 	return clusterShards(ctx, boot, c.cluster)
 }
 
-// dropOn drops the database db on the shard sh.
+// databaseNotEmpty is ClickHouse's DATABASE_NOT_EMPTY: a table appeared in
+// the database being dropped. A CREATE TABLE that its client abandoned (a
+// context cancelled in the middle of Open) still runs to its end on the
+// server, and may land in the middle of the drop.
+const databaseNotEmpty = 219
+
+// dropTries bounds how often dropOn drops a database again while tables
+// land in it.
+const dropTries = 10
+
+// dropOn drops the database db on the shard sh, again (after a pause that
+// grows) while tables of abandoned queries land in it.
 func dropOn(ctx context.Context, sh shard, db string) error {
 	conn, err := connect(sh.addr, "default", nil)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	return conn.Exec(ctx, "DROP DATABASE IF EXISTS "+db)
+	for try := 1; ; try++ {
+		err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+db)
+		var ex *ch.Exception
+		if err == nil || !errors.As(err, &ex) || ex.Code != databaseNotEmpty || try == dropTries {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(try) * 50 * time.Millisecond):
+		}
+	}
 }
