@@ -126,7 +126,7 @@ func evalRun(ctx context.Context, opts *evalOptions) error {
 		return err
 	}
 	res := fixtures.Summarize(results, append(errs, scoreErrs...))
-	if err := writeEval(opts.f.IO.Out, opts.output, res); err != nil {
+	if err := writeEval(opts.f, opts.output, res); err != nil {
 		return err
 	}
 	below := opts.minSet && res.Overall.Below(opts.min)
