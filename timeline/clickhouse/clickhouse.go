@@ -185,12 +185,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	if opt.AllowPartial {
 		settings["skip_unavailable_shards"] = 1
 	}
-	boot, err := connect(c.addr, "default", nil)
-	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", c.addr, err)
-	}
-	defer boot.Close()
-	shards, err := clusterShards(ctx, boot, c.cluster)
+	shards, err := shardsOf(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", c.addr, err)
 	}

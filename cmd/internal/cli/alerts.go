@@ -175,7 +175,7 @@ stayed outside for the persistence), and report:
 				return err
 			}
 			if structured(output) {
-				return writeData(f.IO.Out, output, bt)
+				return f.writeData(output, bt)
 			}
 			return writeBacktest(f, bt)
 		},

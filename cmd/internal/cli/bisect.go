@@ -438,7 +438,7 @@ func bisectStatusRun(ctx context.Context, opts *bisectOptions) error {
 		if err != nil {
 			return err
 		}
-		return writeData(f.IO.Out, opts.output, out)
+		return f.writeData(opts.output, out)
 	}
 	if err := writeBisectMarks(f.IO.Out, sess); err != nil {
 		return err
@@ -553,7 +553,7 @@ func runAutoBisect(cmd *cobra.Command, f *Factory) error {
 		return err
 	}
 	if structured(fl.output) {
-		return writeData(f.IO.Out, fl.output, struct {
+		return f.writeData(fl.output, struct {
 			SchemaVersion int                   `json:"schemaVersion"`
 			Boundary      *investigate.Boundary `json:"boundary"`
 		}{rep.SchemaVersion, rep.Boundary})

@@ -110,7 +110,7 @@ func controlplaneRun(cmd *cobra.Command, f *Factory, opts *controlplaneOptions) 
 	}
 	sortClasses(rep.Classes, opts.sortBy)
 	if structured(opts.output) {
-		return writeData(f.IO.Out, opts.output, rep)
+		return f.writeData(opts.output, rep)
 	}
 	return writeControlplane(f, rep, opts.top)
 }

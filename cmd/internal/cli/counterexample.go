@@ -34,7 +34,7 @@ does not explain the failure. When no good unit exists, it says so.
 				return err
 			}
 			if structured(fl.output) {
-				return writeData(f.IO.Out, fl.output, struct {
+				return f.writeData(fl.output, struct {
 					Slice          *investigate.Slice          `json:"slice"`
 					Counterexample *investigate.Counterexample `json:"counterexample"`
 				}{rep.Slice, rep.Counterexample})

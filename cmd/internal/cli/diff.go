@@ -35,7 +35,7 @@ For the identity of one unit at two instants, see faultline identity diff.
 				return err
 			}
 			if structured(fl.output) {
-				return writeData(f.IO.Out, fl.output, struct {
+				return f.writeData(fl.output, struct {
 					Boundary *investigate.Boundary `json:"boundary"`
 					Changes  []investigate.Suspect `json:"changes"`
 				}{rep.Boundary, rep.Changes})

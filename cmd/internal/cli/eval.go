@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/faultline/faultline/fixtures"
 	"github.com/faultline/faultline/internal/termsafe"
+	"github.com/faultline/faultline/timeline/clickhouse"
 	"github.com/faultline/faultline/timeline/redact"
 )
 
@@ -53,6 +55,13 @@ A check the ground truth gives nothing to judge is left out (shown as -).
 faultline replay NAME --check applies the same rules to one incident, field
 by field, and also judges boundary.lastGood and the extra.* facts.
 
+With --store DSN (a ClickHouse cluster), each incident is replayed into a
+database of its own on that cluster, named faultline_eval_ and 12 random
+hex digits, and the database is dropped on every shard afterwards, also
+when the incident fails or eval is interrupted. The scores are the same as
+on the temporary SQLite files of the default. A database that cannot be
+dropped (a shard down) is named in a warning, to drop by hand.
+
 DIR is an incident folder (one that holds expected.json) or a folder of them,
 searched recursively; incidents are taken in path order. An incident of seed
 100 or more belongs to the validation split, any other to train.
@@ -65,6 +74,7 @@ eval exits 1 after scoring the rest; so does an overall score below --min.`,
 		Example: `  faultline eval fixtures/zoo --split validation
   faultline eval fixtures/zoo/config-key/seed-3 -o json
   faultline eval fixtures/holdout --min 0.9
+  faultline --store 'clickhouse://127.0.0.1:19001/faultline?cluster=faultline' eval fixtures/holdout
   faultline eval fixtures/zoo -j 4 -o json | jq '.families[] | select(.score < 0.8)'`,
 		Args: argsAtLeast(1, "faultline eval fixtures/holdout"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -116,7 +126,7 @@ func evalRun(ctx context.Context, opts *evalOptions) error {
 		return err
 	}
 	res := fixtures.Summarize(results, append(errs, scoreErrs...))
-	if err := writeEval(opts.f.IO.Out, opts.output, res); err != nil {
+	if err := writeEval(opts.f, opts.output, res); err != nil {
 		return err
 	}
 	below := opts.minSet && res.Overall.Below(opts.min)
@@ -172,7 +182,7 @@ func scoreIncidents(ctx context.Context, f *Factory, todo []evalIncident, jobs i
 				return
 			}
 			logger.Info("eval: replaying", "incident", in.dir)
-			results[i], errs[i] = scoreIncident(ctx, logger, f.Now, in)
+			results[i], errs[i] = scoreIncident(ctx, logger, f.Now, f.storeDSN, in)
 		})
 	}
 	wg.Wait()
@@ -191,14 +201,9 @@ func scoreIncidents(ctx context.Context, f *Factory, todo []evalIncident, jobs i
 	return out, evalErrs, nil
 }
 
-// scoreIncident replays one incident into a temporary timeline, removed
+// scoreIncident replays one incident into a timeline of its own, removed
 // afterwards, investigates it and scores the findings.
-func scoreIncident(ctx context.Context, logger *slog.Logger, now func() time.Time, in evalIncident) (*fixtures.IncidentResult, error) {
-	work, err := os.MkdirTemp("", "faultline-eval-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(work)
+func scoreIncident(ctx context.Context, logger *slog.Logger, now func() time.Time, storeDSN string, in evalIncident) (*fixtures.IncidentResult, error) {
 	// The timeline is removed afterwards: a key of its own, never stored,
 	// hashes its secret values.
 	key := make([]byte, redact.KeySize)
@@ -208,14 +213,75 @@ func scoreIncident(ctx context.Context, logger *slog.Logger, now func() time.Tim
 	load := incidentLoader{logger: logger, now: now, key: key, warnf: func(format string, args ...any) {
 		logger.Warn(fmt.Sprintf(format, args...), "incident", in.dir)
 	}}
-	db := filepath.Join(work, "faultline.db")
-	if _, err := load.ingest(ctx, os.DirFS(in.dir), in.dir, load.sqliteAt(db)); err != nil {
+	tl, err := newEvalTimeline(load, storeDSN)
+	if err != nil {
 		return nil, err
 	}
-	rep, _, err := analyzeIncident(ctx, sqliteReadOnly(db, logger))
+	defer tl.remove(ctx, logger, in.dir)
+	if _, err := load.ingest(ctx, os.DirFS(in.dir), in.dir, tl.write); err != nil {
+		return nil, err
+	}
+	rep, _, err := analyzeIncident(ctx, tl.read)
 	if err != nil {
 		return nil, err
 	}
 	res := fixtures.Score(filepath.ToSlash(in.dir), in.expected, rep, rep)
 	return &res, nil
+}
+
+// evalTimeline is the timeline of its own an incident is replayed into: a
+// SQLite file in a temporary folder, or with --store a database on that
+// cluster.
+type evalTimeline struct {
+	write, read opener
+	dir         string // the temporary folder of the SQLite file
+	dsn         string // the ClickHouse database
+}
+
+// evalDBPrefix begins the name of each database eval makes on a cluster:
+// faultline_eval_ and 12 random hex digits.
+const evalDBPrefix = "faultline_eval_"
+
+// newEvalTimeline makes a timeline of its own: a temporary SQLite file, or
+// a fresh database on the cluster storeDSN names, if any.
+func newEvalTimeline(load incidentLoader, storeDSN string) (*evalTimeline, error) {
+	if storeDSN == "" {
+		dir, err := os.MkdirTemp("", "faultline-eval-")
+		if err != nil {
+			return nil, err
+		}
+		db := filepath.Join(dir, "faultline.db")
+		return &evalTimeline{write: load.sqliteAt(db), read: sqliteReadOnly(db, load.logger), dir: dir}, nil
+	}
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	dsn, err := clickhouse.WithDatabase(storeDSN, evalDBPrefix+hex.EncodeToString(b[:]))
+	if err != nil {
+		return nil, err
+	}
+	open := load.clickhouseAt(dsn)
+	return &evalTimeline{write: open, read: open, dsn: dsn}, nil
+}
+
+// evalDropTimeout bounds the drop of an incident's database, so that a
+// shard that does not answer cannot hold eval up after an interrupt.
+const evalDropTimeout = time.Minute
+
+// remove removes the timeline: the folder, or the database on every shard.
+// It runs also when the incident failed or ctx is done (Ctrl-C), so the
+// drop uses a context of its own. A database it could not drop is a
+// warning, naming it: the incident's score stands.
+func (tl *evalTimeline) remove(ctx context.Context, logger *slog.Logger, incident string) {
+	if tl.dsn == "" {
+		os.RemoveAll(tl.dir)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), evalDropTimeout)
+	defer cancel()
+	if err := clickhouse.DropDatabase(ctx, tl.dsn); err != nil {
+		logger.Warn("eval: the incident's database is left on the cluster: drop it by hand",
+			"incident", incident, "store", tl.dsn, "err", err)
+	}
 }

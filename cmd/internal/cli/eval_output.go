@@ -1,35 +1,21 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/faultline/faultline/fixtures"
 	"github.com/faultline/faultline/internal/termsafe"
 )
 
-func writeEval(w io.Writer, output string, res *fixtures.EvalResult) error {
-	switch output {
-	case "json":
-		return writeJSON(w, res)
-	case "yaml":
-		b, err := json.Marshal(res)
-		if err != nil {
-			return err
-		}
-		if b, err = yaml.JSONToYAML(b); err != nil {
-			return err
-		}
-		_, err = termsafe.Raw(w).Write(b) // YAML escapes control characters itself
-		return err
+func writeEval(f *Factory, output string, res *fixtures.EvalResult) error {
+	if structured(output) {
+		return f.writeData(output, res)
 	}
-	return writeEvalTable(w, res)
+	return writeEvalTable(f.IO.Out, res)
 }
 
 // writeEvalTable prints a line per incident with each check (pass, FAIL,

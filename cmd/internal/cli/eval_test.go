@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/faultline/faultline/timeline/clickhouse/clickhousetest"
 )
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -118,4 +123,99 @@ func keys(m map[string]any) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// evalZoo are three quick incidents of the zoo, a quiet control among them.
+var evalZoo = []string{
+	"../../../fixtures/zoo/control/seed-101",
+	"../../../fixtures/zoo/digest-drift/seed-2",
+	"../../../fixtures/zoo/rbac-break/seed-1",
+}
+
+// TestEvalOnClickHouse: eval --store replays each incident into a database
+// of its own on the cluster and scores it as on SQLite, the JSON equal
+// field for field (it holds no timings); no database is left behind, also
+// of an incident that fails once its database is made.
+func TestEvalOnClickHouse(t *testing.T) {
+	dsn := clickhousetest.DSN(t)
+	lite := evalJSON(t, 0, append([]string{"eval", "-o", "json"}, evalZoo...)...)
+	house := evalJSON(t, 0, append([]string{"--store", dsn, "eval", "-o", "json", "-j", "3"}, evalZoo...)...)
+	if diff := cmp.Diff(lite, house); diff != "" {
+		t.Errorf("eval -o json: SQLite (-) and ClickHouse (+) differ\n%s", diff)
+	}
+	if n := len(house["incidents"].([]any)); n != len(evalZoo) {
+		t.Errorf("%d incidents scored, want %d", n, len(evalZoo))
+	}
+	broken := brokenIncident(t)
+	res := evalJSON(t, exitFailure, "--store", dsn, "eval", "-o", "json", broken)
+	want := []any{map[string]any{"path": filepath.ToSlash(broken), "error": "investigate: the timeline is empty"}}
+	if diff := cmp.Diff(want, res["errors"]); diff != "" {
+		t.Errorf("an incident with no evidence: errors (-want +got)\n%s", diff)
+	}
+	if left := clickhousetest.Databases(t, dsn, evalDBPrefix); len(left) > 0 {
+		t.Errorf("eval --store left databases behind: %v", left)
+	}
+}
+
+// TestEvalOnClickHouseInterrupted: eval --store interrupted while an
+// incident is replayed exits 130, and drops that incident's database.
+func TestEvalOnClickHouseInterrupted(t *testing.T) {
+	dsn := clickhousetest.DSN(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut bytes.Buffer
+	f := &Factory{IO: IOStreams{Out: &out, ErrOut: &errOut}, Getenv: func(string) string { return "" }, Now: time.Now}
+	done := make(chan int)
+	before := clickhousetest.Databases(t, dsn, evalDBPrefix)
+	go func() { done <- Run(ctx, []string{"--store", dsn, "eval", "-j", "1", evalZoo[2]}, f) }()
+	for slices.Equal(clickhousetest.Databases(t, dsn, evalDBPrefix), before) {
+		select {
+		case code := <-done:
+			t.Fatalf("eval ended (exit %d) before its database showed: %s", code, errOut.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	cancel()
+	if code := <-done; code != exitInterrupt {
+		t.Errorf("interrupted: exit %d, want %d; stderr %s", code, exitInterrupt, errOut.String())
+	}
+	if diff := cmp.Diff(before, clickhousetest.Databases(t, dsn, evalDBPrefix)); diff != "" {
+		t.Errorf("interrupted eval --store left databases behind (-before +after)\n%s", diff)
+	}
+}
+
+// evalJSON runs faultline args, wants exit code, and decodes its -o json.
+func evalJSON(t *testing.T, code int, args ...string) map[string]any {
+	t.Helper()
+	got, stdout, stderr := runCLI(t, args...)
+	if got != code {
+		t.Fatalf("faultline %s: exit %d, want %d: %s", strings.Join(args, " "), got, code, stderr)
+	}
+	var res map[string]any
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatalf("faultline %s: not JSON: %v\n%s", strings.Join(args, " "), err, stdout)
+	}
+	return res
+}
+
+// brokenIncident is an incident folder whose ground truth loads but whose
+// one audit log holds nothing but a bad line: it is ingested (its timeline
+// made) and fails at the investigation.
+func brokenIncident(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "broken")
+	truth, err := os.ReadFile(filepath.Join(evalZoo[1], "expected.json"))
+	if err == nil {
+		err = os.Mkdir(dir, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "expected.json"), truth, 0o644)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "audit.log"), []byte("not json\n"), 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

@@ -93,11 +93,12 @@ func (s scopeFlags) scoped(expr string) string {
 // yaml) rather than a table or text.
 func structured(format string) bool { return format == "json" || format == "yaml" }
 
-// writeData prints v as JSON or YAML. YAML is made from the JSON encoding
+// encodeData prints v as JSON or YAML. YAML is made from the JSON encoding
 // (sigs.k8s.io/yaml goes through the json tags), so both carry the same
 // contract, field for field. Both escape control characters themselves
 // (\u001b in JSON, \e in YAML), so they bypass the terminal writer.
-func writeData(w io.Writer, format string, v any) error {
+// Commands print with Factory.writeData, which marks a partial answer.
+func encodeData(w io.Writer, format string, v any) error {
 	if format != "yaml" {
 		return writeJSON(w, v)
 	}

@@ -135,7 +135,7 @@ func historyRun(ctx context.Context, o *historyOptions, refArg string) error {
 		steps = append(steps, st)
 	}
 	if structured(o.output) {
-		return writeData(o.f.IO.Out, o.output, steps)
+		return o.f.writeData(o.output, steps)
 	}
 	w := o.f.IO.Out
 	for i, st := range steps {

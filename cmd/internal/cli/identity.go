@@ -156,7 +156,7 @@ func identityRun(ctx context.Context, o *identityOptions, refArg string) error {
 		return notFound(err)
 	}
 	if structured(o.output) {
-		return writeData(o.f.IO.Out, o.output, id)
+		return o.f.writeData(o.output, id)
 	}
 	tw := tabwriter.NewWriter(o.f.IO.Out, 0, 8, 2, ' ', 0)
 	termsafe.Fprintf(tw, "%s", id.Ref)
@@ -231,7 +231,7 @@ func identityDiffRun(ctx context.Context, o *identityOptions, args []string) err
 		if changes == nil {
 			changes = []identity.Change{}
 		}
-		return writeData(o.f.IO.Out, o.output, map[string]any{"from": a.Ref, "to": b.Ref, "fromAt": a.At, "toAt": b.At, "changes": changes})
+		return o.f.writeData(o.output, map[string]any{"from": a.Ref, "to": b.Ref, "fromAt": a.At, "toAt": b.At, "changes": changes})
 	}
 	if len(changes) == 0 {
 		fmt.Fprintln(o.f.IO.Out, "No dimension differs.")

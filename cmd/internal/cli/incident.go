@@ -3,6 +3,7 @@ package cli
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"github.com/faultline/faultline/ingest/evidence"
 	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/clickhouse"
 	"github.com/faultline/faultline/timeline/sqlite"
 )
 
@@ -36,6 +38,17 @@ type opener func(ctx context.Context) (timeline.Store, error)
 func (l incidentLoader) sqliteAt(db string) opener {
 	return func(ctx context.Context) (timeline.Store, error) {
 		return sqlite.Open(ctx, db, sqlite.Options{Logger: l.logger, Key: l.key, RedactConfigMaps: l.redactAll})
+	}
+}
+
+// clickhouseAt opens the ClickHouse store at dsn, its database and tables
+// created on every shard if need be.
+func (l incidentLoader) clickhouseAt(dsn string) opener {
+	return func(ctx context.Context) (timeline.Store, error) {
+		if l.redactAll {
+			return nil, errors.New("--redact-configmaps is not served by the ClickHouse store yet")
+		}
+		return clickhouse.Open(ctx, dsn, clickhouse.Options{Logger: l.logger, Key: l.key})
 	}
 }
 

@@ -149,7 +149,7 @@ contract documented in docs/investigate.md.
 			}
 			switch fl.output {
 			case "json", "yaml":
-				return writeData(f.IO.Out, fl.output, rep)
+				return f.writeData(fl.output, rep)
 			case "markdown", "md":
 				return investigate.WriteMarkdownPlot(f.IO.Out, rep, link)
 			}

@@ -48,7 +48,8 @@ func Run(ctx context.Context, args []string, f *Factory) int {
 	}
 	code := exitCode(err, f.IO.ErrOut)
 	for _, se := range f.partial {
-		// Last, after the answer, where a reader of the output sees it.
+		// Last, after the answer, where a reader of the output sees it;
+		// structured outputs carry a mark of their own (output.go).
 		fmt.Fprintf(f.IO.ErrOut, "warning: PARTIAL ANSWER (--allow-partial): %s; every figure above leaves out the records it holds\n", se)
 	}
 	out.Flush()
@@ -98,7 +99,7 @@ first use; FAULTLINE_KEY names another file. SECURITY.md has the details.`,
 		},
 	}
 	root.PersistentFlags().StringVar(&f.dbPath, "db", "./faultline.db", "timeline database file (env FAULTLINE_DB)")
-	root.PersistentFlags().BoolVar(&f.allowPartial, "allow-partial", false, "with --store: answer from the shards that are up when one is down, and say so (else refuse)")
+	root.PersistentFlags().BoolVar(&f.allowPartial, "allow-partial", false, "with --store: answer from the shards that are up when one is down, marked partial: a warning on stderr, a \"partial\" field in -o json|yaml, a last line in -o jsonl (else refuse)")
 	root.PersistentFlags().StringVar(&f.storeDSN, "store", "", "a ClickHouse cluster instead of --db: clickhouse://HOST:PORT/DATABASE?cluster=NAME (env FAULTLINE_STORE; hack/clickhouse/up starts one)")
 	root.PersistentFlags().BoolVarP(&f.verbose, "verbose", "v", false, "log diagnostics to stderr")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {

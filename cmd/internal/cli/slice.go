@@ -175,7 +175,7 @@ func runSliceCube(ctx context.Context, o *sliceCubeOptions, cmd *cobra.Command) 
 		return err
 	}
 	if structured(o.output) {
-		return writeData(o.f.IO.Out, o.output, newSliceJSON(c, res))
+		return o.f.writeData(o.output, newSliceJSON(c, res))
 	}
 	return printSlice(o.f.IO.Out, o.f.IO.ErrOut, c, res)
 }
@@ -347,7 +347,7 @@ func runSliceTimeline(cmd *cobra.Command, f *Factory) error {
 				causes = append(causes, o.Where)
 			}
 		}
-		return writeData(f.IO.Out, fl.output, struct {
+		return f.writeData(fl.output, struct {
 			Causes []map[string]string `json:"causes"`
 			Slice  *investigate.Slice  `json:"slice"`
 		}{causes, rep.Slice})

@@ -118,7 +118,7 @@ func sourcesRun(ctx context.Context, opts *sourcesOptions) error {
 		out.Gaps = append(out.Gaps, gapJSON{Source: g.Source, Start: g.Start, End: g.End, Duration: g.End.Sub(g.Start).Round(time.Second).String()})
 	}
 	if structured(opts.output) {
-		return writeData(opts.f.IO.Out, opts.output, out)
+		return opts.f.writeData(opts.output, out)
 	}
 	return printSources(opts.f, &out, opts.gap)
 }

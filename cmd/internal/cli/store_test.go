@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/faultline/faultline/timeline/clickhouse/clickhousetest"
 )
 
@@ -67,11 +69,18 @@ func TestIngestAndTimelineOnClickHouse(t *testing.T) {
 
 // TestAllowPartial: with a shard down, a command fails naming it; with
 // --allow-partial it answers and says, after the answer, which shard it
-// left out.
+// left out, and marks its -o json and jsonl (a field "partial", a last
+// line); with every shard up, --allow-partial changes nothing.
 func TestAllowPartial(t *testing.T) {
 	c := clickhousetest.StartCluster(t, 39311)
 	if code, _, stderr := runCLI(t, "--store", c.DSN, "ingest", "audit", "../../../fixtures/sample-audit/audit.log.gz"); code != 0 {
 		t.Fatalf("ingest: exit %d: %s", code, stderr)
+	}
+	for _, args := range [][]string{{"timeline", "-o", "json"}, {"timeline", "-o", "jsonl"}, {"sources", "-o", "json"}} {
+		whole := sortedOutput(t, append([]string{"--store", c.DSN}, args...))
+		if allowed := sortedOutput(t, append([]string{"--store", c.DSN, "--allow-partial"}, args...)); allowed != whole {
+			t.Errorf("%v, every shard up: --allow-partial changes the output:\n%s", args, firstDiff(whole, allowed))
+		}
 	}
 	c.StopShard(2)
 	code, _, stderr := runCLI(t, "--store", c.DSN, "timeline", "--where", "code >= 500")
@@ -81,7 +90,49 @@ func TestAllowPartial(t *testing.T) {
 	}
 	code, stdout, stderr := runCLI(t, "--store", c.DSN, "--allow-partial", "timeline", "--where", "code >= 500")
 	if want := "warning: PARTIAL ANSWER (--allow-partial): clickhouse shard 2 (127.0.0.1:39312) is unavailable"; code != 0 ||
-		!strings.Contains(stderr, want) || stdout == "" {
-		t.Errorf("--allow-partial: exit %d, stdout %d bytes, stderr %q; want exit 0, an answer, and %q", code, len(stdout), stderr, want)
+		!strings.Contains(stderr, want) || stdout == "" || strings.Contains(stdout, "PARTIAL") {
+		t.Errorf("--allow-partial: exit %d, stdout %d bytes, stderr %q; want exit 0, an answer, and %q on stderr only", code, len(stdout), stderr, want)
+	}
+	checkPartialMarks(t, c.DSN, "127.0.0.1:39312")
+}
+
+// checkPartialMarks checks the marks of answers that leave out shard 2
+// (at addr): timeline -o json wraps its records, sources -o json gains a
+// field, timeline -o jsonl a last line; the same records either way.
+func checkPartialMarks(t *testing.T, dsn, addr string) {
+	t.Helper()
+	run := func(args ...string) string {
+		code, stdout, stderr := runCLI(t, append([]string{"--store", dsn, "--allow-partial"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		return stdout
+	}
+	want := []any{map[string]any{"shard": 2.0, "address": addr}}
+	mark := func(m map[string]any) any { // the mark, without the error's text
+		p, _ := m["partial"].([]any)
+		for _, s := range p {
+			if sm, ok := s.(map[string]any); ok && sm["error"] != nil && sm["error"] != "" {
+				delete(sm, "error")
+			}
+		}
+		return m["partial"]
+	}
+	list, _ := decode(t, "json", []byte(run("timeline", "--where", "code >= 500", "-o", "json"))).(map[string]any)
+	if diff := cmp.Diff(want, mark(list)); diff != "" {
+		t.Errorf("timeline -o json: partial (-want +got)\n%s", diff)
+	}
+	items, _ := list["items"].([]any)
+	obj, _ := decode(t, "json", []byte(run("sources", "-o", "json"))).(map[string]any)
+	if diff := cmp.Diff(want, mark(obj)); diff != "" || obj["sources"] == nil {
+		t.Errorf("sources -o json: keys %v; partial (-want +got)\n%s", keys(obj), diff)
+	}
+	lines := strings.Split(strings.TrimSuffix(run("timeline", "--where", "code >= 500", "-o", "jsonl"), "\n"), "\n")
+	last, _ := decode(t, "json", []byte(lines[len(lines)-1])).(map[string]any)
+	if diff := cmp.Diff(want, mark(last)); diff != "" || len(last) != 1 {
+		t.Errorf("timeline -o jsonl: last line %v; partial (-want +got)\n%s", last, diff)
+	}
+	if len(items) == 0 || len(lines)-1 != len(items) {
+		t.Errorf("timeline: %d records in -o json, %d in -o jsonl; want the same, some", len(items), len(lines)-1)
 	}
 }

@@ -154,6 +154,7 @@ func timelineRun(ctx context.Context, opts *timelineOptions) error {
 	}
 	p := newRecordPrinter(opts.f.IO.Out, opts.output)
 	p.noHeaders = opts.f.noHeaders
+	p.partial = opts.f.partialShards()
 	for r, err := range withStates(ctx, store, q, out.States) {
 		if err != nil {
 			return err
@@ -218,6 +219,7 @@ type recordPrinter struct {
 	n      int
 
 	noHeaders bool
+	partial   []partialShard // the shards the answer leaves out: marked after the records
 }
 
 func newRecordPrinter(w io.Writer, format string) *recordPrinter {
@@ -248,12 +250,15 @@ func (p *recordPrinter) print(r *timeline.Record) error {
 			return err
 		}
 		item := "- " + strings.ReplaceAll(strings.TrimSuffix(string(b), "\n"), "\n", "\n  ") + "\n"
+		if p.n == 0 {
+			item = listStart(p.format, len(p.partial) > 0) + item
+		}
 		_, err = io.WriteString(p.w, item)
 		return err
 	case "json":
 		sep := ",\n"
 		if p.n == 0 {
-			sep = "[\n"
+			sep = listStart(p.format, len(p.partial) > 0)
 		}
 		if _, err := io.WriteString(p.w, sep); err != nil {
 			return err
@@ -303,24 +308,17 @@ func (p *recordPrinter) print(r *timeline.Record) error {
 	return nil
 }
 
+// close ends the output: the end of a list of JSON or YAML records, and
+// the mark of a partial answer (listEnd); or the table's last rows.
 func (p *recordPrinter) close() error {
-	switch p.format {
-	case "yaml":
-		if p.n == 0 {
-			_, err := io.WriteString(p.w, "[]\n")
-			return err
-		}
-	case "json":
-		if p.n == 0 {
-			_, err := io.WriteString(p.w, "[]\n")
-			return err
-		}
-		_, err := io.WriteString(p.w, "\n]\n")
-		return err
-	case "table", "wide":
-		return p.tw.Flush()
+	if p.format == "table" || p.format == "wide" {
+		return p.tw.Flush() // a partial answer's warning is on stderr
 	}
-	return nil
+	end, err := listEnd(p.format, p.n, p.partial)
+	if err == nil {
+		_, err = io.WriteString(p.w, end)
+	}
+	return err
 }
 
 func formatLatency(d time.Duration) string {

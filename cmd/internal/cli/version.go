@@ -61,7 +61,7 @@ checkout (go build -buildvcs=false, or a plain go run) has no commit.`,
 			}
 			v := buildInfo(f.Version, debug.ReadBuildInfo)
 			if structured(output) {
-				return writeData(f.IO.Out, output, v)
+				return f.writeData(output, v)
 			}
 			rev := v.Revision
 			if rev == "" {

@@ -8,7 +8,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,15 +35,12 @@ func DSN(t testing.TB) string {
 	if base == "" {
 		testenv.Missing(t, "no ClickHouse cluster: start one with dsn=$(bash hack/clickhouse/up) and set %s=$dsn", EnvDSN)
 	}
-	u, err := url.Parse(base)
+	var b [6]byte
+	rand.Read(b[:])
+	dsn, err := clickhouse.WithDatabase(base, "test_"+hex.EncodeToString(b[:]))
 	if err != nil {
 		t.Fatalf("%s: %v", EnvDSN, err)
 	}
-	var b [6]byte
-	rand.Read(b[:])
-	db := "test_" + hex.EncodeToString(b[:])
-	u.Path = "/" + db
-	dsn := u.String()
 	t.Cleanup(func() { Drop(t, dsn) })
 	return dsn
 }
@@ -63,24 +59,39 @@ func New(t testing.TB) *clickhouse.Store {
 
 // Drop drops the DSN's database on every shard of its cluster.
 func Drop(t testing.TB, dsn string) {
-	s, err := clickhouse.Open(context.Background(), dsn, clickhouse.Options{})
-	if err != nil {
+	if err := clickhouse.DropDatabase(context.Background(), dsn); err != nil {
 		t.Logf("drop %s: %v", dsn, err)
-		return
 	}
-	defer s.Close()
-	u, _ := url.Parse(dsn)
-	for _, addr := range s.Shards() {
+}
+
+// Databases lists the databases named prefix... on the shards of the DSN's
+// cluster, as "SHARD-ADDRESS DATABASE", sorted: what a test left behind.
+func Databases(t testing.TB, dsn, prefix string) []string {
+	t.Helper()
+	ctx := context.Background()
+	addrs, err := clickhouse.ShardAddrs(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, addr := range addrs {
 		c, err := ch.Open(&ch.Options{Addr: []string{addr}})
 		if err != nil {
-			t.Logf("drop %s on %s: %v", dsn, addr, err)
-			continue
+			t.Fatalf("databases on %s: %v", addr, err)
 		}
-		if err := c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+u.Path[1:]); err != nil {
-			t.Logf("drop %s on %s: %v", dsn, addr, err)
+		var names []struct {
+			Name string `ch:"name"`
 		}
+		err = c.Select(ctx, &names, "SELECT name FROM system.databases WHERE startsWith(name, ?) ORDER BY name", prefix)
 		c.Close()
+		if err != nil {
+			t.Fatalf("databases on %s: %v", addr, err)
+		}
+		for _, n := range names {
+			out = append(out, addr+" "+n.Name)
+		}
 	}
+	return out
 }
 
 // Cluster is a two-shard cluster of a test's own (hack/clickhouse/up), for
