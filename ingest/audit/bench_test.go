@@ -100,15 +100,25 @@ func benchDecode(b *testing.B, decode func([]byte) ([]event, error),
 
 // BenchmarkIngest is the whole ingest into a fresh database.
 func BenchmarkIngest(b *testing.B) {
+	benchIngest(b, func(b *testing.B) timeline.Store {
+		s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "b.db"), sqlite.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+// benchIngest times the ingest of the benchmark file into the stores open
+// makes, a fresh one each time (not timed).
+func benchIngest(b *testing.B, open func(*testing.B) timeline.Store) {
 	path := benchFile(b)
 	fi, _ := os.Stat(path)
 	b.SetBytes(fi.Size())
 	for b.Loop() {
 		b.StopTimer()
-		s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "b.db"), sqlite.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
+		s := open(b)
 		b.StartTimer()
 		runs, err := Ingest(context.Background(), s, []string{path}, Options{})
 		if err != nil {
@@ -116,7 +126,6 @@ func BenchmarkIngest(b *testing.B) {
 		}
 		b.StopTimer()
 		b.ReportMetric(float64(runs[0].Lines), "lines/op")
-		s.Close()
 		b.StartTimer()
 	}
 }
@@ -134,19 +143,5 @@ func cpuTime() time.Duration {
 // its own on the cluster of $FAULTLINE_CLICKHOUSE_DSN (hack/clickhouse/up),
 // to profile the client's share: -cpuprofile sees only this process.
 func BenchmarkIngestClickHouse(b *testing.B) {
-	path := benchFile(b)
-	fi, _ := os.Stat(path)
-	b.SetBytes(fi.Size())
-	for b.Loop() {
-		b.StopTimer()
-		s := clickhousetest.New(b)
-		b.StartTimer()
-		runs, err := Ingest(context.Background(), s, []string{path}, Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		b.ReportMetric(float64(runs[0].Lines), "lines/op")
-		b.StartTimer()
-	}
+	benchIngest(b, func(b *testing.B) timeline.Store { return clickhousetest.New(b) })
 }

@@ -59,7 +59,6 @@ func TestRecordsWithNoTime(t *testing.T) {
 // it is kept as a UUID (the canonical form) or as text (any other), and a
 // filter on auditID finds it either way.
 func TestAuditIDsReadBack(t *testing.T) {
-	ctx := context.Background()
 	s := clickhousetest.New(t)
 	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 	ids := []string{"555b803e-9254-4abf-a126-59f1716e0c5d", "555B803E-9254-4ABF-A126-59F1716E0C5D",
@@ -71,14 +70,7 @@ func TestAuditIDsReadBack(t *testing.T) {
 	}
 	timelinetest.AddRecords(t, s, recs...)
 	read := func(q timeline.Query) []string {
-		out := []string{}
-		for r, err := range s.Records(ctx, q) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, r.AuditID)
-		}
-		return out
+		return readField(t, s, q, func(r *timeline.Record) string { return r.AuditID })
 	}
 	if diff := cmp.Diff(ids, read(timeline.Query{})); diff != "" {
 		t.Errorf("audit IDs read back (-want +got)\n%s", diff)
@@ -95,7 +87,6 @@ func TestAuditIDsReadBack(t *testing.T) {
 // yields the first of them in id order (backwards for Desc), as an
 // unlimited read cut short would.
 func TestLimitThroughTies(t *testing.T) {
-	ctx := context.Background()
 	s := clickhousetest.New(t)
 	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 	var recs []timeline.Record
@@ -104,14 +95,7 @@ func TestLimitThroughTies(t *testing.T) {
 	}
 	timelinetest.AddRecords(t, s, recs...)
 	read := func(q timeline.Query) []string {
-		out := []string{}
-		for r, err := range s.Records(ctx, q) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, r.Reason)
-		}
-		return out
+		return readField(t, s, q, func(r *timeline.Record) string { return r.Reason })
 	}
 	for _, desc := range []bool{false, true} {
 		all := read(timeline.Query{Desc: desc})
@@ -122,4 +106,17 @@ func TestLimitThroughTies(t *testing.T) {
 			}
 		}
 	}
+}
+
+// readField reads the records of q and returns field of each, in order.
+func readField(t *testing.T, s timeline.Store, q timeline.Query, field func(*timeline.Record) string) []string {
+	t.Helper()
+	out := []string{}
+	for r, err := range s.Records(context.Background(), q) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, field(r))
+	}
+	return out
 }
