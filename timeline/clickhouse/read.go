@@ -79,15 +79,19 @@ func timeRange(since, until time.Time) string {
 
 // recordQuery builds the query of q. residual reports that the rows it
 // reads must still be checked with q.Where.Match, because part of the
-// filter has no SQL form (compileWhere). bound is a further condition
-// (limitBound).
-func recordQuery(db string, q timeline.Query, bound string) (query string, residual bool) {
+// filter has no SQL form (compileWhere).
+func recordQuery(db string, q timeline.Query) (query string, residual bool) {
 	where, residual := recordWhere(db, q)
-	query = "SELECT " + recordColumns + " FROM record WHERE " + where + bound + " ORDER BY " + recordOrder(q)
+	return recordSelect(q, where, residual), residual
+}
+
+// recordSelect is the query of q's records that match where.
+func recordSelect(q timeline.Query, where string, residual bool) string {
+	query := "SELECT " + recordColumns + " FROM record WHERE " + where + " ORDER BY " + recordOrder(q)
 	if q.Limit > 0 && !residual {
 		query += fmt.Sprintf(" LIMIT %d", q.Limit)
 	}
-	return query, residual
+	return query
 }
 
 // recordWhere is the WHERE condition of q's records: its window, the SQL
@@ -125,8 +129,7 @@ func recordOrder(q timeline.Query) string {
 // LIMIT: without the bound, "the last 1,000 records before T" reads every
 // column of every record before T. The condition is empty when fewer rows
 // match than the limit.
-func (s *Store) limitBound(ctx context.Context, q timeline.Query) (string, error) {
-	where, _ := recordWhere(s.db, q)
+func (s *Store) limitBound(ctx context.Context, q timeline.Query, where string) (string, error) {
 	order, op := "time_ns", "<="
 	if q.Desc {
 		order, op = "time_ns DESC", ">="
@@ -153,15 +156,16 @@ func (s *Store) limitBound(ctx context.Context, q timeline.Query) (string, error
 // program, and a record on which it fails at run time does not match.
 func (s *Store) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeline.Record, error] {
 	return func(yield func(*timeline.Record, error) bool) {
-		var bound string
-		if _, residual := recordWhere(s.db, q); q.Limit > 0 && !residual {
-			var err error
-			if bound, err = s.limitBound(ctx, q); err != nil {
+		where, residual := recordWhere(s.db, q)
+		if q.Limit > 0 && !residual {
+			bound, err := s.limitBound(ctx, q, where)
+			if err != nil {
 				yield(nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err)))
 				return
 			}
+			where += bound
 		}
-		query, residual := recordQuery(s.db, q, bound)
+		query := recordSelect(q, where, residual)
 		rows, err := s.conn.Query(ctx, query)
 		if err != nil {
 			yield(nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err)))

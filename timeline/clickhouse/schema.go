@@ -209,7 +209,8 @@ func createSchema(ctx context.Context, sh shard, c config) error {
 	defer conn.Close()
 	stmts := []string{"CREATE DATABASE IF NOT EXISTS " + c.db}
 	for _, t := range schema {
-		cols := strings.ReplaceAll(strings.Join(strings.Fields(t.columns), " "), " LC", " LowCardinality(String)")
+		// LC in a column list is short for LowCardinality(String).
+		cols := strings.ReplaceAll(strings.Join(strings.Fields(t.columns), " "), " LC,", " LowCardinality(String),")
 		stmts = append(stmts,
 			fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s_local (%s) ENGINE = %s", c.db, t.name, cols, t.engine),
 			fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s AS %s.%s_local ENGINE = Distributed(%s, %s, %s_local, %s)",

@@ -25,8 +25,6 @@ func TestOpenRefusesAnOlderSchema(t *testing.T) {
 	}
 	defer c.Close()
 	ctx := context.Background()
-	// clickhousetest's drop opens a store, which this database refuses.
-	defer c.Exec(ctx, "DROP DATABASE IF EXISTS "+db)
 	for _, q := range []string{
 		"CREATE DATABASE " + db,
 		"CREATE TABLE " + db + ".watch_cursor_local (name String, updated_ns Int64) ENGINE = ReplacingMergeTree(updated_ns) ORDER BY name",

@@ -188,7 +188,7 @@ func TestRecordQueryLimit(t *testing.T) {
 		if tc.where != "" {
 			q.Where = mustFilter(t, tc.where)
 		}
-		query, residual := recordQuery("test", q, "")
+		query, residual := recordQuery("test", q)
 		if got := strings.HasSuffix(query, " LIMIT 3"); got != tc.limit || residual == tc.limit {
 			t.Errorf("%q: LIMIT %v, residual %v; want LIMIT %v\n%s", tc.where, got, residual, tc.limit, query)
 		}
