@@ -25,6 +25,13 @@ const (
 	SourceEvent    SourceKind = "event"    // core/v1 or events.k8s.io/v1 Event
 	SourceObject   SourceKind = "object"   // object snapshot (LIST/WATCH or dump)
 	SourceVersions SourceKind = "versions" // artifact versions and job runs
+	// SourceNode is a node's own log (kernel, kubelet, containerd, a job's
+	// NCCL/MPI output): a GPU Xid, an OOM kill, a PLEG stall, a link flap,
+	// as one record on the Node (ingest/nodelogs).
+	SourceNode SourceKind = "node"
+	// SourceMetrics is an ingest run of Prometheus samples (ingest/metrics):
+	// its samples are series, not records.
+	SourceMetrics SourceKind = "metrics"
 )
 
 // ObjectRef names the Kubernetes object a record concerns.
