@@ -7,6 +7,7 @@ package gang
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,7 +31,51 @@ type Rank struct {
 	ExitCode int       `json:"exitCode,omitempty"`
 	Message  string    `json:"message,omitempty"`
 	Record   int64     `json:"record,omitempty"`
+	// Node is the node it ran on, when its identity says.
+	Node string `json:"node,omitempty"`
 }
+
+// HostError is one fault a node's own log reported (a GPU Xid, an ECC
+// error, an OOM kill, ...) before a unit on that node failed.
+type HostError struct {
+	Node    string        `json:"node"`
+	Reason  string        `json:"reason"`
+	Code    int           `json:"code,omitempty"`
+	At      time.Time     `json:"at"`
+	Lead    time.Duration `json:"leadNs"` // how long before the unit failed
+	Meaning string        `json:"meaning,omitempty"`
+	// Origin is what the fault's catalog says its usual cause is:
+	// "hardware", "driver", "application", or "" when not known.
+	Origin string `json:"origin,omitempty"`
+	Action string `json:"action,omitempty"` // what the catalog recommends
+	// Chance is how likely a fault of this kind was to land on this node
+	// in Lead by chance, from its rate over the fleet in the window.
+	Chance float64 `json:"chance"`
+	Record int64   `json:"record,omitempty"`
+}
+
+// What says what the fault is in a few words: "Xid 79 (GPU has fallen
+// off the bus)".
+func (h HostError) What() string {
+	s := h.Reason
+	if h.Code != 0 {
+		s += " " + strconv.Itoa(h.Code)
+	}
+	if h.Meaning != "" {
+		s += " (" + h.Meaning + ")"
+	}
+	return s
+}
+
+// Explains says whether the fault explains the rank's failure on its own:
+// not the application's own doing (an Xid the catalog blames on the
+// application is what a crashing program leaves behind), and no likely
+// coincidence (Chance below MaxChance).
+func (h HostError) Explains() bool { return h.Origin != "application" && h.Chance < MaxChance }
+
+// MaxChance is the largest chance of a coincidence in time at which a
+// host fault still explains a failure: one in a hundred.
+const MaxChance = 0.01
 
 // Finding is what happened to one gang job.
 type Finding struct {
@@ -49,6 +94,20 @@ type Finding struct {
 	// Distinct says the first rank failed for a reason none of the cascade
 	// shares (OOMKilled vs NCCL errors): strong evidence it is the cause.
 	Distinct bool `json:"distinct"`
+	// Host are the faults the first rank's node logged from its start
+	// until it failed, the least likely coincidence first.
+	Host []HostError `json:"hostErrors,omitempty"`
+}
+
+// HostCause is the first rank's host fault that explains its failure, if
+// one does.
+func (f *Finding) HostCause() (HostError, bool) {
+	for _, h := range f.Host {
+		if h.Explains() {
+			return h, true
+		}
+	}
+	return HostError{}, false
 }
 
 // Find returns a finding for every job of at least MinRanks pods of which

@@ -95,6 +95,8 @@ type Report struct {
 	cons    constraints           // the units' constraints (access.go)
 	bad     []outcome.Observation // the classifier's bad observations
 	undoRev int                   // the revision to roll the leading suspect back to (commands.go)
+	hosts   *hostEvidence         // the faults nodes logged in the window (hosterrors.go)
+	cascade map[*outcome.Unit]bool
 }
 
 // Observations returns the observations the outcome classifier found
@@ -197,6 +199,12 @@ type Suspect struct {
 	// (placement.go); undoing it, not cordoning, lets them in.
 	unplaced bool
 	restart  *controlplane.Restart // an apiserver restart (restarts.go)
+	// host are the node faults behind a host-error suspect (hosterrors.go),
+	// skip the units it is not judged on (a gang's cascade), chance the
+	// largest chance of its coincidence in time.
+	host   []gang.HostError
+	skip   map[*outcome.Unit]bool
+	chance float64
 	// nodeAt is when each node ("Node/NAME") made the change, when nodes
 	// made it one after another (a drain).
 	nodeAt map[string]time.Time
@@ -325,8 +333,14 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	}
 	// 4. The counterexample.
 	findCounterexample(rep, units, ids, cp.FirstBad)
-	// 5. Node health, then the suspects.
+	// 5. Node health, the faults nodes logged, gang jobs' cascades (not
+	// evidence of their own), then the suspects.
 	rep.NodeHealth = nodeHealth(out, first, units, ids)
+	if rep.hosts, err = readHostFaults(ctx, s, first, last, fleetNodes(ids)); err != nil {
+		return nil, err
+	}
+	gangs := findGangs(members, ranks)
+	rep.cascade = cascadeOf(gangs, units)
 	rep.Changes, err = suspects(ctx, s, units, ids, rep, rep.typical, cp.FirstBad, first)
 	if err != nil {
 		return nil, err
@@ -335,8 +349,9 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	if err := separate(ctx, s, out, units, ids, rep, identity.NewResolver(s, rep.Boundary.LastGood, opt.Rules), first); err != nil {
 		return nil, err
 	}
-	// 6. Gang jobs.
-	rep.Gangs = findGangs(members, ranks)
+	// 6. Gang jobs, with what their first rank's node logged.
+	rep.Gangs = gangs
+	attachHost(rep.hosts, rep.Gangs, units, ids)
 	// 7. A verdict, then mitigation apart from confirmation.
 	if err := conclude(ctx, s, out, rep); err != nil {
 		return nil, err

@@ -30,6 +30,9 @@ import (
 type support struct {
 	badHold, bad   int
 	goodHold, good int
+	// chance, when set, is the chance of a coincidence in time that the
+	// support rests on as well (hosterrors.go): the p-value is no larger.
+	chance float64
 }
 
 // strength is the share of bad units holding the value times the share of
@@ -49,6 +52,14 @@ func (s support) strength() float64 {
 // pValue is the one-sided Fisher exact test that bad units hold the value
 // at least as often as they do, were holding it independent of going bad.
 func (s support) pValue() float64 {
+	if s.chance > 0 && s.badHold > 0 {
+		return min(s.chance, s.fisher())
+	}
+	return s.fisher()
+}
+
+// fisher is the one-sided Fisher exact test of the contingency table.
+func (s support) fisher() float64 {
 	if s.good == 0 {
 		return 1
 	}
@@ -242,6 +253,8 @@ func (p population) supportOfNodeChange(units []*outcome.Unit, ids []map[string]
 // found running; any other dimension, its value (supportOf).
 func (p population) supportOfSuspect(units []*outcome.Unit, ids []map[string]identity.Dimension, sp *Suspect) support {
 	switch {
+	case sp.host != nil:
+		return p.supportOfHost(units, sp)
 	case sp.reached != nil:
 		return p.supportOfReach(units, sp.reached)
 	case sp.Dimension == "node.ready":

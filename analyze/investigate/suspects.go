@@ -272,7 +272,7 @@ func otherSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []ma
 		return nil, err
 	}
 	out = append(out, restarts...)
-	return out, nil
+	return append(out, hostSuspects(rep.hosts, units, ids, rep.cascade)...), nil
 }
 
 // scored is a suspect being scored.
@@ -544,11 +544,10 @@ func advise(rep *Report) (mit []Action, conf []string) {
 	mit, conf = []Action{}, []string{}
 	// A gang job whose first rank died of its own cause explains the
 	// avalanche; the job's arrival (a "created" suspect) then does not.
-	gangExplains := false
-	for _, g := range rep.Gangs {
-		gangExplains = gangExplains || (g.Distinct && g.Cascade > 0)
-	}
-	if len(rep.Changes) > 0 && confidentChange(rep.Changes[0]) && !(gangExplains && rep.Changes[0].Dimension == "created") {
+	// A host fault that explains a gang's first rank is advised on with the
+	// gang (gangAdvice), not twice.
+	if len(rep.Changes) > 0 && confidentChange(rep.Changes[0]) && !(gangExplains(rep) && rep.Changes[0].Dimension == "created") &&
+		!(rep.Changes[0].host != nil && gangHost(rep)) {
 		mit = append(mit, undo(rep, rep.Changes[0])...)
 	}
 	gm, gc := gangAdvice(rep.Gangs)
@@ -703,6 +702,11 @@ func spreadArrival(top Suspect) []Action {
 // cascade, the fix and the prediction that confirms it.
 func gangAdvice(gangs []gang.Finding) (mit []Action, conf []string) {
 	for _, g := range gangs {
+		if h, ok := g.HostCause(); ok && g.Cascade > 0 {
+			m, c := hostAdvice(g, h)
+			mit, conf = append(mit, m...), append(conf, c)
+			continue
+		}
 		if g.Distinct && g.Cascade > 0 {
 			what := ""
 			if g.First.Reason == "OOMKilled" {
@@ -780,4 +784,35 @@ func ShortID(s string) string {
 		return s[:19]
 	}
 	return s
+}
+
+// hostAdvice is the fix of a gang whose first rank's node logged the fault
+// that explains it: keep work off the node, restart the job without it,
+// and what the fault's catalog says to do with the node; and the
+// prediction that confirms it.
+func hostAdvice(g gang.Finding, h gang.HostError) ([]Action, string) {
+	refs := []string{"Node/" + h.Node}
+	mit := []Action{
+		{Action: "cordon", Target: "Node/" + h.Node, Why: "stop new work landing on a node that logged " + h.What(),
+			Command: nodesCommand("cordon", "", refs), Verify: getNodesCommand("", refs, "")},
+		{Action: "set", Target: rankTarget(g),
+			To:  "restart from the last checkpoint on other nodes",
+			Why: fmt.Sprintf("the first of %d failures, on Node/%s; the %d after it are the cascade", g.Cascade+1, h.Node, g.Cascade)},
+	}
+	if h.Action != "" {
+		mit = append(mit, Action{Action: "repair", Target: "Node/" + h.Node, To: h.Action,
+			Why: "what the fault's catalog recommends for " + h.What()})
+	}
+	conf := fmt.Sprintf("Node/%s logged %s %s before %s failed first; the %d ranks after it failed with %s. If the node is the cause, its health check fails (for a GPU: nvidia-smi -q, a DCGM diagnostic) and a rerun without it survives past %s.",
+		h.Node, h.What(), h.Lead.Round(time.Millisecond), g.First.Ref, g.Cascade, reasons(g.CascadeReasons), g.First.At.Format(time.RFC3339))
+	return mit, conf
+}
+
+// rankTarget names a gang's first rank: "Job/train rank 3", or its pod
+// when its rank is not known.
+func rankTarget(g gang.Finding) string {
+	if g.First.Rank == "" {
+		return g.First.Ref
+	}
+	return g.Owner + " rank " + g.First.Rank
 }

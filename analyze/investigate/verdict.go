@@ -1,6 +1,10 @@
 package investigate
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/faultline/faultline/analyze/gang"
+)
 
 // Verdicts.
 const (
@@ -24,7 +28,8 @@ func decide(rep *Report) {
 		rep.Verdict, rep.VerdictWhy = VerdictNoCause, "nothing went bad in the evidence"
 		rep.Next = []string{"widen the window (--since) or say what bad means (--bad)", "ingest more evidence: events, object dumps, another audit log (faultline sources)"}
 		return
-	case len(rep.Changes) > 0 && rep.Changes[0].Confidence >= Confident && !(rep.Changes[0].Dimension == "created" && gangExplains(rep)):
+	case len(rep.Changes) > 0 && rep.Changes[0].Confidence >= Confident && !(rep.Changes[0].Dimension == "created" && gangExplains(rep)) &&
+		!(rep.Changes[0].host != nil && gangHost(rep)):
 		top := rep.Changes[0]
 		rep.Verdict = VerdictCause
 		what := fmt.Sprintf("%s %s changed", top.Ref, top.Dimension)
@@ -38,6 +43,12 @@ func decide(rep *Report) {
 		return
 	}
 	for _, g := range rep.Gangs {
+		if h, ok := g.HostCause(); ok && g.Cascade > 0 {
+			rep.Verdict = VerdictCause
+			rep.VerdictWhy = fmt.Sprintf("Node/%s logged %s %s before %s (rank %s) failed first (%s); %d ranks of %s followed (the cascade); a coincidence this close has chance %.2g",
+				h.Node, h.What(), h.Lead.Round(1e6), g.First.Ref, rankOrUnknown(g.First.Rank), g.First.Reason, g.Cascade, g.Owner, h.Chance)
+			return
+		}
 		if g.Distinct && g.Cascade > 0 {
 			rep.Verdict = VerdictCause
 			rep.VerdictWhy = fmt.Sprintf("%s failed first (%s) %s before %d ranks of %s followed with other reasons",
@@ -72,9 +83,37 @@ func confidentChange(sp Suspect) bool { return sp.Confidence >= Confident }
 // nothing its first death does not.
 func gangExplains(rep *Report) bool {
 	for _, g := range rep.Gangs {
-		if g.Distinct && g.Cascade > 0 {
+		if gangCause(g) {
 			return true
 		}
 	}
 	return false
+}
+
+// gangCause says whether a gang's first failure explains its cascade: it
+// failed for a reason of its own, or its node logged a fault that explains
+// it (gang.HostError.Explains).
+func gangCause(g gang.Finding) bool {
+	_, host := g.HostCause()
+	return g.Cascade > 0 && (g.Distinct || host)
+}
+
+// gangHost says whether a gang's first rank's node logged the fault that
+// explains it: the gang's story (which rank, which node, the cascade) then
+// tells the cause better than the fault's suspect alone.
+func gangHost(rep *Report) bool {
+	for _, g := range rep.Gangs {
+		if _, ok := g.HostCause(); ok && g.Cascade > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// rankOrUnknown is a rank for a sentence.
+func rankOrUnknown(r string) string {
+	if r == "" {
+		return "unknown"
+	}
+	return r
 }

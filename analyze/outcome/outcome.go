@@ -25,10 +25,11 @@ import (
 )
 
 // DefaultBad is what counts as bad when the user says nothing: the failure
-// states of pods, nodes and jobs, the Warning events that report them, and
+// states of pods, nodes and jobs, the Warning events that report them,
 // apiserver responses that shed or fail API requests (not health probes
-// such as /readyz, which fail by design while an apiserver starts).
-const DefaultBad = "(" + defaultBadRequests + ") || " + defaultBadStates
+// such as /readyz, which fail by design while an apiserver starts), and
+// the faults a node's own log reports (timeline.NodeFaults).
+const DefaultBad = "(" + defaultBadRequests + ") || " + defaultBadStates + " || (" + defaultBadNode + ")"
 
 // The two halves of DefaultBad, queried apart so that each uses its index.
 const (
@@ -42,6 +43,12 @@ const (
 		`"Failed", "OOMKilled", "Error", "ContainerCannotRun", "CrashLoopBackOff", "BackOff", ` +
 		`"ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError", "Evicted", "Preempted", ` +
 		`"FailedScheduling", "NodeNotReady", "BackoffLimitExceeded", "DeadlineExceeded"]`
+	// NodeFaults: the node-log reasons of timeline.NodeFaults (a test
+	// holds the two lists equal), reason first for its index.
+	defaultBadNode = `reason in ["Xid", "ECC", "RowRemap", "NVLink", "PLEG", "KubeletEviction", "OOMKill", ` +
+		`"NCCLTimeout", "NCCLSystemError", "NCCLRemoteError", "ConntrackFull", "LinkDown"] && source == "node" && type == "Warning"`
+	// NodeFaults selects the records of node faults (ingest/nodelogs).
+	NodeFaults = defaultBadNode
 )
 
 // DefaultGood is what counts as good: units that ran to completion or were
@@ -307,7 +314,7 @@ func badRecords(ctx context.Context, s Store, opt Options, bad *timeline.Filter)
 	queries := []*timeline.Filter{bad}
 	if opt.Bad == "" {
 		queries = queries[:0]
-		for _, part := range []string{defaultBadRequests, defaultBadStates} {
+		for _, part := range []string{defaultBadRequests, defaultBadStates, defaultBadNode} {
 			f, err := timeline.CompileFilter(part)
 			if err != nil {
 				return nil, fmt.Errorf("default bad: %w", err) // a constant: a bug

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,5 +166,18 @@ func TestRead(t *testing.T) {
 func TestReadBadExpression(t *testing.T) {
 	if _, err := Read(context.Background(), &fakeStore{}, Options{Bad: "code >"}); err == nil {
 		t.Fatal("a broken --bad compiled")
+	}
+}
+
+// The default's node faults are timeline.NodeFaults: a reason added there
+// and not here would never be bad.
+func TestDefaultBadNodeFaults(t *testing.T) {
+	in := NodeFaults[strings.Index(NodeFaults, "[")+1 : strings.Index(NodeFaults, "]")]
+	var got []string
+	for _, r := range strings.Split(in, ",") {
+		got = append(got, strings.Trim(strings.TrimSpace(r), `"`))
+	}
+	if diff := cmp.Diff(timeline.NodeFaults, got); diff != "" {
+		t.Errorf("NodeFaults (-timeline +outcome):\n%s", diff)
 	}
 }
