@@ -32,6 +32,7 @@ import (
 // made each change.
 type Cluster struct {
 	Dir   string // FAULTLINE_CLUSTER_DIR
+	Out   string // the incident folder: a family writes evidence of its own there (nodelogs/)
 	Admin *kubernetes.Clientset
 	Kwok  *kubernetes.Clientset // status written as a kubelet would
 	cfg   *rest.Config

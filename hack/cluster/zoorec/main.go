@@ -48,7 +48,7 @@ func register(f *Family) { families[f.Name] = f }
 var familyOrder = []string{
 	"config-key", "secret-rotation", "digest-drift", "node-change", "taint-evict", "node-failure",
 	"gang-rank-death", "list-storm", "watch-restart-storm", "get-fanout", "rbac-break",
-	"scheduling-break", "canary-partial", "overlap", "control",
+	"scheduling-break", "canary-partial", "overlap", "control", "gpu-xid-rank-death",
 }
 
 // Scale draws the fleet's size: 200 to 600 nodes, and 1,000 to 1,200 for
@@ -115,6 +115,7 @@ func record(ctx context.Context, f *Family, seed int64, out string, log *slog.Lo
 	}
 	ctx, cancel := context.WithTimeout(ctx, 12*time.Minute)
 	defer cancel()
+	c.Out = out
 	e := &Expected{SchemaVersion: 1, Incident: f.Name, Family: f.Name, Seed: seed}
 	start := time.Now()
 	story, err := f.Run(ctx, c, e)
@@ -128,14 +129,22 @@ func record(ctx context.Context, f *Family, seed int64, out string, log *slog.Lo
 		return err
 	}
 	log.Info("recorded", "took", time.Since(start).Round(time.Second))
-	return os.WriteFile(filepath.Join(out, "README.md"), []byte(readme(f, seed, story)), 0o644)
+	_, err = os.Stat(filepath.Join(out, "nodelogs"))
+	return os.WriteFile(filepath.Join(out, "README.md"), []byte(readme(f, seed, story, err == nil)), 0o644)
 }
 
-func readme(f *Family, seed int64, story string) string {
+func readme(f *Family, seed int64, story string, nodeLogs bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s, seed %d\n\n%s\n\n", f.Name, seed, strings.TrimSpace(story))
 	b.WriteString("## The evidence\n`audit.log.gz` (kube-apiserver audit log) and `objects/` (nodes, pods,\n" +
 		"ConfigMaps, Jobs, Deployments, ReplicaSets, events, dumped after the fact).\n")
+	if nodeLogs {
+		b.WriteString("`nodelogs/NODE/` holds node logs: a journald JSON export (journal.json), dmesg\n" +
+			"text (dmesg.log) and ranks' output (POD.log, as kubectl logs --timestamps gives it).\n" +
+			"**They are generated**, not recorded: kwok nodes have no kernel, kubelet or GPU.\n" +
+			"The recorder writes them in those formats (NVIDIA's Xid lines as the driver logs\n" +
+			"them) at the instants of the recording, with everyday lines and decoy faults.\n")
+	}
 	fmt.Fprintf(&b, "Recorded from a real control plane by `hack/cluster/zoo record %s %d`;\nthe answer is in `expected.json`.\n", f.Name, seed)
 	return b.String()
 }
