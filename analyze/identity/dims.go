@@ -25,6 +25,17 @@ var poolLabels = []string{
 	"karpenter.sh/nodepool", "node.kubernetes.io/pool", "pool",
 }
 
+// NodePool is the pool a node's labels name ("" for none): the first of
+// poolLabels set.
+func NodePool(labels map[string]string) string {
+	for _, l := range poolLabels {
+		if v := labels[l]; v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
 // PoolLabel says whether a node label names the node's pool.
 func PoolLabel(key string) bool { return slices.Contains(poolLabels, key) }
 
@@ -362,12 +373,7 @@ func nodeDims(n *obj) []Dimension {
 	labels := strMap(n.m, "metadata", "labels")
 	add("node.instanceType", labels["node.kubernetes.io/instance-type"])
 	add("node.zone", labels["topology.kubernetes.io/zone"])
-	for _, l := range poolLabels {
-		if v := labels[l]; v != "" {
-			add("node.pool", v)
-			break
-		}
-	}
+	add("node.pool", NodePool(labels))
 	for k, v := range labels {
 		if strings.HasPrefix(k, "nvidia.com/") || strings.HasPrefix(k, "amd.com/") {
 			add("node.label/"+k, v)
