@@ -194,12 +194,14 @@ func (p *apiParser) samples(vals gjson.Result, field string, series int64, one b
 	var out []timeline.Sample
 	j := 0
 	vals.ForEach(func(_, pair gjson.Result) bool {
-		f := fmt.Sprintf("%s[%d]", field, j)
-		if one {
-			f = field
-		}
+		at := j
 		j++
-		sm, ferr := p.sample(pair, f)
+		sm, ferr := p.sample(pair, func() string { // named only when bad
+			if one {
+				return field
+			}
+			return fmt.Sprintf("%s[%d]", field, at)
+		})
 		if ferr != nil {
 			p.bad(ferr)
 			return true
@@ -212,7 +214,7 @@ func (p *apiParser) samples(vals gjson.Result, field string, series int64, one b
 }
 
 // sample reads one [time, "value"] pair.
-func (p *apiParser) sample(pair gjson.Result, field string) (timeline.Sample, *FieldError) {
+func (p *apiParser) sample(pair gjson.Result, name func() string) (timeline.Sample, *FieldError) {
 	var t, v gjson.Result
 	n := 0
 	pair.ForEach(func(_, x gjson.Result) bool {
@@ -226,21 +228,21 @@ func (p *apiParser) sample(pair gjson.Result, field string) (timeline.Sample, *F
 		return n <= 2
 	})
 	if !pair.IsArray() || n != 2 {
-		return timeline.Sample{}, &FieldError{Line: lineAt(p.data, pair.Index), Field: field, Problem: describe(pair) + ": want [time, \"value\"]"}
+		return timeline.Sample{}, &FieldError{Line: lineAt(p.data, pair.Index), Field: name(), Problem: describe(pair) + ": want [time, \"value\"]"}
 	}
 	if t.Type != gjson.Number {
-		return timeline.Sample{}, &FieldError{Line: lineAt(p.data, t.Index), Field: field + "[0]", Problem: describe(t) + ": want Unix seconds"}
+		return timeline.Sample{}, &FieldError{Line: lineAt(p.data, t.Index), Field: name() + "[0]", Problem: describe(t) + ": want Unix seconds"}
 	}
 	at, err := ParseUnixSeconds(t.Raw)
 	if err != nil {
-		return timeline.Sample{}, &FieldError{Line: lineAt(p.data, t.Index), Field: field + "[0]", Problem: err.Error()}
+		return timeline.Sample{}, &FieldError{Line: lineAt(p.data, t.Index), Field: name() + "[0]", Problem: err.Error()}
 	}
 	if v.Type != gjson.String {
-		return timeline.Sample{}, &FieldError{Line: lineAt(p.data, v.Index), Field: field + "[1]", Problem: describe(v) + ": want a string such as \"1.5\" or \"NaN\""}
+		return timeline.Sample{}, &FieldError{Line: lineAt(p.data, v.Index), Field: name() + "[1]", Problem: describe(v) + ": want a string such as \"1.5\" or \"NaN\""}
 	}
 	val, err := ParseValue(v.Str)
 	if err != nil {
-		return timeline.Sample{}, &FieldError{Line: lineAt(p.data, v.Index), Field: field + "[1]", Problem: err.Error()}
+		return timeline.Sample{}, &FieldError{Line: lineAt(p.data, v.Index), Field: name() + "[1]", Problem: err.Error()}
 	}
 	return timeline.Sample{Time: at, Value: val}, nil
 }
