@@ -1,8 +1,9 @@
 // Package timeline holds faultline's domain: records of what happened at a
 // time, the versions of objects seen, and the ingest runs that brought them in.
 // It declares the roles of the store that keeps them (Appender, Reader,
-// IngestState, BisectLog, Rollup; Store is them all); timeline/sqlite
-// implements them.
+// IngestState, BisectLog, Rollup, SeriesReader; Store is them all);
+// timeline/sqlite and timeline/clickhouse implement them. Prometheus
+// samples are series and samples (metrics.go), not records.
 //
 // The package imports only the standard library and cel-go (filters are CEL
 // expressions over records).
@@ -249,6 +250,8 @@ type Batch interface {
 	AddVersion(ctx context.Context, v *ObjectVersion) (bool, error)
 	// SetCursor records where a watch stands, committed with the batch.
 	SetCursor(ctx context.Context, name, resourceVersion string) error
+	// SampleBatch takes a metrics run's samples (metrics.go).
+	SampleBatch
 	// Commit writes the batch and the run's progress in one transaction.
 	Commit(ctx context.Context, progress *IngestRun) error
 	// Rollback abandons the batch.
@@ -517,5 +520,6 @@ type Store interface {
 	IngestState
 	BisectLog
 	Rollup
+	SeriesReader
 	Close() error
 }

@@ -95,3 +95,43 @@ func Restore(run, saved *timeline.IngestRun) {
 	run.Lines, run.Records, run.Merged, run.Duplicates, run.Conflicts = saved.Lines, saved.Records, saved.Merged, saved.Duplicates, saved.Conflicts
 	run.Versions, run.BadLines, run.First, run.Last = saved.Versions, saved.BadLines, saved.First, saved.Last
 }
+
+// Source is what Finish reads of a run's input once it is read: the rest
+// drained, then its hash and, where its size was unknown, its length.
+type Source interface {
+	Drain()
+	SHA256() string
+	BytesRead() int64
+}
+
+// Finisher records a run's final state (timeline.Appender's FinishRun).
+type Finisher interface {
+	FinishRun(ctx context.Context, run *timeline.IngestRun) error
+}
+
+// Finish ends the run, failed by err if set: what was read is committed
+// even when ctx is done (Ctrl-C). src may be nil (input that is no file).
+// It returns err, or the first error of the commit and of finishing the
+// run.
+func (p *Periodic) Finish(ctx context.Context, store Finisher, src Source, err error) error {
+	run := p.run
+	run.Status = timeline.RunDone
+	if err != nil {
+		run.Status, run.Error = timeline.RunFailed, err.Error()
+	}
+	if src != nil {
+		src.Drain()
+		run.SHA256 = src.SHA256()
+		if run.Size < 0 {
+			run.Size = src.BytesRead()
+		}
+	}
+	if cerr := p.Commit(ctx); cerr != nil && err == nil {
+		err = cerr
+		run.Status, run.Error = timeline.RunFailed, err.Error()
+	}
+	if ferr := store.FinishRun(context.WithoutCancel(ctx), run); ferr != nil && err == nil {
+		err = ferr
+	}
+	return err
+}

@@ -287,24 +287,7 @@ func (w *entryWriter) add(ctx context.Context, en entryAt) error {
 // even when ctx is done (Ctrl-C). It returns err, or the first error of
 // the commit and of finishing the run.
 func (w *entryWriter) finish(ctx context.Context, store timeline.Appender, err error) error {
-	run, src := w.run, w.src
-	run.Status = timeline.RunDone
-	if err != nil {
-		run.Status, run.Error = timeline.RunFailed, err.Error()
-	}
-	src.Drain()
-	run.SHA256 = src.SHA256()
-	if run.Size < 0 {
-		run.Size = src.BytesRead()
-	}
-	if cerr := w.batch.Commit(ctx); cerr != nil && err == nil {
-		err = cerr
-		run.Status, run.Error = timeline.RunFailed, err.Error()
-	}
-	if ferr := store.FinishRun(context.WithoutCancel(ctx), run); ferr != nil && err == nil {
-		err = ferr
-	}
-	return err
+	return w.batch.Finish(ctx, store, w.src, err)
 }
 
 // storeError is a failure to store, not a bad entry: the ingest stops.

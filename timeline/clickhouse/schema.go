@@ -84,6 +84,24 @@ var schema = []table{
 		shardKey: "intHash64(session_id)",
 	},
 
+	// Prometheus evidence (series.go): a series keyed by
+	// timeline.SeriesID, its labels in two arrays in name order; its raw
+	// samples on the same shard (both sharded by the series id), one row
+	// per (series, time_ns), which the writer looks up before it inserts
+	// (a row written twice is folded at merge, and reads take FINAL).
+	{
+		name:     "series",
+		columns:  `id Int64, metric String, names Array(String), values Array(String), run_id Int64`,
+		engine:   "ReplacingMergeTree() ORDER BY id",
+		shardKey: "intHash64(id)",
+	},
+	{
+		name:     "sample",
+		columns:  `series Int64, time_ns Int64, value Float64, run_id Int64`,
+		engine:   "ReplacingMergeTree() PARTITION BY " + day + " ORDER BY (series, time_ns)",
+		shardKey: "intHash64(series)",
+	},
+
 	// The request rollup (rollup.go): each commit writes what its records
 	// change, as rows that the engines sum at merge and reads sum again
 	// (GROUP BY), so the rows of a commit that takes a request back are

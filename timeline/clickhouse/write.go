@@ -168,6 +168,7 @@ type batch struct {
 	versions []*timeline.ObjectVersion
 	ranks    map[int64]uint64 // the versions of this batch: key -> rank
 	cursors  [][2]string
+	samples  sampleBuf          // series.go
 	delta    timeline.IngestRun // corrections to the run's tallies, learned by flushes
 
 	// A flush's working state: the rows known by key, staged ones by time
@@ -210,6 +211,7 @@ func (b *batch) SetCursor(ctx context.Context, name, resourceVersion string) err
 
 func (b *batch) Rollback() error {
 	b.recs, b.versions, b.cursors, b.ranks = nil, nil, nil, nil
+	b.samples = sampleBuf{}
 	b.staged, b.whole, b.order, b.roll = nil, nil, nil, rollup.Delta{}
 	b.delta = timeline.IngestRun{}
 	b.s.mu.Lock()
@@ -258,7 +260,7 @@ func (b *batch) Commit(ctx context.Context, progress *timeline.IngestRun) error 
 	}
 	// The rollup of every flush of the batch is written once, here: new
 	// classes take their ids per batch, in sorted order, as in SQLite.
-	for _, write := range []func(context.Context) error{b.writeCursors, b.writeRollup} {
+	for _, write := range []func(context.Context) error{b.flushSamples, b.writeCursors, b.writeRollup} {
 		if err := write(ctx); err != nil {
 			b.Rollback()
 			return fmt.Errorf("commit batch: %w", err)

@@ -85,8 +85,10 @@ type Store struct {
 	classes classCache
 	// open remembers the requests this store added that await a final
 	// stage (openreq.go).
-	open  openCache
-	reads struct { // id -> string, for reading
+	open openCache
+	// seriesDict caches series_str (series.go).
+	seriesDict seriesDictionary
+	reads      struct { // id -> string, for reading
 		mu sync.Mutex
 		m  map[int64]string
 	}

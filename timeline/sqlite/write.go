@@ -148,6 +148,8 @@ type batch struct {
 	putSec     *sql.Stmt
 	putClient  *sql.Stmt
 	putStat    *sql.Stmt
+
+	series seriesWriter // samples (series.go)
 }
 
 func (b *batch) stmt(ctx context.Context, p **sql.Stmt, query string) (*sql.Stmt, error) {
@@ -710,7 +712,7 @@ func (b *batch) Commit(ctx context.Context, progress *timeline.IngestRun) error 
 		return fmt.Errorf("commit batch: %w", err)
 	}
 	b.s.open.setGen(gen)
-	b.newStrs, b.newClasses = nil, nil
+	b.newStrs, b.newClasses, b.series.newStrs = nil, nil, nil
 	return nil
 }
 
@@ -730,6 +732,7 @@ func (b *batch) forget() {
 		b.strs.del(s)
 	}
 	b.newStrs = nil
+	b.forgetSeries()
 	b.recIDs = [len(b.recIDs)]memo{}
 	c := &b.s.classes
 	c.mu.Lock()

@@ -1,0 +1,393 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+// Series and samples (migration 0012, SCHEMA.md "Series and samples").
+
+// seriesWriter is a batch's state for samples: its statements and the
+// series_str ids it interned (forgotten on rollback).
+type seriesWriter struct {
+	putSample *sql.Stmt
+	putSeries *sql.Stmt
+	getStr    *sql.Stmt
+	putStr    *sql.Stmt
+	newStrs   []string
+}
+
+// sampleRows is how many samples one INSERT carries: one statement per
+// sample spends more in database/sql and cgo than in SQLite.
+const sampleRows = 64
+
+var insertSamples = func() string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO sample (series, time_ns, value, run_id) VALUES ")
+	for i := range sampleRows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("(?,?,?,?)")
+	}
+	b.WriteString(" ON CONFLICT DO NOTHING")
+	return b.String()
+}()
+
+// AddSamples stores s (if new, else widens its span) and its samples.
+func (b *batch) AddSamples(ctx context.Context, s *timeline.Series, samples []timeline.Sample) (int, error) {
+	ctx = context.WithoutCancel(ctx)
+	if len(samples) == 0 {
+		return 0, nil
+	}
+	lo, hi, err := sampleSpan(samples)
+	if err != nil {
+		return 0, fmt.Errorf("add samples of %s: %w", s, err)
+	}
+	if err := b.putSeries(ctx, s, lo, hi); err != nil {
+		return 0, fmt.Errorf("add series %s: %w", s, err)
+	}
+	added := 0
+	for i := 0; i < len(samples); i += sampleRows {
+		n, err := b.putSamples(ctx, s.ID, samples[i:min(i+sampleRows, len(samples))])
+		if err != nil {
+			return added, fmt.Errorf("add samples of %s: %w", s, err)
+		}
+		added += n
+	}
+	return added, nil
+}
+
+// sampleSpan is the first and last time of samples, checked.
+func sampleSpan(samples []timeline.Sample) (lo, hi int64, err error) {
+	lo, hi = math.MaxInt64, math.MinInt64
+	for _, sm := range samples {
+		if err := checkTime("time", sm.Time); err != nil {
+			return 0, 0, err
+		}
+		t := ns(sm.Time)
+		lo, hi = min(lo, t), max(hi, t)
+	}
+	return lo, hi, nil
+}
+
+// putSamples inserts up to sampleRows samples of one series, and returns
+// how many were new.
+func (b *batch) putSamples(ctx context.Context, series int64, samples []timeline.Sample) (int, error) {
+	args := make([]any, 0, 4*sampleRows)
+	for _, sm := range samples {
+		var v any = sm.Value
+		if math.IsNaN(sm.Value) {
+			v = nil
+		}
+		args = append(args, series, ns(sm.Time), v, b.run)
+	}
+	var st *sql.Stmt
+	if len(samples) == sampleRows {
+		var err error
+		if st, err = b.stmt(ctx, &b.series.putSample, insertSamples); err != nil {
+			return 0, err
+		}
+	} else {
+		q := insertSamples[:strings.Index(insertSamples, "VALUES ")+len("VALUES ")] +
+			strings.TrimSuffix(strings.Repeat("(?,?,?,?),", len(samples)), ",") + " ON CONFLICT DO NOTHING"
+		var err error
+		if st, err = b.tx.PrepareContext(ctx, q); err != nil {
+			return 0, err
+		}
+		defer st.Close()
+	}
+	res, err := st.ExecContext(ctx, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// putSeries writes a series row, or widens the span of the one held.
+func (b *batch) putSeries(ctx context.Context, s *timeline.Series, lo, hi int64) error {
+	metric, err := b.seriesStr(ctx, s.Metric)
+	if err != nil {
+		return err
+	}
+	var blob []byte
+	for _, l := range s.Labels {
+		n, err := b.seriesStr(ctx, l.Name)
+		if err != nil {
+			return err
+		}
+		v, err := b.seriesStr(ctx, l.Value)
+		if err != nil {
+			return err
+		}
+		blob = binary.AppendUvarint(binary.AppendUvarint(blob, uint64(n)), uint64(v))
+	}
+	st, err := b.stmt(ctx, &b.series.putSeries, `INSERT INTO series (id, metric, labels, first_ns, last_ns, run_id)
+		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET first_ns = min(first_ns, excluded.first_ns),
+		last_ns = max(last_ns, excluded.last_ns) WHERE excluded.first_ns < first_ns OR excluded.last_ns > last_ns`)
+	if err != nil {
+		return err
+	}
+	if blob == nil {
+		blob = []byte{}
+	}
+	_, err = st.ExecContext(ctx, s.ID, metric, blob, lo, hi, b.run)
+	return err
+}
+
+// seriesStr interns str in series_str.
+func (b *batch) seriesStr(ctx context.Context, str string) (int64, error) {
+	c := b.s.seriesStrs()
+	if id, ok := c.get(str); ok {
+		return id, nil
+	}
+	get, err := b.stmt(ctx, &b.series.getStr, `SELECT id FROM series_str WHERE s = ?`)
+	if err != nil {
+		return 0, err
+	}
+	var id int64
+	err = get.QueryRowContext(ctx, str).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		put, perr := b.stmt(ctx, &b.series.putStr, `INSERT INTO series_str (s) VALUES (?)`)
+		if perr != nil {
+			return 0, perr
+		}
+		res, perr := put.ExecContext(ctx, str)
+		if perr != nil {
+			return 0, perr
+		}
+		id, err = res.LastInsertId()
+		b.series.newStrs = append(b.series.newStrs, str)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("intern %q: %w", str, err)
+	}
+	c.put(str, id)
+	return id, nil
+}
+
+// forgetSeries drops what an uncommitted transaction interned.
+func (b *batch) forgetSeries() {
+	c := b.s.seriesStrs()
+	for _, str := range b.series.newStrs {
+		c.del(str)
+	}
+	b.series.newStrs = nil
+}
+
+// seriesStrs is the writer's series_str cache.
+func (s *Store) seriesStrs() *strCache {
+	s.seriesDict.once.Do(func() { s.seriesDict.w = &strCache{m: map[string]int64{}} })
+	return s.seriesDict.w
+}
+
+// seriesDictionary caches series_str both ways: the writer's string ->
+// id, and the readers' id -> string, loaded by scans of the rows added
+// since the last (rows are never rewritten).
+type seriesDictionary struct {
+	once   sync.Once
+	w      *strCache
+	mu     sync.Mutex
+	byID   []string // index: id; ids are dense from 1
+	loaded int64    // the highest id loaded
+}
+
+// dict returns the id -> string table, brought up to date with series_str.
+func (s *Store) dict(ctx context.Context) ([]string, error) {
+	d := &s.seriesDict
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rows, err := s.db.QueryContext(ctx, "SELECT id, s FROM series_str WHERE id > ? ORDER BY id", d.loaded)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var str string
+		if err := rows.Scan(&id, &str); err != nil {
+			return nil, err
+		}
+		for int64(len(d.byID)) <= id {
+			d.byID = append(d.byID, "")
+		}
+		d.byID[id] = str
+		d.loaded = id
+	}
+	return d.byID, rows.Err()
+}
+
+// Series yields the series q selects, by metric then labels.
+func (s *Store) Series(ctx context.Context, q timeline.SeriesQuery) iter.Seq2[*timeline.Series, error] {
+	return timeline.SeriesOf(s.series(ctx, q))
+}
+
+func (s *Store) series(ctx context.Context, q timeline.SeriesQuery) ([]*timeline.Series, error) {
+	dict, err := s.dict(ctx)
+	if err != nil {
+		return nil, err
+	}
+	query, args := seriesSQL(q, dict)
+	if query == "" {
+		return nil, nil // a metric never seen
+	}
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*timeline.Series
+	var blob []byte
+	for rows.Next() {
+		var id, metric int64
+		if err := rows.Scan(&id, &metric, &blob); err != nil {
+			return nil, err
+		}
+		sr, err := decodeSeries(id, metric, blob, dict)
+		if err != nil {
+			return nil, err
+		}
+		if q.Match(sr) {
+			out = append(out, sr)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, timeline.CompareSeries)
+	return out, nil
+}
+
+// seriesSQL selects the series of q's metric with samples in its span;
+// the matchers are judged in Go (SeriesQuery.Match). It returns "" for a
+// metric the dictionary does not hold.
+func seriesSQL(q timeline.SeriesQuery, dict []string) (string, []any) {
+	var where []string
+	var args []any
+	if q.Metric != "" {
+		id := slices.Index(dict, q.Metric)
+		if id <= 0 {
+			return "", nil
+		}
+		where, args = append(where, "metric = ?"), append(args, id)
+	}
+	if !q.Since.IsZero() || !q.Until.IsZero() {
+		lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+		if !q.Since.IsZero() {
+			lo = boundNS(q.Since)
+		}
+		if !q.Until.IsZero() {
+			hi = boundNS(q.Until)
+		}
+		where = append(where, "last_ns >= ? AND first_ns < ? AND EXISTS (SELECT 1 FROM sample WHERE series = series.id AND time_ns >= ? AND time_ns < ?)")
+		args = append(args, lo, hi, lo, hi)
+	}
+	query := "SELECT id, metric, labels FROM series"
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	return query, args
+}
+
+// decodeSeries reads a series row's labels blob through the dictionary.
+func decodeSeries(id, metric int64, blob []byte, dict []string) (*timeline.Series, error) {
+	str := func(n uint64) (string, error) {
+		if n == 0 || n >= uint64(len(dict)) {
+			return "", fmt.Errorf("series %d: no string %d", id, n)
+		}
+		return dict[n], nil
+	}
+	m, err := str(uint64(metric))
+	if err != nil {
+		return nil, err
+	}
+	sr := &timeline.Series{ID: id, Metric: m}
+	for len(blob) > 0 {
+		n, k := binary.Uvarint(blob)
+		if k <= 0 {
+			return nil, fmt.Errorf("series %d: bad labels", id)
+		}
+		v, k2 := binary.Uvarint(blob[k:])
+		if k2 <= 0 {
+			return nil, fmt.Errorf("series %d: bad labels", id)
+		}
+		blob = blob[k+k2:]
+		name, err := str(n)
+		if err != nil {
+			return nil, err
+		}
+		value, err := str(v)
+		if err != nil {
+			return nil, err
+		}
+		sr.Labels = append(sr.Labels, timeline.Label{Name: name, Value: value})
+	}
+	return sr, nil
+}
+
+// Samples yields the samples of the series in [since, until), by series
+// in the order given, then time.
+func (s *Store) Samples(ctx context.Context, series []int64, since, until time.Time) iter.Seq2[timeline.Sample, error] {
+	return func(yield func(timeline.Sample, error) bool) {
+		lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+		if !since.IsZero() {
+			lo = boundNS(since)
+		}
+		if !until.IsZero() {
+			hi = boundNS(until)
+		}
+		st, err := s.db.PrepareContext(ctx, "SELECT time_ns, value FROM sample WHERE series = ? AND time_ns >= ? AND time_ns < ? ORDER BY time_ns")
+		if err != nil {
+			yield(timeline.Sample{}, fmt.Errorf("read samples: %w", err))
+			return
+		}
+		defer st.Close()
+		for _, id := range series {
+			if !s.samplesOf(ctx, st, id, lo, hi, yield) {
+				return
+			}
+		}
+	}
+}
+
+// samplesOf yields one series' samples; false: stop.
+func (s *Store) samplesOf(ctx context.Context, st *sql.Stmt, id, lo, hi int64, yield func(timeline.Sample, error) bool) bool {
+	rows, err := st.QueryContext(ctx, id, lo, hi)
+	if err != nil {
+		yield(timeline.Sample{}, fmt.Errorf("read samples of series %d: %w", id, err))
+		return false
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t int64
+		var v sql.NullFloat64
+		if err := rows.Scan(&t, &v); err != nil {
+			yield(timeline.Sample{}, fmt.Errorf("read samples of series %d: %w", id, err))
+			return false
+		}
+		val := math.NaN()
+		if v.Valid {
+			val = v.Float64
+		}
+		if !yield(timeline.Sample{Series: id, Time: fromNS(t), Value: val}, nil) {
+			return false
+		}
+	}
+	if err := rows.Err(); err != nil {
+		yield(timeline.Sample{}, fmt.Errorf("read samples of series %d: %w", id, err))
+		return false
+	}
+	return true
+}
