@@ -164,3 +164,22 @@ func NodeNotReadyPromQL(poolLabel, pool string, w time.Duration) string {
 	return fmt.Sprintf("count(((%s == 0) unless (%s offset %s == 0)) * on (node) group_left () kube_node_labels%s) / %s",
 		ready, ready, FormatDuration(w), matchers(map[string]string{LabelName(poolLabel): pool}), num(w.Seconds()))
 }
+
+// GPUXidPromQL is the rate of GPU Xid errors on the nodes of a pool, from
+// NVIDIA's dcgm-exporter: DCGM_FI_DEV_XID_ERRORS holds the last Xid a GPU
+// reported, so a change of it is a new error (a repeat of the same code
+// is not counted: a floor, not a count). Its Hostname label is the node.
+func GPUXidPromQL(poolLabel, pool string, w time.Duration) string {
+	return fmt.Sprintf(`sum(changes(DCGM_FI_DEV_XID_ERRORS[%s]) * on (Hostname) group_left () label_replace(kube_node_labels%s, "Hostname", "$1", "node", "(.*)")) / %s`,
+		FormatDuration(w), matchers(map[string]string{LabelName(poolLabel): pool}), num(w.Seconds()))
+}
+
+// NodeCounterPromQL is the rate of a node_exporter counter on the nodes of
+// a pool, joined on a node label the scrape adds (relabelled from
+// __meta_kubernetes_pod_node_name or __meta_kubernetes_node_name).
+func NodeCounterPromQL(metric string) func(poolLabel, pool string, w time.Duration) string {
+	return func(poolLabel, pool string, w time.Duration) string {
+		return fmt.Sprintf("sum(rate(%s[%s]) * on (node) group_left () kube_node_labels%s)",
+			metric, FormatDuration(w), matchers(map[string]string{LabelName(poolLabel): pool}))
+	}
+}

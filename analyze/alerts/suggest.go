@@ -127,6 +127,76 @@ func (ev *Evidence) candidates(w time.Duration) []candidate {
 	out = append(out, ev.throttledCandidates(w, perWindow, loadFix)...)
 	out = append(out, podStartupCandidate(w, loadFix))
 	out = append(out, ev.notReadyCandidates(w, perWindow)...)
+	out = append(out, ev.nodeFaultCandidates(w, perWindow)...)
+	return out
+}
+
+// nodeFault is a kind of node fault with a metric that counts it where
+// it is scraped: the node's own log says it (ingest/nodelogs), the
+// exporter's metric says it live.
+type nodeFault struct {
+	reason  string // timeline.Node*
+	name    string // in the alert's name
+	summary string
+	promql  func(poolLabel, pool string, w time.Duration) string
+}
+
+// nodeFaults are the kinds of node fault an alert is learned for: those a
+// standard exporter counts (NVIDIA's dcgm-exporter, node_exporter). The
+// others (a PLEG stall, NCCL errors) have no standard metric.
+var nodeFaults = []nodeFault{
+	{timeline.NodeXid, "GPUXidErrors", "GPU Xid errors (NVIDIA driver) on nodes of pool %s per second", GPUXidPromQL},
+	{timeline.NodeOOMKill, "OOMKills", "kernel OOM kills on nodes of pool %s per second", NodeCounterPromQL("node_vmstat_oom_kill")},
+	{timeline.NodeConntrackFull, "ConntrackDrops", "packets dropped with the conntrack table full on nodes of pool %s per second", NodeCounterPromQL("node_nf_conntrack_stat_drop")},
+	{timeline.NodeLinkDown, "LinkDowns", "network links going down on nodes of pool %s per second", NodeCounterPromQL("node_network_carrier_down_changes_total")},
+}
+
+// nodeFaultCandidates are candidates 6: for each pool and kind of node
+// fault its nodes logged in the incident (ingest/nodelogs), the rate of
+// that fault in the pool: an error budget, learned like the others.
+func (ev *Evidence) nodeFaultCandidates(w time.Duration, perWindow float64) []candidate {
+	var steps []investigate.Action
+	for _, a := range ev.Investigation.Mitigation {
+		if a.Action == "cordon" || a.Action == "repair" {
+			steps = append(steps, a)
+		}
+	}
+	fix := strings.Join(actions(steps), "; then ")
+	var out []candidate
+	for _, nf := range nodeFaults {
+		for _, pool := range ev.faultPools(nf.reason) {
+			mit := fix
+			if mit == "" {
+				mit = "cordon the node that logged it, drain it, and repair it (for a GPU: the Xid catalog's action)"
+			}
+			out = append(out, candidate{floor: perWindow, def: Definition{
+				Name:    "Pool" + pascal(pool) + nf.name,
+				Summary: fmt.Sprintf(nf.summary, pool),
+				Signal: Signal{Kind: KindRate, Window: Duration(w), PromQL: nf.promql(ev.poolLabel(), pool, w),
+					Count: fmt.Sprintf(`source == "node" && reason == %q && type == "Warning"`, nf.reason)},
+				Slice: map[string]string{"pool": pool}, Severity: "page", Owner: owner("platform"), Mitigation: mit,
+				Runbook: RunbookBase + "node-faults",
+			}})
+		}
+	}
+	return out
+}
+
+// faultPools are the pools whose nodes logged a fault of reason in the
+// incident (from the last known-good to its end).
+func (ev *Evidence) faultPools(reason string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range ev.records {
+		if r.Source == timeline.SourceNode && r.Reason == reason && r.Type == "Warning" &&
+			!r.Time.Before(ev.LastGood) && !r.Time.After(ev.IncidentEnd) {
+			if p := ev.pools[r.Object.Name]; p != "" && !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	sort.Strings(out)
 	return out
 }
 
