@@ -86,7 +86,7 @@ var classifyCases = []struct {
 	{"nothing", `I1201 15:31:03.878276    1234 kubelet.go:1234] "SyncLoop (PLEG): event for pod" pod="ml/train-0"`, nil},
 }
 
-func TestClassify(t *testing.T) {
+func TestNodeLogClassify(t *testing.T) {
 	for _, tc := range classifyCases {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := Classify(tc.msg)
@@ -101,7 +101,7 @@ func TestClassify(t *testing.T) {
 				want.Component = ComponentKernel
 			}
 			if want.Rank == 0 {
-				want.Rank = -1 // not known (TestRankZero has a rank 0)
+				want.Rank = -1 // not known (TestNodeLogRankZero has a rank 0)
 			}
 			if !ok {
 				t.Fatalf("Classify(%q): no match, want %+v", tc.msg, want)
@@ -116,16 +116,16 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-func TestRankZero(t *testing.T) {
+func TestNodeLogRankZero(t *testing.T) {
 	m, ok := Classify("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600001 milliseconds before timing out.")
 	if !ok || m.Rank != 0 {
 		t.Errorf("got %+v, %v: want rank 0", m, ok)
 	}
 }
 
-// TestXidTable: every code the issue names has a documented meaning, and
+// TestNodeLogXidTable: every code the issue names has a documented meaning, and
 // the codes NVIDIA puts on the application are the only ones that say so.
-func TestXidTable(t *testing.T) {
+func TestNodeLogXidTable(t *testing.T) {
 	app := map[int]bool{13: true, 31: true, 43: true}
 	for _, c := range []int{13, 31, 43, 45, 48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120} {
 		x := LookupXid(c)

@@ -56,11 +56,11 @@ func summary(t *testing.T, s timeline.Reader) []string {
 	return out
 }
 
-// TestIngestEachFormat: journald JSON, dmesg (iso, -T, raw with a boot
+// TestNodeLogIngestEachFormat: journald JSON, dmesg (iso, -T, raw with a boot
 // time) and kubectl logs --timestamps, each file named to its node its own
 // way; lines that match nothing are counted and dropped; re-ingesting adds
 // nothing.
-func TestIngestEachFormat(t *testing.T) {
+func TestNodeLogIngestEachFormat(t *testing.T) {
 	dir := t.TempDir()
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
 	boot := t0.Add(-time.Hour)
@@ -142,10 +142,10 @@ func byteArray(s string) string {
 	return "[" + strings.Join(parts, ",") + "]"
 }
 
-// TestBadLinesAreNamed: a line that matches a pattern but cannot be
+// TestNodeLogBadLinesAreNamed: a line that matches a pattern but cannot be
 // placed in time or on a node is FILE:LINE: field: problem; one that
 // matches nothing is no bad line, whatever its shape.
-func TestBadLinesAreNamed(t *testing.T) {
+func TestNodeLogBadLinesAreNamed(t *testing.T) {
 	dir := t.TempDir()
 	xid := "NVRM: Xid (PCI:0000:3b:00): 48, pid=9, name=python, DBE (0x1) detected"
 	text := write(t, filepath.Join(dir, "gpu-0086.dmesg"),
@@ -201,7 +201,7 @@ func TestBadLinesAreNamed(t *testing.T) {
 	}
 }
 
-func TestStrictStopsAtTheFirstBadLine(t *testing.T) {
+func TestNodeLogStrictStopsAtTheFirstBadLine(t *testing.T) {
 	path := write(t, filepath.Join(t.TempDir(), "gpu-0086.dmesg"),
 		"2026-12-01T15:31:03Z eth0: Link is Down",
 		"[ 12.5] eth0: Link is Up",
@@ -215,10 +215,10 @@ func TestStrictStopsAtTheFirstBadLine(t *testing.T) {
 	}
 }
 
-// TestNodeNames: a file's node comes from the option, then (journald)
+// TestNodeLogNodeNames: a file's node comes from the option, then (journald)
 // _HOSTNAME, then its folder below the one walked, then its name; a name
 // that is no node's is an error naming the file.
-func TestNodeNames(t *testing.T) {
+func TestNodeLogNodeNames(t *testing.T) {
 	tests := []struct {
 		path, root, node string
 		want, from       string
@@ -256,7 +256,7 @@ func TestNodeNames(t *testing.T) {
 	}
 }
 
-func TestExpandWalksFoldersAndRefusesBinaryJournals(t *testing.T) {
+func TestNodeLogExpandWalksFoldersAndRefusesBinaryJournals(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "gpu-0086", "dmesg.txt"), "x")
 	write(t, filepath.Join(dir, "gpu-0086", "system.journal"), "x")

@@ -43,11 +43,11 @@ func count(t *testing.T, s timeline.Reader) int64 {
 	return n
 }
 
-// TestCancelKeepsWhatWasCommitted plays `(cat gpu-0086.dmesg; sleep 30) |
+// TestNodeLogCancelKeepsWhatWasCommitted plays `(cat gpu-0086.dmesg; sleep 30) |
 // faultline ingest nodelogs --node gpu-0086 -` through a FIFO, then
 // Ctrl-C: the lines that came are committed within about a second (a quiet
 // pipe commits by time), and the cancel returns promptly with them kept.
-func TestCancelKeepsWhatWasCommitted(t *testing.T) {
+func TestNodeLogCancelKeepsWhatWasCommitted(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "gpu-0086.fifo")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Fatal(err)
@@ -99,9 +99,9 @@ func TestCancelKeepsWhatWasCommitted(t *testing.T) {
 	}
 }
 
-// TestFullDiskReportsWhatWasCommitted: when a commit fails, the run
+// TestNodeLogFullDiskReportsWhatWasCommitted: when a commit fails, the run
 // (returned and stored) counts what the timeline holds and is failed.
-func TestFullDiskReportsWhatWasCommitted(t *testing.T) {
+func TestNodeLogFullDiskReportsWhatWasCommitted(t *testing.T) {
 	const n = 30_000
 	path := filepath.Join(t.TempDir(), "gpu-0086.dmesg")
 	if err := os.WriteFile(path, []byte(linkFlaps(n)), 0o644); err != nil {
@@ -128,9 +128,9 @@ func TestFullDiskReportsWhatWasCommitted(t *testing.T) {
 	}
 }
 
-// TestDamagedGzipKeepsWhatDecoded: a cut .gz keeps every record before the
+// TestNodeLogDamagedGzipKeepsWhatDecoded: a cut .gz keeps every record before the
 // cut, and the damage is one bad line naming the file.
-func TestDamagedGzipKeepsWhatDecoded(t *testing.T) {
+func TestNodeLogDamagedGzipKeepsWhatDecoded(t *testing.T) {
 	var b bytes.Buffer
 	zw := gzip.NewWriter(&b)
 	zw.Write([]byte(linkFlaps(5000)))
