@@ -79,54 +79,61 @@ var rules = []rule{
 	{[]string{"Killed process", "oom-kill:"}, matchOOM},
 	{[]string{"PLEG is not healthy"}, matchPLEG},
 	{[]string{"viction manager", "victed pod"}, matchEviction},
-	{[]string{"NCCL", "nccl", "collective operation timeout", "remote process exited", "unhandled system error"}, matchNCCL},
+	{[]string{"collective operation timeout", "remote process exited", "ncclRemoteError", "unhandled system error", "ncclSystemError", "NCCL WARN"}, matchNCCL},
 	{[]string{"table full"}, matchConntrack},
 	{[]string{"Link is Up", "Link is Down", ": Link up", ": Link down", "link status definitely"}, matchLink},
 }
 
-// gate finds every rule's keys in one pass over a line, by their first
-// two bytes (a bit set of the 64 Ki pairs, 8 KiB), then compares them
-// whole: about a nanosecond a byte, where a substring search per key cost
-// twenty passes. A line holding none of them matches nothing.
+// gate finds every rule's keys in one pass over a line: a position whose
+// first two bytes start a key (a bit set of the 64 Ki pairs, 8 KiB) and
+// whose first three may (a bit set of 64 Ki hashes of them: a common pair
+// such as "re" or ": " rarely goes on as a key does) is compared with the
+// keys whole. About a nanosecond a byte, where a substring search per key
+// cost twenty passes. A line holding none of the keys matches nothing.
 type gate struct {
-	bits [1 << 16 / 64]uint64
-	keys map[uint16][]string // by their first two bytes
+	pairs, triples [1 << 16 / 64]uint64
+	keys           map[uint16][]string // by their first two bytes
 }
 
 var theGate = func() *gate {
 	g := &gate{keys: map[uint16][]string{}}
 	for _, r := range rules {
 		for _, k := range r.keys {
-			h := uint16(k[0])<<8 | uint16(k[1])
-			g.bits[h>>6] |= 1 << (h & 63)
-			g.keys[h] = append(g.keys[h], k)
+			p, t := pair(k[0], k[1]), triple(k[0], k[1], k[2])
+			g.pairs[p>>6] |= 1 << (p & 63)
+			g.triples[t>>6] |= 1 << (t & 63)
+			g.keys[p] = append(g.keys[p], k)
 		}
 	}
 	return g
 }()
 
+func pair(a, b byte) uint16 { return uint16(a)<<8 | uint16(b) }
+
+func triple(a, b, c byte) uint16 {
+	return uint16((uint32(a)<<16 | uint32(b)<<8 | uint32(c)) * 2654435761 >> 16)
+}
+
 // mayMatch reports whether line holds a key of some rule: the cheap test
 // every line passes through before any parsing.
 func mayMatch(line []byte) bool {
-	if len(line) < 2 {
-		return false
-	}
 	g := theGate
-	prev := uint16(line[0])
-	for i := 1; i < len(line); i++ {
-		c := uint16(line[i])
-		h := prev<<8 | c
-		prev = c
-		if g.bits[h>>6]&(1<<(h&63)) != 0 && g.hasKey(line[i-1:], h) {
+	for i := 0; i+2 < len(line); i++ {
+		p := pair(line[i], line[i+1])
+		if g.pairs[p>>6]&(1<<(p&63)) == 0 {
+			continue
+		}
+		t := triple(line[i], line[i+1], line[i+2])
+		if g.triples[t>>6]&(1<<(t&63)) != 0 && g.hasKey(line[i:], p) {
 			return true
 		}
 	}
 	return false
 }
 
-// hasKey reports whether b starts with a key whose first two bytes are h.
-func (g *gate) hasKey(b []byte, h uint16) bool {
-	for _, k := range g.keys[h] {
+// hasKey reports whether b starts with a key whose first two bytes are p.
+func (g *gate) hasKey(b []byte, p uint16) bool {
+	for _, k := range g.keys[p] {
 		if len(b) >= len(k) && string(b[:len(k)]) == k {
 			return true
 		}
@@ -169,10 +176,8 @@ var (
 	xidProcRe = regexp.MustCompile(`^pid=('?<?[\w/]*>?'?)(?:,\s*|$)(?:name=([^,]*)(?:,\s*|$))?`)
 	// NVSwitch errors (the nvswitch driver, SXID printing):
 	// "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 ...".
-	sxidRe = regexp.MustCompile(`SXid \(PCI:([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\): (\d{1,6})\b`)
-	// "NVLink: fatal error detected on link 6", "NVLink link 2 disabled due to error".
-	nvlinkErrRe = regexp.MustCompile(`(?i)\b(?:error|fatal|fault|failed|failure)\b`)
-	rowRemapRe  = regexp.MustCompile(`(?i)\brow[ -]?remap`)
+	sxidRe     = regexp.MustCompile(`SXid \(PCI:([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)\): (\d{1,6})\b`)
+	rowRemapRe = regexp.MustCompile(`(?i)\brow[ -]?remap`)
 	// The kernel's EDAC core (drivers/edac/edac_mc.c, edac_mc_handle_error):
 	// "EDAC MC0: 1 CE memory read error on ..." (corrected), "... UE ..."
 	// (uncorrected).
@@ -235,8 +240,13 @@ func matchSXid(msg string, m *Match) bool {
 	return true
 }
 
+// nvlinkFaults are the words of an NVLink line that reports a fault:
+// "NVLink: fatal error detected on link 6", "NVLink link 2 disabled due to
+// error" (lower case).
+var nvlinkFaults = []string{"error", "fatal", "fault", "fail"}
+
 func matchNVLink(msg string, m *Match) bool {
-	if !nvlinkErrRe.MatchString(msg) {
+	if !containsAny(strings.ToLower(msg), nvlinkFaults) {
 		return false
 	}
 	m.Reason, m.PCI = ReasonNVLink, pci(msg)
@@ -331,11 +341,15 @@ func matchNCCL(msg string, m *Match) bool {
 		return false
 	}
 	m.Component = ComponentNCCL
-	if g := rankRe.FindStringSubmatch(msg); g != nil {
-		m.Rank = atoi(g[1] + g[2])
+	if strings.Contains(msg, "ank") {
+		if g := rankRe.FindStringSubmatch(msg); g != nil {
+			m.Rank = atoi(g[1] + g[2])
+		}
 	}
-	if g := ncclPrefixRe.FindStringSubmatch(msg); g != nil {
-		m.PID = atoi(g[1])
+	if strings.Contains(msg, "] NCCL ") {
+		if g := ncclPrefixRe.FindStringSubmatch(msg); g != nil {
+			m.PID = atoi(g[1])
+		}
 	}
 	return true
 }
