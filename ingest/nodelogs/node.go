@@ -14,14 +14,18 @@ import (
 // that names a log rather than a node: the file's records could not be
 // tied to their node.
 type NodeNameError struct {
-	Path    string // the file, as in messages
+	Path    string // the file, as in messages; "" for the option's node
 	Name    string // the name found
 	From    string // where it was found: "the option", "its folder", "its file name", "_HOSTNAME"
 	Problem string
 }
 
 func (e *NodeNameError) Error() string {
-	return fmt.Sprintf("%s: node name %q (from %s) %s", e.Path, e.Name, e.From, e.Problem)
+	msg := fmt.Sprintf("node name %q (from %s) %s", e.Name, e.From, e.Problem)
+	if e.Path == "" {
+		return msg
+	}
+	return e.Path + ": " + msg
 }
 
 // Where a file's node name comes from.

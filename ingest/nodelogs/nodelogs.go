@@ -59,8 +59,8 @@ type File struct {
 // ErrStrict wraps the bad line that stopped a --strict ingest.
 var ErrStrict = errors.New("stopped at the first bad line (--strict)")
 
-// binaryJournal is why a folder's binary systemd journal is not read.
-var binaryJournal = errors.New("a binary systemd journal: export it with journalctl --file FILE -o json")
+// errBinaryJournal is why a folder's binary systemd journal is not read.
+var errBinaryJournal = errors.New("a binary systemd journal: export it with journalctl --file FILE -o json")
 
 // Expand turns the paths a user gave into the files to read: a file as
 // it is (standard input too), a folder's files recursively, by the file
@@ -86,7 +86,7 @@ func Expand(paths []string) ([]File, []input.Skipped, error) {
 		skipped = append(skipped, refused...)
 		for _, w := range walked {
 			if strings.HasSuffix(w, ".journal") || strings.HasSuffix(w, ".journal~") {
-				skipped = append(skipped, input.Skipped{Path: w, Err: binaryJournal})
+				skipped = append(skipped, input.Skipped{Path: w, Err: errBinaryJournal})
 				continue
 			}
 			files = append(files, File{Path: w, Root: p})
