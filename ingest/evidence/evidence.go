@@ -1,7 +1,8 @@
 // Package evidence ingests a recorded incident (fixtures/README.md) into a
 // timeline: its audit logs (*.log, *.log.gz, *.log.xz), its objects/ dumps
-// (kubectl get -o json or yaml, events too) and its versions.jsonl (or
-// versions.yaml), each kind with its ingester. It is the one loader of
+// (kubectl get -o json or yaml, events too), its versions.jsonl (or
+// versions.yaml) and its nodelogs/ (dmesg, journald JSON, a job's NCCL
+// output), each kind with its ingester. It is the one loader of
 // faultline replay, faultline eval and the tests that replay a fixture.
 //
 // The incident is an fs.FS: the fixtures embedded in the binary are read in
@@ -22,18 +23,26 @@ import (
 	"github.com/faultline/faultline/ingest/audit"
 	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/ingest/kube"
+	"github.com/faultline/faultline/ingest/nodelogs"
 	"github.com/faultline/faultline/ingest/versions"
 	"github.com/faultline/faultline/timeline"
 )
 
 // ErrNone is an incident with nothing to ingest.
-var ErrNone = errors.New("no evidence in it (*.log, *.log.gz, *.log.xz, objects/, versions.jsonl): see fixtures/README.md")
+var ErrNone = errors.New("no evidence in it (*.log, *.log.gz, *.log.xz, objects/, versions.jsonl, nodelogs/): see fixtures/README.md")
 
 // Files are an incident's evidence files by kind, slash-separated names of
 // its fs.FS in walk (lexical) order.
 type Files struct {
 	Audits, Objects, Versions []string
+	// NodeLogs are the files below nodelogs/ (but its *.md), each named
+	// to its node by the folder below nodelogs/ that holds it
+	// (nodelogs/gpu-0086/dmesg.txt) or by its name (nodelogs/gpu-0086.dmesg).
+	NodeLogs []string
 }
+
+// nodeLogsDir is the folder of an incident's node logs.
+const nodeLogsDir = "nodelogs"
 
 // Find lists the evidence files of fsys. With Dir set, each must pass
 // the file rule (input.CheckInFolder: no FIFO, device or symlink leaving
@@ -60,7 +69,7 @@ func (l Loader) Find(fsys fs.FS) (*Files, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(ev.Audits)+len(ev.Objects)+len(ev.Versions) == 0 {
+	if len(ev.Audits)+len(ev.Objects)+len(ev.Versions)+len(ev.NodeLogs) == 0 {
 		return nil, ErrNone
 	}
 	return ev, nil
@@ -73,6 +82,11 @@ func (ev *Files) kind(p string) *[]string {
 	switch {
 	case strings.HasPrefix(p, "objects/"):
 		return &ev.Objects
+	case strings.HasPrefix(p, nodeLogsDir+"/"):
+		if strings.HasSuffix(p, ".md") {
+			return nil // a README of how the logs were made
+		}
+		return &ev.NodeLogs
 	case base == "versions.jsonl" || base == "versions.yaml":
 		return &ev.Versions
 	case strings.HasSuffix(base, ".log"):
@@ -108,17 +122,20 @@ func (l Loader) Load(ctx context.Context, store timeline.Appender, fsys fs.FS) (
 func (l Loader) onDisk(p string) string { return filepath.Join(l.Dir, filepath.FromSlash(p)) }
 
 // Ingest ingests the evidence ev of fsys into store, audit logs first, then
-// objects, then versions, each kind with its ingester, and returns the
-// ingest runs, also on failure. With Dir set, the files are read from disk.
+// objects, then versions, then node logs, each kind with its ingester, and
+// returns the ingest runs, also on failure. With Dir set, the files are
+// read from disk.
 func (l Loader) Ingest(ctx context.Context, store timeline.Appender, fsys fs.FS, ev *Files) ([]timeline.IngestRun, error) {
 	logger := l.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	audits, objects, vers := ev.Audits, ev.Objects, ev.Versions
+	nodeLogs, nodeRoot := ev.NodeLogs, nodeLogsDir
 	if l.Dir != "" {
 		fsys = nil // read by path, from disk
 		audits, objects, vers = l.allOnDisk(audits), l.allOnDisk(objects), l.allOnDisk(vers)
+		nodeLogs, nodeRoot = l.allOnDisk(nodeLogs), l.onDisk(nodeLogsDir)
 	}
 	var runs []timeline.IngestRun
 	if len(audits) > 0 {
@@ -137,6 +154,17 @@ func (l Loader) Ingest(ctx context.Context, store timeline.Appender, fsys fs.FS,
 	}
 	if len(vers) > 0 {
 		r, err := versions.Ingest(ctx, store, vers, versions.Options{FS: fsys, OnSkip: l.OnSkip})
+		runs = append(runs, r...)
+		if err != nil {
+			return runs, err
+		}
+	}
+	if len(nodeLogs) > 0 {
+		files := make([]nodelogs.File, len(nodeLogs))
+		for i, p := range nodeLogs {
+			files[i] = nodelogs.File{Path: p, Root: nodeRoot}
+		}
+		r, err := nodelogs.Ingest(ctx, store, files, nodelogs.Options{FS: fsys, OnSkip: l.OnSkip, Logger: logger})
 		runs = append(runs, r...)
 		if err != nil {
 			return runs, err

@@ -26,6 +26,8 @@ const (
 	auditLine = `{"kind":"Event","level":"Metadata","auditID":"a","stage":"ResponseComplete","verb":"get","user":{"username":"u"},"requestReceivedTimestamp":"2026-05-01T10:00:00Z"}` + "\n"
 	pods      = `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"train-0","namespace":"ml","uid":"p0","resourceVersion":"3","creationTimestamp":"2026-05-01T10:00:00Z"},"spec":{"containers":[{"name":"t","image":"trainer:1"}]}}]}` + "\n"
 	versLine  = `{"type":"run","job":"ml/train","run":"r-1","started":"2026-05-01T10:00:00Z","consumed":["dataset/imagenet@v42"],"pods":["ml/train-0"]}` + "\n"
+	xidLine   = "2026-05-01T10:00:02,000000+00:00 NVRM: Xid (PCI:0000:3b:00): 79, pid=4242, name=python, GPU has fallen off the bus.\n"
+	pleg      = `{"__REALTIME_TIMESTAMP":"1777629603000000","_HOSTNAME":"gpu-0087","SYSLOG_IDENTIFIER":"kubelet","MESSAGE":"\"Skipping pod synchronization\" err=\"PLEG is not healthy: pleg was last seen active 3m5s ago; threshold is 3m0s\""}` + "\n"
 )
 
 func gz(t *testing.T, s string) []byte {
@@ -51,10 +53,15 @@ func incident(t *testing.T) fstest.MapFS {
 		"objects/bad.yaml":   {Data: []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p1, namespace: ml, uid: p1, resourceVersion: \"1\"}\n---\n- a list\n")},
 		"versions.jsonl":     {Data: []byte(versLine + "{\n")},
 		"notes/versions.txt": {Data: []byte("not evidence")},
+		// Node logs: named by their file, or by their folder; a .log here
+		// is a node's, not an audit log.
+		"nodelogs/README.md":            {Data: []byte("# generated node logs\n")},
+		"nodelogs/gpu-0086.dmesg":       {Data: []byte(xidLine + "no time and no match\n[ 1.5] eth0: Link is Down\n")},
+		"nodelogs/gpu-0087/journal.log": {Data: gz(t, pleg)},
 	}
 }
 
-func TestFind(t *testing.T) {
+func TestEvidenceFind(t *testing.T) {
 	got, err := evidence.Loader{}.Find(incident(t))
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +70,7 @@ func TestFind(t *testing.T) {
 		Audits:   []string{"audit.log", "rotated/b.log.gz"},
 		Objects:  []string{"objects/bad.yaml", "objects/pods.json"},
 		Versions: []string{"versions.jsonl"},
+		NodeLogs: []string{"nodelogs/gpu-0086.dmesg", "nodelogs/gpu-0087/journal.log"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
@@ -72,13 +80,14 @@ func TestFind(t *testing.T) {
 	}
 }
 
-// TestLoadFS: an fs.FS (the embedded fixtures) is ingested in place, each
+// TestEvidenceLoadFS: an fs.FS (the embedded fixtures) is ingested in place, each
 // kind by its ingester, its runs named by the files' names in it, every
 // skipped line or document heard of once.
-func TestLoadFS(t *testing.T) {
+func TestEvidenceLoadFS(t *testing.T) {
 	var skipped []string
 	l := evidence.Loader{OnSkip: func(s *input.Skip) { skipped = append(skipped, s.Error()) }}
-	runs, err := l.Load(context.Background(), sqlitetest.New(t), incident(t))
+	s := sqlitetest.New(t)
+	runs, err := l.Load(context.Background(), s, incident(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,34 +109,61 @@ func TestLoadFS(t *testing.T) {
 		{timeline.SourceObject, "objects/bad.yaml", 0, 1, 1, timeline.RunDone, false},
 		{timeline.SourceObject, "objects/pods.json", 0, 0, 1, timeline.RunDone, false},
 		{timeline.SourceVersions, "versions.jsonl", 1, 1, 0, timeline.RunDone, false},
+		{timeline.SourceNode, "nodelogs/gpu-0086.dmesg", 1, 1, 0, timeline.RunDone, false},
+		{timeline.SourceNode, "nodelogs/gpu-0087/journal.log", 1, 0, 0, timeline.RunDone, false},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("runs (-want +got)\n%s", diff)
 	}
-	if len(skipped) != 3 {
-		t.Errorf("skipped: got %q, want one line of rotated/b.log.gz, one document of objects/bad.yaml, one line of versions.jsonl", skipped)
+	if len(skipped) != 4 {
+		t.Errorf("skipped: got %q, want one line of rotated/b.log.gz, one document of objects/bad.yaml, one line of versions.jsonl, one raw dmesg line of nodelogs/gpu-0086.dmesg", skipped)
+	}
+	var nodes []string
+	for r, err := range s.Records(context.Background(), timeline.Query{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Source == timeline.SourceNode {
+			nodes = append(nodes, r.Object.Name+" "+r.Reason)
+		}
+	}
+	if diff := cmp.Diff([]string{"gpu-0086 Xid", "gpu-0087 PLEG"}, nodes); diff != "" {
+		t.Errorf("node records (-want +got)\n%s", diff)
 	}
 }
 
-// TestLoadDir: a folder on disk is read from disk, its runs recording the
+// TestEvidenceLoadDir: a folder on disk is read from disk, its runs recording the
 // files' absolute paths, and a FIFO in it fails the load before anything
 // is read (it would hang the replay).
-func TestLoadDir(t *testing.T) {
+func TestEvidenceLoadDir(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "audit.log"), []byte(auditLine), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	runs, err := evidence.Loader{Dir: dir}.Load(context.Background(), sqlitetest.New(t), os.DirFS(dir))
+	if err := os.MkdirAll(filepath.Join(dir, "nodelogs", "gpu-0086"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nodelogs", "gpu-0086", "kern.log"), []byte(xidLine), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := sqlitetest.New(t)
+	runs, err := evidence.Loader{Dir: dir}.Load(context.Background(), s, os.DirFS(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(runs) != 1 || runs[0].Path != filepath.Join(dir, "audit.log") || runs[0].Records != 1 {
-		t.Errorf("runs: got %+v, want one run of %s with 1 record", runs, filepath.Join(dir, "audit.log"))
+	if len(runs) != 2 || runs[0].Path != filepath.Join(dir, "audit.log") || runs[0].Records != 1 ||
+		runs[1].Path != filepath.Join(dir, "nodelogs", "gpu-0086", "kern.log") || runs[1].Records != 1 {
+		t.Errorf("runs: got %+v, want one run of %s and one of nodelogs/gpu-0086/kern.log, with 1 record each", runs, filepath.Join(dir, "audit.log"))
+	}
+	for r, err := range s.Records(context.Background(), timeline.Query{}) {
+		if err == nil && r.Source == timeline.SourceNode && r.Object.Name != "gpu-0086" {
+			t.Errorf("a node log of nodelogs/gpu-0086/ is on node %q", r.Object.Name)
+		}
 	}
 	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.log"), 0o644); err != nil {
 		testenv.Missing(t, "no FIFO here: %v", err)
 	}
-	s := sqlitetest.New(t)
+	s = sqlitetest.New(t)
 	if _, err := (evidence.Loader{Dir: dir}).Load(context.Background(), s, os.DirFS(dir)); err == nil {
 		t.Fatal("a FIFO in the folder was read")
 	}

@@ -28,7 +28,7 @@ reading the same evidence twice adds nothing, and an interrupted ingest can
 simply be run again.`,
 		Args: noArgs,
 	}
-	cmd.AddCommand(newIngestAuditCmd(f), newIngestClusterCmd(f), newIngestObjectsCmd(f), newIngestVersionsCmd(f), newIngestMetricsCmd(f))
+	cmd.AddCommand(newIngestAuditCmd(f), newIngestClusterCmd(f), newIngestObjectsCmd(f), newIngestVersionsCmd(f), newIngestMetricsCmd(f), newIngestNodeLogsCmd(f))
 	cmd.PersistentFlags().BoolVar(&f.redactConfigMaps, "redact-configmaps", false, redactConfigMapsUsage)
 	return cmd
 }
