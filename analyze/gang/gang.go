@@ -52,6 +52,9 @@ type HostError struct {
 	// in Lead by chance, from its rate over the fleet in the window.
 	Chance float64 `json:"chance"`
 	Record int64   `json:"record,omitempty"`
+	// Run and Line are where the node's log said it.
+	Run  int64 `json:"run"`
+	Line int64 `json:"line"`
 }
 
 // What says what the fault is in a few words: "Xid 79 (GPU has fallen

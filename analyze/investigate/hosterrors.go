@@ -69,7 +69,7 @@ func readHostFaults(ctx context.Context, s Store, since, until time.Time, nodes 
 		var extra struct{ Meaning, Origin, Action string }
 		_ = json.Unmarshal(r.Extra, &extra) // what is not there is not known
 		h := gang.HostError{Node: r.Object.Name, Reason: r.Reason, Code: r.Code, At: r.Time, Meaning: extra.Meaning,
-			Origin: extra.Origin, Action: extra.Action, Record: r.ID}
+			Origin: extra.Origin, Action: extra.Action, Record: r.ID, Run: r.Evidence.Run, Line: r.Evidence.Line}
 		key := h.Reason + "\x00" + strconv.Itoa(h.Code)
 		ev.faults = append(ev.faults, hostFault{HostError: h, key: key})
 		seen[h.Node] = true
@@ -205,7 +205,7 @@ func newHostSuspect(h hostFault) *Suspect {
 	if h.Code != 0 {
 		to = strconv.Itoa(h.Code)
 	}
-	return &Suspect{Dimension: "node." + strings.ToLower(h.Reason), To: to, At: h.At, Kind: "change",
+	return &Suspect{Dimension: "node." + strings.ToLower(h.Reason), To: to, At: h.At, Kind: KindFault, Run: h.Run, Line: h.Line,
 		reached: map[*outcome.Unit]bool{}, nodeAt: map[string]time.Time{}}
 }
 
@@ -263,4 +263,46 @@ func round3sig(x float64) float64 {
 	}
 	f, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 3, 64), 64)
 	return f
+}
+
+// KindFault is the kind of a suspect that is a fault a node logged, not a
+// change of identity nor a difference.
+const KindFault = "fault"
+
+// hostBoundary moves the earliest known-bad instant back to the fault the
+// verdict blames, when its node logged it before the first unit failed: the
+// fault is itself a bad observation, the first of the incident. The last
+// known-good moves before it too.
+func hostBoundary(ctx context.Context, s Store, out *outcome.Outcomes, rep *Report) error {
+	b := rep.Boundary
+	if rep.Verdict != VerdictCause || b == nil {
+		return nil
+	}
+	var h *gang.HostError
+	for _, g := range rep.Gangs {
+		if c, ok := g.HostCause(); ok && g.Cascade > 0 {
+			h = &c
+			break
+		}
+	}
+	if h == nil && len(rep.Changes) > 0 && rep.Changes[0].Kind == KindFault && confidentChange(rep.Changes[0]) && len(rep.Changes[0].host) > 0 {
+		h = &rep.Changes[0].host[0]
+	}
+	if h == nil || !h.At.Before(b.FirstBad) {
+		return nil
+	}
+	b.FirstBad = h.At
+	b.Evidence = slices.DeleteFunc(b.Evidence, func(e Evidence) bool { return e.Side == "good" })
+	bad := Evidence{Side: "bad", Time: h.At, Ref: "Node/" + h.Node, What: h.What(), Record: h.Record, Run: h.Run, Line: h.Line}
+	b.Evidence = append([]Evidence{bad}, b.Evidence...)
+	lg, err := lastGoodBefore(ctx, s, out, h.At)
+	if err != nil {
+		return err
+	}
+	b.LastGood = time.Time{}
+	if lg != nil {
+		b.LastGood = lg.Time
+		b.Evidence = append([]Evidence{evidenceOf("good", lg)}, b.Evidence...)
+	}
+	return nil
 }

@@ -83,6 +83,12 @@ func TestHostFaultLeadsAGang(t *testing.T) {
 			t.Errorf("a consequence or a good unit's fault is a suspect: %+v", s)
 		}
 	}
+	if b := rep.Boundary; !b.FirstBad.Equal(at(98)) || !b.LastGood.Before(at(98)) || b.Evidence[len(b.Evidence)-1].Side != "bad" {
+		t.Errorf("boundary: first bad %s, last good %s; want the fault's instant, %s, and one before it", b.FirstBad, b.LastGood, at(98))
+	}
+	if rep.Changes[0].Kind != KindFault || Actor(rep.Changes[0]) == "actor unknown (no audit record)" {
+		t.Errorf("the fault is told as a change: kind %q, %s", rep.Changes[0].Kind, Actor(rep.Changes[0]))
+	}
 	if len(rep.Mitigation) == 0 || rep.Mitigation[0].Action != "cordon" || rep.Mitigation[0].Target != "Node/n0" {
 		t.Errorf("mitigation: %+v", rep.Mitigation)
 	}

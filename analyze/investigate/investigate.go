@@ -490,6 +490,9 @@ func conclude(ctx context.Context, s Store, out *outcome.Outcomes, rep *Report) 
 	if err := lastGoodBeforeCause(ctx, s, out, rep); err != nil {
 		return err
 	}
+	if err := hostBoundary(ctx, s, out, rep); err != nil {
+		return err
+	}
 	if err := loadEvidence(ctx, s, rep); err != nil {
 		return err
 	}

@@ -159,6 +159,8 @@ func mdLink(path string) string {
 // no audit record names anyone.
 func Actor(c Suspect) string {
 	switch {
+	case c.Kind == KindFault:
+		return fmt.Sprintf("from the node's own log (run %d line %d)", c.Run, c.Line)
 	case c.By == "":
 		return "actor unknown (no audit record)"
 	case c.UserAgent == "":

@@ -372,7 +372,9 @@ func writeHeadline(tw *textWriter, r *investigate.Report) {
 	}
 	tw.prose(9, "SINCE    %s (first bad%s)", since, lastGood)
 	var top *investigate.Suspect
-	if len(r.Changes) > 0 && r.Changes[0].Confidence >= investigate.Confident {
+	// A node's fault is told as the verdict tells it (the rank it killed
+	// and the cascade), not as a change.
+	if len(r.Changes) > 0 && r.Changes[0].Confidence >= investigate.Confident && r.Changes[0].Kind != investigate.KindFault {
 		top = &r.Changes[0]
 	}
 	switch {
