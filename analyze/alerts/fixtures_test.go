@@ -220,3 +220,31 @@ func promtoolCheck(t *testing.T, rules []byte) {
 		t.Fatalf("promtool check rules said:\n%s", out.String())
 	}
 }
+
+// TestNodeFaultRulesPassPromtool: the node-fault budgets' PromQL (GPU Xid
+// from dcgm-exporter, node_exporter counters joined to the pool) exports
+// to rules promtool accepts.
+func TestNodeFaultRulesPassPromtool(t *testing.T) {
+	promtool(t)
+	w := 5 * time.Minute
+	f := &alerts.File{SchemaVersion: alerts.SchemaVersion, Interval: alerts.Duration(15 * time.Second)}
+	for name, q := range map[string]string{
+		"PoolH100GPUXidErrors":   alerts.GPUXidPromQL("pool", "h100", w),
+		"PoolH100OOMKills":       alerts.NodeCounterPromQL("node_vmstat_oom_kill")("pool", "h100", w),
+		"PoolH100ConntrackDrops": alerts.NodeCounterPromQL("node_nf_conntrack_stat_drop")("node.kubernetes.io/pool", "h100", w),
+	} {
+		f.Alerts = append(f.Alerts, alerts.Definition{Name: name, Summary: "s", Severity: "page",
+			Signal: alerts.Signal{Kind: alerts.KindRate, Window: alerts.Duration(w), PromQL: q, Count: `source == "node"`},
+			Slice:  map[string]string{"pool": "h100"}, Normal: alerts.Normal{Max: 0.001}, For: alerts.Duration(time.Minute),
+			Owner: alerts.Owner{Team: "platform", Rotation: "platform-oncall"}, Mitigation: "cordon", Runbook: alerts.RunbookBase + "node-faults"})
+	}
+	rules, err := alerts.Prometheus(f, "faultline-node-faults")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := alerts.YAML(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	promtoolCheck(t, y)
+}
