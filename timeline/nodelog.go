@@ -18,13 +18,16 @@ const (
 	NodeLinkUp          = "LinkUp"          // a network link came up
 )
 
-// NodeFaults are the node-log reasons that can report a fault: a record of
-// one of them with Type "Warning" is a bad observation of its node. (A
-// link coming up and a corrected ECC error are "Normal".)
+// NodeFaults are the node-log reasons that report a fault of the node: a
+// record of one of them with Type "Warning" is a bad observation of its
+// node. (A link coming up and a corrected ECC error are "Normal"; the
+// NodeConsequences are not the node's.)
 var NodeFaults = []string{NodeXid, NodeECC, NodeRowRemap, NodeNVLink, NodePLEG, NodeKubeletEviction,
-	NodeOOMKill, NodeNCCLTimeout, NodeNCCLSystemError, NodeNCCLRemoteError, NodeConntrackFull, NodeLinkDown}
+	NodeOOMKill, NodeNCCLSystemError, NodeConntrackFull, NodeLinkDown}
 
-// Consequences are the node-log reasons that report what another fault
-// did to a job rather than a fault of the node: a collective that timed out
-// or lost a peer fails on every rank once one rank is gone.
+// NodeConsequences are the node-log reasons that report what another
+// fault did to a job rather than a fault of the node they were logged on:
+// a collective that timed out or lost a peer fails on every rank once one
+// rank is gone. They stay in the timeline, as what the job said; they are
+// no bad observation of the node and never a suspect.
 var NodeConsequences = []string{NodeNCCLTimeout, NodeNCCLRemoteError}

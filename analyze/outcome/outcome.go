@@ -46,7 +46,7 @@ const (
 	// NodeFaults: the node-log reasons of timeline.NodeFaults (a test
 	// holds the two lists equal), reason first for its index.
 	defaultBadNode = `reason in ["Xid", "ECC", "RowRemap", "NVLink", "PLEG", "KubeletEviction", "OOMKill", ` +
-		`"NCCLTimeout", "NCCLSystemError", "NCCLRemoteError", "ConntrackFull", "LinkDown"] && source == "node" && type == "Warning"`
+		`"NCCLSystemError", "ConntrackFull", "LinkDown"] && source == "node" && type == "Warning"`
 	// NodeFaults selects the records of node faults (ingest/nodelogs).
 	NodeFaults = defaultBadNode
 )
