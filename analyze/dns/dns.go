@@ -36,10 +36,6 @@ var Metrics = []string{Requests, Responses, Latency, CacheHits, CacheMisses}
 // client's address, a view a namespace or a team).
 const DefaultBy = "view"
 
-// lookback is how far before the window a sample is read, so that the
-// window's first interval is counted: Prometheus's lookback.
-const lookback = 5 * time.Minute
-
 // Store is the role the analysis reads: the series.
 type Store interface {
 	prom.Reader

@@ -21,20 +21,7 @@ func at(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
 // counter is a counter scraped every 15 s over [0, 1200] s, rising at
 // rate(s) in each second s; it restarts from zero at resetAt (if > 0).
 func counter(rate func(s int) float64, resetAt int) []timeline.Sample {
-	var out []timeline.Sample
-	v := 1000.0 // a counter older than the evidence
-	for s := 0; s <= 1200; s += 15 {
-		if s > 0 {
-			for x := s - 15; x < s; x++ {
-				if resetAt > 0 && x == resetAt-15 {
-					v = 0
-				}
-				v += rate(x)
-			}
-		}
-		out = append(out, timeline.Sample{Time: at(s), Value: v})
-	}
-	return out
+	return promtest.Counter(t0, 1200, 15, resetAt, rate)
 }
 
 func steady(r float64) func(int) float64 { return func(int) float64 { return r } }

@@ -55,17 +55,11 @@ func (t typed) totals(a, b time.Time) map[string]int64 {
 
 func newGroup() *group { return &group{types: typed{}} }
 
-// load reads the CoreDNS series of the window (from lookback before it
-// to lookback after it, so that its first and last intervals count) into
+// load reads the CoreDNS series of the window (from prom.Lookback before it
+// to prom.Lookback after it, so that its first and last intervals count) into
 // the counters.
 func load(ctx context.Context, s Store, opt Options, log *slog.Logger) (*evidence, error) {
-	from, to := opt.Since, opt.Until
-	if !from.IsZero() {
-		from = from.Add(-lookback)
-	}
-	if !to.IsZero() {
-		to = to.Add(lookback)
-	}
+	from, to := prom.Around(opt.Since, opt.Until)
 	ev := &evidence{all: newGroup(), groups: map[string]*group{}}
 	var reqs []prom.Loaded
 	for _, m := range Metrics {

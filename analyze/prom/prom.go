@@ -106,3 +106,19 @@ func Round(x float64, places int) float64 {
 	p := math.Pow(10, float64(places))
 	return math.Round(x*p) / p
 }
+
+// Lookback is how far beyond a window samples are read, so that the
+// intervals its bounds cut count: Prometheus's default lookback.
+const Lookback = 5 * time.Minute
+
+// Around is the span to read for the window [since, until): Lookback
+// wider on each bounded side.
+func Around(since, until time.Time) (from, to time.Time) {
+	if !since.IsZero() {
+		from = since.Add(-Lookback)
+	}
+	if !until.IsZero() {
+		to = until.Add(Lookback)
+	}
+	return from, to
+}

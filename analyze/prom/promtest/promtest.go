@@ -92,3 +92,32 @@ func (s *Store) Samples(_ context.Context, series []int64, since, until time.Tim
 		}
 	}
 }
+
+// Counter is a counter scraped every step seconds from t0 over [0, span]
+// seconds, rising by rate(s) in each second s from 1000 (a counter older
+// than the evidence); it restarts from zero a step before resetAt (if
+// > 0), so the scrape at resetAt sees the reset.
+func Counter(t0 time.Time, span, step, resetAt int, rate func(s int) float64) []timeline.Sample {
+	var out []timeline.Sample
+	v := 1000.0
+	for s := 0; s <= span; s += step {
+		for x := max(s-step, 0); x < s; x++ {
+			if resetAt > 0 && x == resetAt-step {
+				v = 0
+			}
+			v += rate(x)
+		}
+		out = append(out, timeline.Sample{Time: t0.Add(time.Duration(s) * time.Second), Value: v})
+	}
+	return out
+}
+
+// Gauge is a gauge scraped every step seconds from t0 over [0, span]
+// seconds, at v(s) at second s.
+func Gauge(t0 time.Time, span, step int, v func(s int) float64) []timeline.Sample {
+	var out []timeline.Sample
+	for s := 0; s <= span; s += step {
+		out = append(out, timeline.Sample{Time: t0.Add(time.Duration(s) * time.Second), Value: v(s)})
+	}
+	return out
+}
