@@ -31,6 +31,9 @@ const (
 // Metrics are the metrics read, Requests first (the one needed).
 var Metrics = []string{Requests, Responses, Latency, CacheHits, CacheMisses}
 
+// Selector selects the series read, and more, from a Prometheus.
+const Selector = `{__name__=~"coredns_dns_.*|coredns_cache_.*"}`
+
 // DefaultBy is the label that names a query's client when the caller
 // names none: CoreDNS's view (the view plugin picks a server block by the
 // client's address, a view a namespace or a team).

@@ -168,8 +168,8 @@ func TestRunWithoutSeries(t *testing.T) {
 		store *promtest.Store
 		want  prom.NoSeriesError
 	}{
-		{"none", &promtest.Store{}, prom.NoSeriesError{What: "DNS pressure", Metrics: []string{Requests}}},
-		{"a snapshot: one sample", one, prom.NoSeriesError{What: "DNS pressure", Metrics: []string{Requests}, Single: true}},
+		{"none", &promtest.Store{}, prom.NoSeriesError{What: "DNS pressure", Metrics: []string{Requests}, Selector: Selector}},
+		{"a snapshot: one sample", one, prom.NoSeriesError{What: "DNS pressure", Metrics: []string{Requests}, Selector: Selector, Single: true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Run(context.Background(), tt.store, Options{})

@@ -79,10 +79,10 @@ func load(ctx context.Context, s Store, opt Options, log *slog.Logger) (*evidenc
 		}
 	}
 	if len(reqs) == 0 {
-		return nil, &prom.NoSeriesError{What: "DNS pressure", Metrics: []string{Requests}}
+		return nil, &prom.NoSeriesError{What: "DNS pressure", Metrics: []string{Requests}, Selector: Selector}
 	}
 	if ev.all.requests.Empty() {
-		return nil, &prom.NoSeriesError{What: "DNS pressure", Metrics: []string{Requests}, Single: true}
+		return nil, &prom.NoSeriesError{What: "DNS pressure", Metrics: []string{Requests}, Selector: Selector, Single: true}
 	}
 	first, last := prom.Span(reqs)
 	ev.start, ev.end = cmpOr(opt.Since, first), cmpOr(opt.Until, last)

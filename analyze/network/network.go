@@ -45,6 +45,9 @@ var Counters = []string{
 // Metrics are every metric read.
 var Metrics = append([]string{ConntrackEntries, ConntrackLimit, CarrierChanges, OutSegs}, Counters...)
 
+// Selector selects the series read, and more, from a Prometheus.
+const Selector = `{__name__=~"node_nf_conntrack_.*|node_netstat_.*|node_network_.*"}`
+
 // NodeLabels are the series labels that name a node, the first set wins.
 var NodeLabels = []string{"node", "nodename", "instance"}
 
@@ -161,7 +164,8 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 		return nil, err
 	}
 	if ev.empty() {
-		return nil, &prom.NoSeriesError{What: "network pressure", Metrics: []string{ConntrackEntries, CarrierChanges, RetransSegs, "node_network_receive_drop_total"}}
+		return nil, &prom.NoSeriesError{What: "network pressure", Selector: Selector,
+			Metrics: []string{ConntrackEntries, CarrierChanges, RetransSegs, "node_network_receive_drop_total"}}
 	}
 	ev.window(opt)
 	rep := &Report{Window: Window{ev.start, ev.end}, Missing: ev.missing, CounterResets: ev.resets}

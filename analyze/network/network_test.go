@@ -87,7 +87,21 @@ func testFleet(series, logs bool) *promtest.Store {
 	return s
 }
 
-func TestRun(t *testing.T) {
+// runCase is a window of the test fleet and what Run should find in it.
+type runCase struct {
+	name         string
+	store        *promtest.Store
+	opt          Options
+	nodes        []Node
+	findings     []int // per node
+	pools        []Pool
+	missing      int
+	resets       int
+	start, end   time.Time
+	wantFindings []string // gpu-a's
+}
+
+func runCases() []runCase {
 	gpuA := Node{Name: "gpu-a", Pool: "h100", Zone: "z1", ConntrackFull: 2,
 		Conntrack: &Conntrack{PeakEntries: 250000, Limit: 262144, PeakUsage: f64(0.9537), PeakAt: at(1200)},
 		Counters:  map[string]int64{"node_nf_conntrack_stat_insert_failed": 180}}
@@ -95,18 +109,7 @@ func TestRun(t *testing.T) {
 	gpuB := Node{Name: "gpu-b", Pool: "h100", Zone: "z1", Counters: map[string]int64{"node_network_receive_drop_total": 2400}, Links: flaps}
 	cpuA := Node{Name: "cpu-a", Pool: "cpu", Zone: "z1", Counters: map[string]int64{RetransSegs: 1200},
 		Conntrack: &Conntrack{PeakEntries: 1000, Limit: 262144, PeakUsage: f64(0.0038), PeakAt: at(0)}, RetransmitShare: f64(0.001)}
-	tests := []struct {
-		name         string
-		store        *promtest.Store
-		opt          Options
-		nodes        []Node
-		findings     []int // per node
-		pools        []Pool
-		missing      int
-		resets       int
-		start, end   time.Time
-		wantFindings []string // gpu-a's
-	}{{
+	return []runCase{{
 		name: "series and logs", store: testFleet(true, true),
 		nodes: []Node{gpuA, gpuB, cpuA}, findings: []int{3, 2, 0}, missing: 9, resets: 1, start: at(0), end: at(1200),
 		pools: []Pool{
@@ -144,39 +147,48 @@ func TestRun(t *testing.T) {
 		},
 		wantFindings: []string{},
 	}}
-	for _, tt := range tests {
+}
+
+func TestRun(t *testing.T) {
+	for _, tt := range runCases() {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := Run(context.Background(), tt.store, tt.opt)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var counts []int
-			for _, n := range got.Nodes {
-				counts = append(counts, len(n.Findings))
-			}
-			if diff := cmp.Diff(tt.findings, counts); diff != "" {
-				t.Errorf("findings per node (-want +got)\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.nodes, got.Nodes, cmpopts.IgnoreFields(Node{}, "Findings"), cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("nodes (-want +got)\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.pools, got.Pools, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("pools (-want +got)\n%s", diff)
-			}
-			for _, n := range got.Nodes {
-				if n.Name == "gpu-a" {
-					if diff := cmp.Diff(tt.wantFindings, n.Findings, cmpopts.EquateEmpty()); diff != "" {
-						t.Errorf("gpu-a's findings (-want +got)\n%s", diff)
-					}
-				}
-			}
-			if len(got.Missing) != tt.missing || got.CounterResets != tt.resets {
-				t.Errorf("missing %v, resets %d; want %d missing, %d resets", got.Missing, got.CounterResets, tt.missing, tt.resets)
-			}
-			if !got.Window.Start.Equal(tt.start) || !got.Window.End.Equal(tt.end) {
-				t.Errorf("window %v; want [%v, %v]", got.Window, tt.start, tt.end)
-			}
+			check(t, tt, got)
 		})
+	}
+}
+
+// check compares a report with what the case wants.
+func check(t *testing.T, tt runCase, got *Report) {
+	t.Helper()
+	var counts []int
+	for _, n := range got.Nodes {
+		counts = append(counts, len(n.Findings))
+	}
+	if diff := cmp.Diff(tt.findings, counts); diff != "" {
+		t.Errorf("findings per node (-want +got)\n%s", diff)
+	}
+	if diff := cmp.Diff(tt.nodes, got.Nodes, cmpopts.IgnoreFields(Node{}, "Findings"), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("nodes (-want +got)\n%s", diff)
+	}
+	if diff := cmp.Diff(tt.pools, got.Pools, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("pools (-want +got)\n%s", diff)
+	}
+	for _, n := range got.Nodes {
+		if n.Name == "gpu-a" {
+			if diff := cmp.Diff(tt.wantFindings, n.Findings, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("gpu-a's findings (-want +got)\n%s", diff)
+			}
+		}
+	}
+	if len(got.Missing) != tt.missing || got.CounterResets != tt.resets {
+		t.Errorf("missing %v, resets %d; want %d missing, %d resets", got.Missing, got.CounterResets, tt.missing, tt.resets)
+	}
+	if !got.Window.Start.Equal(tt.start) || !got.Window.End.Equal(tt.end) {
+		t.Errorf("window %v; want [%v, %v]", got.Window, tt.start, tt.end)
 	}
 }
 

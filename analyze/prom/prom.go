@@ -81,7 +81,10 @@ func Span(sets ...[]Loaded) (first, last time.Time) {
 type NoSeriesError struct {
 	What    string   // what the analysis is: "DNS pressure"
 	Metrics []string // the metrics it looked for
-	Single  bool     // there were series, of one sample each
+	// Selector is a PromQL selector of the series it reads, to ask a
+	// Prometheus for them.
+	Selector string
+	Single   bool // there were series, of one sample each
 }
 
 func (e *NoSeriesError) Error() string {
