@@ -37,7 +37,8 @@ metrics (` + strings.Join(dns.Metrics, ", ") + `):
             SERVFAIL and NXDOMAIN shares of the responses, the cache hit ratio
   rate      the same, step by step over the window (--step)
   clients   the same by client, where a label names it: CoreDNS's view (the
-            view plugin), or the label --by names
+            view plugin), or the label --by names (not the namespace label a
+            scrape config adds: that is CoreDNS's own)
   bursts    a client's query rate jumping an order of magnitude over its own
             last five minutes (the rule of controlplane's request bursts),
             the query types in it, and the fixes

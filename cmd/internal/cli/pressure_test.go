@@ -140,6 +140,9 @@ func TestDNSCommand(t *testing.T) {
 	if f := rep.Bursts[0].Fixes[0]; f.Kind != "autopath" || f.RemovesShare == nil || *f.RemovesShare != 0.75 {
 		t.Errorf("first fix = %s removing %v, want autopath removing 0.75", f.Kind, f.RemovesShare)
 	}
+	if y := runOK(t, dir, "--db", db, "dns", "-o", "yaml"); !strings.Contains(y, "bursts:") || !strings.Contains(y, "client: ml") {
+		t.Errorf("dns -o yaml has no bursts of client ml:\n%s", y)
+	}
 	if code, _, errOut := runIn(t, dir, "--db", db, "dns", "-o", "csv"); code != 2 || !strings.Contains(errOut, "want table, json or yaml") {
 		t.Errorf("dns -o csv: exit %d: %s", code, errOut)
 	}
@@ -178,5 +181,17 @@ func TestNetworkCommand(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"gpu-a", "gpu-b"}, names); diff != "" {
 		t.Errorf("nodes (-want +got)\n%s", diff)
+	}
+}
+
+// A real CoreDNS /metrics snapshot holds one sample a series: no rate, and
+// the error says to ingest a range.
+func TestDNSOnASnapshot(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "t.db")
+	runOK(t, dir, "--db", db, "ingest", "metrics", "--time", "2026-05-01T10:00:00Z", filepath.Join("..", "..", "..", "ingest", "metrics", "testdata", "coredns.prom"))
+	code, _, errOut := runIn(t, dir, "--db", db, "dns")
+	if code != 1 || !strings.Contains(errOut, "has a single sample in the window") || !strings.Contains(errOut, "ingest a range") {
+		t.Errorf("dns on a snapshot: exit %d:\n%s", code, errOut)
 	}
 }
