@@ -219,14 +219,6 @@ type Cardinality struct {
 	Warning    string `json:"warning,omitempty"`
 }
 
-// Order-of-magnitude jump that makes a burst, and the significance with
-// which a second's count must exceed the baseline's Poisson expectation.
-const (
-	burstRatio   = 10
-	burstPValue  = 1e-6
-	burstMinRate = 5 // requests per second: below this nothing is "hammered"
-)
-
 // Analyze runs the analysis.
 func Analyze(ctx context.Context, s Store, opt Options) (*Report, error) {
 	if opt.Jitter <= 0 {

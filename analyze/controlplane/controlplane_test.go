@@ -134,16 +134,3 @@ func TestWhere(t *testing.T) {
 		}
 	}
 }
-
-func TestPoissonSF(t *testing.T) {
-	tests := []struct {
-		n      int64
-		lambda float64
-		want   float64
-	}{{0, 1, 1}, {1, 0.5, 0.3935}, {3, 1, 0.0803}}
-	for _, tt := range tests {
-		if got := poissonSF(tt.n, tt.lambda); got < tt.want-1e-3 || got > tt.want+1e-3 {
-			t.Errorf("poissonSF(%d, %g) = %.4f, want %.4f", tt.n, tt.lambda, got, tt.want)
-		}
-	}
-}

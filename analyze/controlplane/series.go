@@ -1,10 +1,10 @@
 package controlplane
 
-// SecondCount is a class's request count in one second.
-type SecondCount struct {
-	Sec   int64 // Unix seconds
-	Count int64
-}
+import "github.com/faultline/faultline/analyze/burst"
+
+// SecondCount is a class's request count in one second (Sec, Unix
+// seconds, and Count): the burst detector's input.
+type SecondCount = burst.Second
 
 // Series returns the class's per-second request counts (as
 // timeline.RequestSecond counts them), oldest first; seconds without a

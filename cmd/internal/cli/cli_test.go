@@ -15,6 +15,7 @@ import (
 	"github.com/faultline/faultline/analyze/controlplane"
 	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/analyze/outcome"
+	"github.com/faultline/faultline/analyze/prom"
 	"github.com/faultline/faultline/timeline"
 )
 
@@ -114,6 +115,10 @@ func TestExitCodes(t *testing.T) {
 			"error: --bad on pod ml/w-0 at 2026-05-01T10:00:00Z: no such key: x\n"},
 		{&controlplane.WhereError{Expr: "verb ==", Err: errors.New("Syntax error")}, 2,
 			"error: --where \"verb ==\": Syntax error\nTry: faultline controlplane --where 'verb == \"list\" && scope == \"cluster\"'\n"},
+		{fmt.Errorf("dns: %w", &prom.NoSeriesError{What: "DNS pressure", Metrics: []string{"coredns_dns_requests_total"}, Selector: `{__name__=~"coredns_.*"}`, Single: true}), 1,
+			"error: dns: DNS pressure: each series of coredns_dns_requests_total has a single sample in the window, and a rate needs two\n" +
+				"Try: faultline ingest metrics --prometheus http://prometheus:9090 --query '{__name__=~\"coredns_.*\"}' --since 2h --step 15s " +
+				"(or save /api/v1/query_range JSON and: faultline ingest metrics FILE); a single /metrics snapshot gives one sample a series: ingest a range, or snapshots taken at several times\n"},
 		{fmt.Errorf("bisect: %w", investigate.ErrNoEvidence), 1,
 			"error: bisect: the timeline is empty: ingest evidence first\nTry: faultline ingest --help\n"},
 	}
@@ -129,7 +134,7 @@ func TestExitCodes(t *testing.T) {
 }
 
 func TestHelpTeachesByExample(t *testing.T) {
-	for _, args := range [][]string{{"--help"}, {"ingest", "audit", "--help"}, {"ingest", "cluster", "--help"}, {"ingest", "objects", "--help"}, {"timeline", "--help"}, {"sources", "--help"}, {"replay", "--help"}, {"eval", "--help"}} {
+	for _, args := range [][]string{{"--help"}, {"ingest", "audit", "--help"}, {"ingest", "cluster", "--help"}, {"ingest", "objects", "--help"}, {"timeline", "--help"}, {"sources", "--help"}, {"replay", "--help"}, {"eval", "--help"}, {"dns", "--help"}, {"network", "--help"}} {
 		var out, errOut bytes.Buffer
 		f := &Factory{IO: IOStreams{Out: &out, ErrOut: &errOut}, Getenv: func(string) string { return "" }, Now: time.Now}
 		if code := Run(context.Background(), args, f); code != 0 {

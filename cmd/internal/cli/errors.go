@@ -11,6 +11,7 @@ import (
 	"github.com/faultline/faultline/analyze/controlplane"
 	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/analyze/outcome"
+	"github.com/faultline/faultline/analyze/prom"
 	"github.com/faultline/faultline/timeline/clickhouse"
 	"github.com/faultline/faultline/timeline/sqlite"
 )
@@ -64,6 +65,7 @@ func exitCode(err error, w io.Writer) int {
 	var where *controlplane.WhereError
 	var shard *clickhouse.ShardError
 	var dsn *clickhouse.DSNError
+	var noSeries *prom.NoSeriesError
 	switch {
 	case err == nil:
 		return exitOK
@@ -90,6 +92,9 @@ func exitCode(err error, w io.Writer) int {
 	case errors.Is(err, investigate.ErrNoEvidence):
 		fmt.Fprintf(w, "error: %v: ingest evidence first\nTry: faultline ingest --help\n", err)
 		return exitFailure
+	case errors.As(err, &noSeries):
+		fmt.Fprintf(w, "error: %s\nTry: %s\n", err, ingestSeriesHint(noSeries))
+		return exitFailure
 	case errors.As(err, &shard):
 		fmt.Fprintf(w, "error: %s\nTry: start the shard again, or add --allow-partial for an answer from the others, marked partial\n", err)
 		return exitFailure
@@ -105,4 +110,19 @@ func exitCode(err error, w io.Writer) int {
 	}
 	fmt.Fprintf(w, "error: %s\n", err)
 	return exitFailure
+}
+
+// ingestSeriesHint says how to ingest the series an analysis found none
+// of: from a live Prometheus over a range (a rate needs two samples), or
+// from query_range JSON saved before.
+func ingestSeriesHint(e *prom.NoSeriesError) string {
+	h := "faultline ingest metrics --prometheus http://prometheus:9090 --query '" + e.Selector + "' --since 2h --step 15s" +
+		" (or save /api/v1/query_range JSON and: faultline ingest metrics FILE)"
+	if e.Single {
+		h += "; a single /metrics snapshot gives one sample a series: ingest a range, or snapshots taken at several times"
+	}
+	if e.What == "network pressure" {
+		h += "; node logs: faultline ingest nodelogs DIR"
+	}
+	return h
 }
