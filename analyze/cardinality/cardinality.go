@@ -10,11 +10,13 @@
 package cardinality
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"iter"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/faultline/faultline/timeline"
@@ -83,30 +85,48 @@ func Run(ctx context.Context, s SeriesLister, o Options) (*Report, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	at, err := readSet(ctx, s, o.Metric, o.At, o.lookback())
-	if err != nil {
+	// The two instants are read side by side: each read is mostly the
+	// store's, on a connection of its own.
+	var then instant
+	var wg sync.WaitGroup
+	if !o.Vs.IsZero() {
+		wg.Go(func() { then = readInstant(ctx, s, o.Metric, o.Vs, o.lookback(), false) })
+	}
+	now := readInstant(ctx, s, o.Metric, o.At, o.lookback(), true)
+	wg.Wait()
+	if err := cmp.Or(now.err, then.err); err != nil {
 		return nil, err
 	}
-	log.Debug("cardinality: series read", "at", o.At, "series", len(at))
-	if len(at) == 0 {
+	log.Debug("cardinality: series read", "at", o.At, "series", len(now.series), "vs", o.Vs, "seriesVs", len(then.series))
+	if len(now.series) == 0 {
 		if err := checkAny(ctx, s, o.Metric); err != nil {
 			return nil, err
 		}
 	}
 	rep := newReport("timeline", o)
-	snap := measure(at, true)
+	snap := now.snap
 	snap.fill(rep, o.top())
-	var vs []*timeline.Series
 	if !o.Vs.IsZero() {
-		if vs, err = readSet(ctx, s, o.Metric, o.Vs, o.lookback()); err != nil {
-			return nil, err
-		}
-		log.Debug("cardinality: series read", "vs", o.Vs, "series", len(vs))
-		rep.Churn = churn(at, vs, snap, measure(vs, false), o.top())
+		rep.Churn = churn(now.series, then.series, snap, then.snap, o.top())
 	}
-	rep.Targets = targets(at, vs, !o.Vs.IsZero(), o.top())
+	rep.Targets = targets(snap, then.snap, o.top())
 	rep.Worst = worst(snap, o.top())
 	return rep, nil
+}
+
+// instant is the series present at one instant, and their counts.
+type instant struct {
+	series []*timeline.Series
+	snap   *snapshot
+	err    error
+}
+
+func readInstant(ctx context.Context, s SeriesLister, metric string, at time.Time, lookback time.Duration, full bool) instant {
+	series, err := readSet(ctx, s, metric, at, lookback)
+	if err != nil {
+		return instant{err: err}
+	}
+	return instant{series: series, snap: measure(series, full)}
 }
 
 // readSet reads the series present at at (within lookback), or every

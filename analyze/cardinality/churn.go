@@ -17,9 +17,12 @@ func churn(at, vs []*timeline.Series, snAt, snVs *snapshot, top int) *Churn {
 	c := &Churn{SeriesVs: len(vs), Metrics: []MetricChurn{}, Labels: []LabelChurn{}}
 	inAt, inVs := ids(at), ids(vs)
 	per := map[string]*MetricChurn{}
+	var m *MetricChurn
 	metric := func(name string) *MetricChurn {
-		m := per[name]
-		if m == nil {
+		if m != nil && m.Name == name { // series come grouped by metric
+			return m
+		}
+		if m = per[name]; m == nil {
 			m = &MetricChurn{Name: name}
 			per[name] = m
 		}
@@ -28,7 +31,7 @@ func churn(at, vs []*timeline.Series, snAt, snVs *snapshot, top int) *Churn {
 	for _, s := range at {
 		m := metric(s.Metric)
 		m.Series++
-		if _, ok := inVs[s.ID]; ok {
+		if _, ok := slices.BinarySearch(inVs, s.ID); ok {
 			c.Kept++
 		} else {
 			c.Appeared++
@@ -38,7 +41,7 @@ func churn(at, vs []*timeline.Series, snAt, snVs *snapshot, top int) *Churn {
 	for _, s := range vs {
 		m := metric(s.Metric)
 		m.SeriesVs++
-		if _, ok := inAt[s.ID]; !ok {
+		if _, ok := slices.BinarySearch(inAt, s.ID); !ok {
 			c.Disappeared++
 			m.Disappeared++
 		}
@@ -56,12 +59,14 @@ func churn(at, vs []*timeline.Series, snAt, snVs *snapshot, top int) *Churn {
 	return c
 }
 
-func ids(series []*timeline.Series) map[int64]struct{} {
-	m := make(map[int64]struct{}, len(series))
-	for _, s := range series {
-		m[s.ID] = struct{}{}
+// ids are the series' IDs, sorted.
+func ids(series []*timeline.Series) []int64 {
+	out := make([]int64, len(series))
+	for i, s := range series {
+		out[i] = s.ID
 	}
-	return m
+	slices.Sort(out)
+	return out
 }
 
 // labelChurn is, for every label name at either instant, its values

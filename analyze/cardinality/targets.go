@@ -4,48 +4,42 @@ import (
 	"cmp"
 	"slices"
 	"strings"
-
-	"github.com/faultline/faultline/timeline"
 )
 
 // targetKey is a scrape target: its job and instance labels.
 type targetKey struct{ job, instance string }
 
-// targets counts series per scrape target at At (and at Vs when compared):
-// those that grew most first, or with no Vs those with the most series.
-// Series with neither label are left out.
-func targets(at, vs []*timeline.Series, compared bool, top int) []Target {
+// targets lists the series per scrape target at At (and at Vs when
+// compared): those that grew most first, or with no Vs those with the
+// most series. Series with neither label are left out.
+func targets(at, vs *snapshot, top int) []Target {
 	per := map[targetKey]*Target{}
-	count := func(series []*timeline.Series, then bool) {
-		for _, s := range series {
-			k := targetKey{s.Labels.Get("job"), s.Labels.Get("instance")}
-			if k == (targetKey{}) {
-				continue
-			}
-			t := per[k]
-			if t == nil {
-				t = &Target{Job: k.job, Instance: k.instance}
-				per[k] = t
-			}
-			if then {
-				t.SeriesVs++
-			} else {
-				t.Series++
-			}
+	get := func(k targetKey) *Target {
+		t := per[k]
+		if t == nil {
+			t = &Target{Job: k.job, Instance: k.instance}
+			per[k] = t
+		}
+		return t
+	}
+	for k, n := range at.targets {
+		get(k).Series = n
+	}
+	if vs != nil {
+		for k, n := range vs.targets {
+			get(k).SeriesVs = n
 		}
 	}
-	count(at, false)
-	count(vs, true)
 	out := make([]Target, 0, len(per))
 	for _, t := range per {
-		if compared {
+		if vs != nil {
 			t.Growth = t.Series - t.SeriesVs
 		}
 		out = append(out, *t)
 	}
 	slices.SortFunc(out, func(a, b Target) int {
 		c := cmp.Compare(b.Series, a.Series)
-		if compared {
+		if vs != nil {
 			c = cmp.Or(cmp.Compare(b.Growth, a.Growth), c)
 		}
 		return cmp.Or(c, strings.Compare(a.Job, b.Job), strings.Compare(a.Instance, b.Instance))
