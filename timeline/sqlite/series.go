@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/binary"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -195,30 +197,33 @@ func (s *Store) seriesStrs() *strCache {
 
 // seriesDictionary caches series_str both ways: the writer's string ->
 // id, and the readers' id -> string, loaded by scans of the rows added
-// since the last (rows are never rewritten).
+// since the last (rows are never rewritten), with each string's rank in
+// sorted order, by which the series are sorted.
 type seriesDictionary struct {
 	once   sync.Once
 	w      *strCache
 	mu     sync.Mutex
 	byID   []string // index: id; ids are dense from 1
 	loaded int64    // the highest id loaded
+	rank   []uint32 // index: id; the string's place in byte order; for len(byID) ids
 }
 
-// dict returns the id -> string table, brought up to date with series_str.
-func (s *Store) dict(ctx context.Context) ([]string, error) {
+// dict returns the id -> string and id -> rank tables, brought up to date
+// with series_str.
+func (s *Store) dict(ctx context.Context) ([]string, []uint32, error) {
 	d := &s.seriesDict
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	rows, err := s.db.QueryContext(ctx, "SELECT id, s FROM series_str WHERE id > ? ORDER BY id", d.loaded)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id int64
 		var str string
 		if err := rows.Scan(&id, &str); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for int64(len(d.byID)) <= id {
 			d.byID = append(d.byID, "")
@@ -226,7 +231,29 @@ func (s *Store) dict(ctx context.Context) ([]string, error) {
 		d.byID[id] = str
 		d.loaded = id
 	}
-	return d.byID, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	if len(d.rank) != len(d.byID) {
+		d.rank = ranks(d.byID)
+	}
+	return d.byID, d.rank, nil
+}
+
+// ranks numbers the strings of dict in byte order (strings.Compare), so
+// that series compare by their ids' ranks as CompareSeries compares them
+// by their strings, without reading the strings again.
+func ranks(dict []string) []uint32 {
+	ids := make([]uint32, len(dict))
+	for i := range ids {
+		ids[i] = uint32(i)
+	}
+	slices.SortFunc(ids, func(a, b uint32) int { return strings.Compare(dict[a], dict[b]) })
+	rank := make([]uint32, len(dict))
+	for r, id := range ids {
+		rank[id] = uint32(r)
+	}
+	return rank
 }
 
 // Series yields the series q selects, by metric then labels.
@@ -234,8 +261,28 @@ func (s *Store) Series(ctx context.Context, q timeline.SeriesQuery) iter.Seq2[*t
 	return timeline.SeriesOf(s.series(ctx, q))
 }
 
+// seriesRow is a series read, with its sort key: the ranks (plus one) of
+// its metric, then of each label's name and value, packed into words
+// most significant first, zero-padded, so that keys compare as words.
+type seriesRow struct {
+	k0  uint64   // key[0], compared without a look into key
+	key []uint64 // the rest
+	id  int64
+	s   *timeline.Series
+}
+
+func compareRows(a, b seriesRow) int {
+	if a.k0 != b.k0 {
+		return cmp.Compare(a.k0, b.k0)
+	}
+	if c := slices.Compare(a.key, b.key); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.id, b.id)
+}
+
 func (s *Store) series(ctx context.Context, q timeline.SeriesQuery) ([]*timeline.Series, error) {
-	dict, err := s.dict(ctx)
+	dict, rank, err := s.dict(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -248,25 +295,33 @@ func (s *Store) series(ctx context.Context, q timeline.SeriesQuery) ([]*timeline
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*timeline.Series
+	var read []seriesRow
 	var blob []byte
+	a := seriesArena{width: uint(bits.Len(uint(len(dict))))}
 	for rows.Next() {
 		var id, metric int64
 		if err := rows.Scan(&id, &metric, &blob); err != nil {
 			return nil, err
 		}
-		sr, err := decodeSeries(id, metric, blob, dict)
+		sr, key, err := a.decode(id, metric, blob, dict, rank)
 		if err != nil {
 			return nil, err
 		}
 		if q.Match(sr) {
-			out = append(out, sr)
+			read = append(read, seriesRow{key[0], key[1:], id, sr})
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, timeline.CompareSeries)
+	// The order of timeline.CompareSeries: ranks compare as the strings
+	// do, and a key that ends first (fewer labels) is padded with zeros,
+	// below every rank plus one.
+	slices.SortFunc(read, compareRows)
+	out := make([]*timeline.Series, len(read))
+	for i, r := range read {
+		out[i] = r.s
+	}
 	return out, nil
 }
 
@@ -275,66 +330,129 @@ func (s *Store) series(ctx context.Context, q timeline.SeriesQuery) ([]*timeline
 // metric the dictionary does not hold.
 func seriesSQL(q timeline.SeriesQuery, dict []string) (string, []any) {
 	var where []string
-	var args []any
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	if !q.Since.IsZero() {
+		lo = boundNS(q.Since)
+	}
+	if !q.Until.IsZero() {
+		hi = boundNS(q.Until)
+	}
+	args := []any{lo, hi}
+	if !q.Since.IsZero() || !q.Until.IsZero() {
+		// first_ns and last_ns are sample times: a series whose first or
+		// last sample lies in the span needs no look into sample.
+		where = append(where, `last_ns >= ?1 AND first_ns < ?2 AND (first_ns >= ?1 OR last_ns < ?2 OR
+			EXISTS (SELECT 1 FROM sample WHERE series = series.id AND time_ns >= ?1 AND time_ns < ?2))`)
+	}
 	if q.Metric != "" {
 		id := slices.Index(dict, q.Metric)
 		if id <= 0 {
 			return "", nil
 		}
-		where, args = append(where, "metric = ?"), append(args, id)
-	}
-	if !q.Since.IsZero() || !q.Until.IsZero() {
-		lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
-		if !q.Since.IsZero() {
-			lo = boundNS(q.Since)
-		}
-		if !q.Until.IsZero() {
-			hi = boundNS(q.Until)
-		}
-		where = append(where, "last_ns >= ? AND first_ns < ? AND EXISTS (SELECT 1 FROM sample WHERE series = series.id AND time_ns >= ? AND time_ns < ?)")
-		args = append(args, lo, hi, lo, hi)
+		where, args = append(where, "metric = ?3"), append(args, id)
 	}
 	query := "SELECT id, metric, labels FROM series"
-	if len(where) > 0 {
-		query += " WHERE " + strings.Join(where, " AND ")
+	if len(where) == 0 {
+		return query, nil
 	}
-	return query, args
+	return query + " WHERE " + strings.Join(where, " AND "), args
 }
 
-// decodeSeries reads a series row's labels blob through the dictionary.
-func decodeSeries(id, metric int64, blob []byte, dict []string) (*timeline.Series, error) {
-	str := func(n uint64) (string, error) {
-		if n == 0 || n >= uint64(len(dict)) {
-			return "", fmt.Errorf("series %d: no string %d", id, n)
+// seriesArena hands out series, labels and sort keys from large blocks: a
+// read of a million series makes a few hundred allocations, not millions.
+type seriesArena struct {
+	width  uint // bits of a rank plus one
+	series []timeline.Series
+	labels []timeline.Label
+	keys   []uint64
+	ranks  []uint32 // the key being packed
+}
+
+const arenaBlock = 4096
+
+// takeLabels returns n labels from the arena's blocks.
+func (a *seriesArena) takeLabels(n int) timeline.Labels {
+	if cap(a.labels)-len(a.labels) < n {
+		a.labels = make([]timeline.Label, 0, max(n, 4*arenaBlock))
+	}
+	l := len(a.labels)
+	a.labels = a.labels[:l+n]
+	return a.labels[l : l+n : l+n]
+}
+
+// pack packs a.ranks (each plus one, width bits) into a key from the
+// arena's blocks.
+func (a *seriesArena) pack() []uint64 {
+	n := (len(a.ranks)*int(a.width) + 63) / 64
+	if cap(a.keys)-len(a.keys) < n {
+		a.keys = make([]uint64, 0, max(n, 2*arenaBlock))
+	}
+	k := len(a.keys)
+	a.keys = a.keys[:k+n]
+	key := a.keys[k : k+n : k+n]
+	clear(key)
+	pos := uint(0) // bits written
+	for _, r := range a.ranks {
+		v := uint64(r) + 1
+		for left := a.width; left > 0; {
+			w, room := pos/64, 64-pos%64
+			take := min(left, room)
+			chunk := (v >> (left - take)) & (1<<take - 1)
+			key[w] |= chunk << (room - take)
+			left -= take
+			pos += take
 		}
-		return dict[n], nil
 	}
-	m, err := str(uint64(metric))
-	if err != nil {
-		return nil, err
+	return key
+}
+
+// decode reads a series row's labels blob through the dictionary, and
+// its sort key through the ranks.
+func (a *seriesArena) decode(id, metric int64, blob []byte, dict []string, rank []uint32) (*timeline.Series, []uint64, error) {
+	str := func(x uint64) (string, bool) {
+		if x == 0 || x >= uint64(len(dict)) {
+			return "", false
+		}
+		return dict[x], true
 	}
-	sr := &timeline.Series{ID: id, Metric: m}
-	for len(blob) > 0 {
-		n, k := binary.Uvarint(blob)
+	m, ok := str(uint64(metric))
+	if !ok {
+		return nil, nil, fmt.Errorf("series %d: no string %d", id, metric)
+	}
+	a.ranks = append(a.ranks[:0], rank[metric])
+	for rest := blob; len(rest) > 0; {
+		nm, k := binary.Uvarint(rest)
 		if k <= 0 {
-			return nil, fmt.Errorf("series %d: bad labels", id)
+			return nil, nil, fmt.Errorf("series %d: bad labels", id)
 		}
-		v, k2 := binary.Uvarint(blob[k:])
+		v, k2 := binary.Uvarint(rest[k:])
 		if k2 <= 0 {
-			return nil, fmt.Errorf("series %d: bad labels", id)
+			return nil, nil, fmt.Errorf("series %d: bad labels", id)
 		}
-		blob = blob[k+k2:]
-		name, err := str(n)
-		if err != nil {
-			return nil, err
+		rest = rest[k+k2:]
+		for _, x := range []uint64{nm, v} {
+			if _, ok := str(x); !ok {
+				return nil, nil, fmt.Errorf("series %d: no string %d", id, x)
+			}
 		}
-		value, err := str(v)
-		if err != nil {
-			return nil, err
-		}
-		sr.Labels = append(sr.Labels, timeline.Label{Name: name, Value: value})
+		a.ranks = append(a.ranks, rank[nm], rank[v])
 	}
-	return sr, nil
+	n := (len(a.ranks) - 1) / 2
+	var labels timeline.Labels
+	if n > 0 {
+		labels = a.takeLabels(n)
+		for rest, i := blob, 0; i < n; i++ {
+			nm, k := binary.Uvarint(rest)
+			v, k2 := binary.Uvarint(rest[k:])
+			rest = rest[k+k2:]
+			labels[i] = timeline.Label{Name: dict[nm], Value: dict[v]}
+		}
+	}
+	if len(a.series) == cap(a.series) {
+		a.series = make([]timeline.Series, 0, arenaBlock)
+	}
+	a.series = append(a.series, timeline.Series{ID: id, Metric: m, Labels: labels})
+	return &a.series[len(a.series)-1], a.pack(), nil
 }
 
 // Samples yields the samples of the series in [since, until), by series

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/faultline/faultline/analyze/cardinality"
 	"github.com/faultline/faultline/analyze/controlplane"
 	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/analyze/outcome"
@@ -94,6 +95,9 @@ func exitCode(err error, w io.Writer) int {
 		return exitFailure
 	case errors.As(err, &noSeries):
 		fmt.Fprintf(w, "error: %s\nTry: %s\n", err, ingestSeriesHint(noSeries))
+		return exitFailure
+	case errors.Is(err, cardinality.ErrNoSeries):
+		fmt.Fprintf(w, "error: %v: ingest Prometheus evidence first (query_range JSON or a /metrics snapshot), or read a saved /api/v1/status/tsdb\nTry: faultline ingest metrics query_range.json, or faultline cardinality --tsdb-status tsdb.json\n", err)
 		return exitFailure
 	case errors.As(err, &shard):
 		fmt.Fprintf(w, "error: %s\nTry: start the shard again, or add --allow-partial for an answer from the others, marked partial\n", err)

@@ -107,7 +107,8 @@ first use; FAULTLINE_KEY names another file. SECURITY.md has the details.`,
 	})
 	root.AddCommand(newIngestCmd(f), newTimelineCmd(f), newSourcesCmd(f), newReplayCmd(f), newEvalCmd(f), newIdentityCmd(f), newHistoryCmd(f))
 	root.AddCommand(newBisectCmd(f))
-	root.AddCommand(newSliceCmd(f), newInvestigateCmd(f), newDiffCmd(f), newCounterexampleCmd(f), newControlplaneCmd(f), newNodehealthCmd(f), newDNSCmd(f), newNetworkCmd(f))
+	root.AddCommand(newSliceCmd(f), newInvestigateCmd(f), newDiffCmd(f), newCounterexampleCmd(f), newControlplaneCmd(f), newNodehealthCmd(f),
+		newDNSCmd(f), newNetworkCmd(f), newCardinalityCmd(f))
 	root.AddCommand(newAlertsCmd(f))
 	root.AddCommand(newTUICmd(f))
 	root.AddCommand(newVersionCmd(f), newExplainCmd(f))
