@@ -49,21 +49,7 @@ func runGangRankDeath(ctx context.Context, c *Cluster, e *Expected) (string, err
 	death := Pick(c, rankDeaths)
 	victim := c.Intn(ranks)
 	backoff := c.Between(ranks/8, ranks/3)
-	if err := c.Background(ctx); err != nil {
-		return "", err
-	}
-	tmpl := Template{Image: "registry.example/trainer:3." + strconv.Itoa(c.Intn(4)), Container: "trainer", GPU: true}
-	if err := c.Job(ctx, routineActor, ns, name, ranks, backoff, tmpl); err != nil {
-		return "", err
-	}
-	if err := c.Job(ctx, routineActor, ns, other, c.Between(12, 40), 0, tmpl); err != nil {
-		return "", err
-	}
-	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
-		return "", err
-	}
-	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
-	pods, err := c.Running(ctx, ns, "app="+name)
+	pods, err := c.startGang(ctx, fleet, ns, name, other, ranks, backoff, "registry.example/trainer:3.")
 	if err != nil {
 		return "", err
 	}
@@ -163,4 +149,25 @@ func (c *Cluster) waitJobFailed(ctx context.Context, ns, name string) error {
 		}
 		return false, nil
 	})
+}
+
+// startGang runs the background, a gang Job ns/name of ranks pods (with
+// backoff) and a Job other beside it on an image of release (a minor
+// version drawn), and routine changes; it returns the gang's running pods.
+func (c *Cluster) startGang(ctx context.Context, fleet *Fleet, ns, name, other string, ranks, backoff int, release string) ([]corev1.Pod, error) {
+	if err := c.Background(ctx); err != nil {
+		return nil, err
+	}
+	tmpl := Template{Image: release + strconv.Itoa(c.Intn(4)), Container: "trainer", GPU: true}
+	if err := c.Job(ctx, routineActor, ns, name, ranks, backoff, tmpl); err != nil {
+		return nil, err
+	}
+	if err := c.Job(ctx, routineActor, ns, other, c.Between(12, 40), 0, tmpl); err != nil {
+		return nil, err
+	}
+	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
+		return nil, err
+	}
+	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
+	return c.Running(ctx, ns, "app="+name)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,21 +45,7 @@ func runGPUXidRankDeath(ctx context.Context, c *Cluster, e *Expected) (string, e
 	victim := c.Intn(ranks)
 	backoff := c.Between(ranks/8, ranks/3)
 	start := Now()
-	if err := c.Background(ctx); err != nil {
-		return "", err
-	}
-	tmpl := Template{Image: "registry.example/trainer:4." + strconv.Itoa(c.Intn(4)), Container: "trainer", GPU: true}
-	if err := c.Job(ctx, routineActor, ns, name, ranks, backoff, tmpl); err != nil {
-		return "", err
-	}
-	if err := c.Job(ctx, routineActor, ns, other, c.Between(12, 40), 0, tmpl); err != nil {
-		return "", err
-	}
-	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
-		return "", err
-	}
-	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
-	pods, err := c.Running(ctx, ns, "app="+name)
+	pods, err := c.startGang(ctx, fleet, ns, name, other, ranks, backoff, "registry.example/trainer:4.")
 	if err != nil {
 		return "", err
 	}
