@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -30,6 +31,35 @@ type FieldError struct {
 }
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Problem }
+
+// MaxBytes bounds what is read whole: a file (after decompression) or
+// one live answer. A Prometheus answer is one JSON document, parsed whole;
+// past this it would cost gigabytes of memory, so it is refused instead.
+var MaxBytes int64 = 256 << 20
+
+// TooLargeError is input past MaxBytes.
+type TooLargeError struct {
+	What  string // the file, or "the answer to QUERY"
+	Limit int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s is over %d MiB, more than is read whole: split it into shorter windows, or read it live (--prometheus), which asks in chunks", e.What, e.Limit>>20)
+}
+
+// readBounded reads r whole, up to MaxBytes; more is a *TooLargeError
+// naming what.
+func readBounded(r io.Reader, what string) ([]byte, error) {
+	limit := MaxBytes
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return data, err
+	}
+	if int64(len(data)) > limit {
+		return nil, &TooLargeError{What: what, Limit: limit}
+	}
+	return data, nil
+}
 
 // APIError is a response in which Prometheus said status "error".
 type APIError struct {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"time"
@@ -82,7 +81,7 @@ func ingestFile(ctx context.Context, store timeline.Appender, path string, opt O
 	if err != nil {
 		return run, err
 	}
-	data, rerr := io.ReadAll(src.Reader())
+	data, rerr := readBounded(src.Reader(), src.Name())
 	if rerr == nil {
 		rerr = ctx.Err()
 	}
@@ -103,9 +102,12 @@ func classify(ctx context.Context, name string, err error) error {
 	var se *storeError
 	var ae *APIError
 	var fe *FieldError
+	var tl *TooLargeError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &tl):
+		return fmt.Errorf("ingest metrics: %w", err)
 	case errors.As(err, &se):
 		return se.err
 	case errors.Is(err, ErrStrict), errors.Is(err, context.Canceled) && ctx.Err() != nil:

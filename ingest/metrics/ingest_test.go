@@ -165,3 +165,15 @@ func TestStrictStopsAtTheFirstBadInput(t *testing.T) {
 		t.Errorf("runs %+v, want one failed", runs)
 	}
 }
+
+// A file past MaxBytes is refused, named, with what to do instead, and
+// nothing of it is half-read into memory.
+func TestIngestTooLarge(t *testing.T) {
+	defer func(old int64) { metrics.MaxBytes = old }(metrics.MaxBytes)
+	metrics.MaxBytes = 64
+	_, err := metrics.Ingest(context.Background(), sqlitetest.New(t), []string{"testdata/query_range.json"}, metrics.Options{})
+	var tl *metrics.TooLargeError
+	if !errors.As(err, &tl) || !strings.Contains(err.Error(), "testdata/query_range.json is over") || !strings.Contains(err.Error(), "--prometheus") {
+		t.Fatalf("got %v, want a TooLargeError naming the file and the live read", err)
+	}
+}

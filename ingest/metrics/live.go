@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -239,7 +238,7 @@ func QueryRange(ctx context.Context, client *http.Client, base, query string, st
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	body, err := readBounded(resp.Body, fmt.Sprintf("the answer to %q", query))
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -142,5 +143,22 @@ func TestIngestLiveStopsOnCancel(t *testing.T) {
 	}
 	if run.Records != 10 {
 		t.Errorf("kept %d samples, want the first chunk's 10", run.Records)
+	}
+}
+
+// An answer past MaxBytes is refused, with the query named, before it is
+// read whole.
+func TestQueryRangeTooLarge(t *testing.T) {
+	defer func(old int64) { metrics.MaxBytes = old }(metrics.MaxBytes)
+	metrics.MaxBytes = 1 << 10
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"status":"success","data":{"resultType":"matrix","result":[` + strings.Repeat(" ", 4<<10) + `]}}`))
+	}))
+	defer ts.Close()
+	now := time.Now()
+	_, err := metrics.QueryRange(context.Background(), ts.Client(), ts.URL, "up", now.Add(-time.Hour), now, 15*time.Second)
+	var tl *metrics.TooLargeError
+	if !errors.As(err, &tl) || !strings.Contains(err.Error(), `the answer to "up" is over`) {
+		t.Fatalf("got %v, want a TooLargeError naming the query", err)
 	}
 }
