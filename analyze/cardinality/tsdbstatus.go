@@ -63,15 +63,23 @@ type nameValue struct {
 	Value int64  `json:"value"`
 }
 
+// maxStatusBytes bounds a saved status answer.
+const maxStatusBytes = 64 << 20
+
 // ReadTSDBStatus reads a saved /api/v1/status/tsdb answer (the whole
 // response, or its data) and reports it as Run reports ingested series:
 // one instant (its head's maxTime), no churn, and no per-metric
 // multipliers, which the status does not give. name names the input in
 // errors.
 func ReadTSDBStatus(r io.Reader, name string, o Options) (*Report, error) {
-	raw, err := io.ReadAll(r)
+	// A status answer lists the top few per table: kilobytes. Past
+	// maxStatusBytes it is no such answer, and is not read whole.
+	raw, err := io.ReadAll(io.LimitReader(r, maxStatusBytes+1))
 	if err != nil {
 		return nil, &InputError{File: name, Err: err}
+	}
+	if len(raw) > maxStatusBytes {
+		return nil, &InputError{File: name, Err: fmt.Errorf("over %d MiB: not an /api/v1/status/tsdb answer", maxStatusBytes>>20)}
 	}
 	var st tsdbStatus
 	if err := json.Unmarshal(raw, &st); err != nil {
