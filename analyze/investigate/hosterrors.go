@@ -159,12 +159,11 @@ func hostSuspects(ev *hostEvidence, units []*outcome.Unit, ids []map[string]iden
 				if !u.Bad() {
 					continue // a fault that reached only good units is no suspect (yet)
 				}
-				sp = newHostSuspect(h)
+				sp = newHostSuspect(h, cascade)
 				byKey[h.key] = sp
 				order = append(order, h.key)
 			}
 			sp.reached[u] = true
-			sp.skip = cascade
 			ref := "Node/" + h.Node
 			if !slices.Contains(sp.refs, ref) {
 				sp.refs = append(sp.refs, ref)
@@ -200,13 +199,13 @@ func hostSuspects(ev *hostEvidence, units []*outcome.Unit, ids []map[string]iden
 
 // newHostSuspect is the suspect of the kind of fault h: "node.xid" to
 // "79", or "node.oomkill" to "OOMKill".
-func newHostSuspect(h hostFault) *Suspect {
+func newHostSuspect(h hostFault, cascade map[*outcome.Unit]bool) *Suspect {
 	to := h.Reason
 	if h.Code != 0 {
 		to = strconv.Itoa(h.Code)
 	}
 	return &Suspect{Dimension: "node." + strings.ToLower(h.Reason), To: to, At: h.At, Kind: KindFault, Run: h.Run, Line: h.Line,
-		reached: map[*outcome.Unit]bool{}, nodeAt: map[string]time.Time{}}
+		reached: map[*outcome.Unit]bool{}, nodeAt: map[string]time.Time{}, skip: cascade}
 }
 
 // supportOfHost counts the units a node fault reached, the cascade of a

@@ -2,6 +2,7 @@ package investigate
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/faultline/faultline/analyze/gang"
 )
@@ -102,12 +103,10 @@ func gangCause(g gang.Finding) bool {
 // explains it: the gang's story (which rank, which node, the cascade) then
 // tells the cause better than the fault's suspect alone.
 func gangHost(rep *Report) bool {
-	for _, g := range rep.Gangs {
-		if _, ok := g.HostCause(); ok && g.Cascade > 0 {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(rep.Gangs, func(g gang.Finding) bool {
+		_, ok := g.HostCause()
+		return ok && g.Cascade > 0
+	})
 }
 
 // rankOrUnknown is a rank for a sentence.
