@@ -183,3 +183,20 @@ func TestRunWithoutSeries(t *testing.T) {
 		})
 	}
 }
+
+// A window that opens before the first sample does not make the evidence's
+// start a storm: the seconds before it are unseen, not quiet. The one
+// storm is still found.
+func TestRunWindowBeforeTheData(t *testing.T) {
+	got, err := Run(context.Background(), fleet(Requests), Options{Since: at(-600), Until: at(1200)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var starts []time.Time
+	for _, b := range got.Bursts {
+		starts = append(starts, b.Start)
+	}
+	if len(starts) != 1 || starts[0].Before(at(585)) || starts[0].After(at(600)) {
+		t.Errorf("bursts start at %v; want one, the storm at 600 s (within a scrape before)", starts)
+	}
+}

@@ -16,10 +16,14 @@ import (
 // client.
 type evidence struct {
 	start, end time.Time
-	labelled   bool
-	missing    []string
-	all        *group
-	groups     map[string]*group // by the By label's value
+	// since is when the evidence begins: the window's start, or the first
+	// sample when the window starts before it (seconds before it are not
+	// quiet, only unseen).
+	since    time.Time
+	labelled bool
+	missing  []string
+	all      *group
+	groups   map[string]*group // by the By label's value
 }
 
 // group is the counters of some queries.
@@ -86,6 +90,10 @@ func load(ctx context.Context, s Store, opt Options, log *slog.Logger) (*evidenc
 	}
 	first, last := prom.Span(reqs)
 	ev.start, ev.end = cmpOr(opt.Since, first), cmpOr(opt.Until, last)
+	ev.since = ev.start
+	if first.After(ev.since) {
+		ev.since = first
+	}
 	sec0, sec1 := ev.start.Unix(), ev.end.Add(time.Second-1).Unix()
 	ev.all.seconds = ev.all.requests.PerSecond(sec0, sec1)
 	for _, g := range ev.groups {

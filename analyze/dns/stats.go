@@ -78,7 +78,7 @@ func bursts(ev *evidence) []Burst {
 	out := []Burst{}
 	for _, v := range ev.values() {
 		g := ev.groups[v]
-		for _, sp := range burst.Detect(g.seconds, ev.start.Unix()) {
+		for _, sp := range burst.Detect(g.seconds, ev.since.Unix()) {
 			a, b := time.Unix(sp.Start, 0).UTC(), time.Unix(sp.End+1, 0).UTC()
 			out = append(out, Burst{Start: a, End: b, Client: v, PeakRps: float64(sp.Peak),
 				BaselineRps: prom.Round(sp.Baseline, 2), Stats: g.stats(a, b), Types: g.types.totals(a, b),
