@@ -2,45 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math/rand/v2"
 	"net"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/faultline/faultline/hack/cluster/internal/resolver"
 )
-
-// candidates are the names a resolver with this search path and ndots tries
-// for name, in order, as absolute names (glibc's res_search): a name with
-// fewer than ndots dots goes through the search path first and is asked as
-// it is last; any other name the other way round.
-func candidates(name string, search []string, ndots int) []string {
-	if strings.HasSuffix(name, ".") || len(search) == 0 { // absolute: no search
-		return []string{strings.TrimSuffix(name, ".") + "."}
-	}
-	abs := name + "."
-	out := make([]string, 0, len(search)+1)
-	if strings.Count(name, ".") >= ndots {
-		out = append(out, abs)
-	}
-	for _, d := range search {
-		out = append(out, name+"."+d+".")
-	}
-	if strings.Count(name, ".") < ndots {
-		out = append(out, abs)
-	}
-	return out
-}
-
-// searchPath is a pod's search path in namespace ns, as the kubelet writes
-// it into the pod's resolv.conf.
-func searchPath(ns, domain string) []string {
-	return []string{ns + ".svc." + domain, "svc." + domain, domain}
-}
 
 // summary is what dnsload prints.
 type summary struct {
@@ -77,7 +48,7 @@ func load(ctx context.Context, o options) (summary, error) {
 	if _, err := net.ResolveUDPAddr("udp", o.server); err != nil {
 		return summary{}, err
 	}
-	search := searchPath(o.clientNS, o.domain)
+	search := resolver.SearchPath(o.clientNS, o.domain)
 	starts := plan(o)
 	begin := time.Now()
 	tallies := make([]tally, o.workers)
@@ -98,7 +69,7 @@ func load(ctx context.Context, o options) (summary, error) {
 		s.Timeouts += t.timeouts
 		s.Errors += t.errs
 		for rc, n := range t.rcodes {
-			s.Rcodes[rcodeName(rc)] += n
+			s.Rcodes[resolver.RcodeName(rc)] += n
 		}
 		lat = append(lat, t.latencies...)
 		if s.FirstError == "" && t.firstErr != nil {
@@ -115,25 +86,6 @@ func load(ctx context.Context, o options) (summary, error) {
 		s.LatencyMax = lat[len(lat)-1].Seconds()
 	}
 	return s, nil
-}
-
-func rcodeName(rc dnsmessage.RCode) string {
-	// dnsmessage spells them RCodeNameError, ...; DNS people say NXDOMAIN.
-	switch rc {
-	case dnsmessage.RCodeSuccess:
-		return "NOERROR"
-	case dnsmessage.RCodeFormatError:
-		return "FORMERR"
-	case dnsmessage.RCodeServerFailure:
-		return "SERVFAIL"
-	case dnsmessage.RCodeNameError:
-		return "NXDOMAIN"
-	case dnsmessage.RCodeNotImplemented:
-		return "NOTIMP"
-	case dnsmessage.RCodeRefused:
-		return "REFUSED"
-	}
-	return fmt.Sprintf("RCODE%d", rc)
 }
 
 // worker is one pod: its own socket, -rate lookups a second from start
@@ -170,14 +122,13 @@ func worker(ctx context.Context, o options, search []string, start time.Time, id
 		name := o.names[r.IntN(len(o.names))]
 		t.lookups++
 		found := false
-		for _, cand := range candidates(name, search, o.ndots) {
+		for _, cand := range resolver.Candidates(name, search, o.ndots) {
 			for _, typ := range types {
 				t.queries++
 				begin := time.Now()
-				rc, answers, err := query(conn, buf, cand, typ, uint16(r.Uint32()), o.timeout)
-				var ne net.Error
+				rc, answers, err := resolver.Query(conn, buf, cand, typ, uint16(r.Uint32()), o.timeout)
 				switch {
-				case errors.As(err, &ne) && ne.Timeout():
+				case resolver.Timeout(err):
 					t.timeouts++
 					continue
 				case err != nil:
@@ -224,60 +175,5 @@ func sleepUntil(ctx context.Context, at time.Time) bool {
 		return false
 	case <-timer.C:
 		return true
-	}
-}
-
-// query sends one question and reads until the answer with its ID comes
-// (a late answer to an earlier, timed-out query is dropped). It returns the
-// rcode and the number of answer records of the asked type.
-func query(conn net.Conn, buf []byte, name string, typ dnsmessage.Type, id uint16, timeout time.Duration) (dnsmessage.RCode, int, error) {
-	qname, err := dnsmessage.NewName(name)
-	if err != nil {
-		return 0, 0, err
-	}
-	msg := dnsmessage.Message{
-		Header:    dnsmessage.Header{ID: id, RecursionDesired: true},
-		Questions: []dnsmessage.Question{{Name: qname, Type: typ, Class: dnsmessage.ClassINET}},
-	}
-	packed, err := msg.AppendPack(buf[:0])
-	if err != nil {
-		return 0, 0, err
-	}
-	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
-		return 0, 0, err
-	}
-	if _, err := conn.Write(packed); err != nil {
-		return 0, 0, err
-	}
-	for {
-		n, err := conn.Read(buf)
-		if err != nil {
-			return 0, 0, err
-		}
-		var p dnsmessage.Parser
-		h, err := p.Start(buf[:n])
-		if err != nil || h.ID != id || !h.Response {
-			continue
-		}
-		if err := p.SkipAllQuestions(); err != nil {
-			return 0, 0, fmt.Errorf("%s: %w", name, err)
-		}
-		answers := 0
-		for {
-			ah, err := p.AnswerHeader()
-			if errors.Is(err, dnsmessage.ErrSectionDone) {
-				break
-			}
-			if err != nil {
-				return 0, 0, fmt.Errorf("%s: %w", name, err)
-			}
-			if ah.Type == typ {
-				answers++
-			}
-			if err := p.SkipAnswer(); err != nil {
-				return 0, 0, fmt.Errorf("%s: %w", name, err)
-			}
-		}
-		return h.RCode, answers, nil
 	}
 }

@@ -380,11 +380,8 @@ func (c *Cluster) agent(ctx context.Context, a Actor, ns, name, version string, 
 	if err != nil {
 		return nil, Change{}, err
 	}
-	at := Now()
-	if err := c.Job(ctx, a, ns, name, n, 0, Template{Image: agentImage(name, version), Container: name}); err != nil {
-		return nil, Change{}, err
-	}
-	return cr, Change{Ref: "Job/" + ns + "/" + name, Dimension: "created", To: fmt.Sprintf("%d pods", n), At: at, Actor: &a}, nil
+	created, err := c.agentJob(ctx, a, ns, name, version, n)
+	return cr, created, err
 }
 
 func agentImage(name, version string) string { return "registry.example/" + name + ":" + version }

@@ -35,6 +35,11 @@ type Family struct {
 	// APIServerFlags sizes the apiserver for the family (control-plane
 	// families shed load at a size many clusters have).
 	APIServerFlags string
+	// Needs names the parts the zoo script starts beside the control
+	// plane: "dns" is a CoreDNS watching it (its address in
+	// $FAULTLINE_COREDNS_ADDR) and a Prometheus scraping it every second,
+	// whose series of the recording are saved into metrics/.
+	Needs string
 	// Run drives the incident and fills in the truth; it returns the
 	// README's story (what on-call saw), symptoms first, no answer.
 	Run func(ctx context.Context, c *Cluster, e *Expected) (story string, err error)
@@ -48,7 +53,7 @@ func register(f *Family) { families[f.Name] = f }
 var familyOrder = []string{
 	"config-key", "secret-rotation", "digest-drift", "node-change", "taint-evict", "node-failure",
 	"gang-rank-death", "list-storm", "watch-restart-storm", "get-fanout", "rbac-break",
-	"scheduling-break", "canary-partial", "overlap", "control", "gpu-xid-rank-death",
+	"scheduling-break", "canary-partial", "overlap", "control", "gpu-xid-rank-death", "dns-storm",
 }
 
 // Scale draws the fleet's size: 200 to 600 nodes, and 1,000 to 1,200 for
@@ -74,6 +79,7 @@ func main() {
 	out := flag.String("out", "", "the incident folder to write expected.json and README.md into")
 	list := flag.Bool("list", false, "list the families")
 	apiFlags := flag.Bool("apiserver-flags", false, "print the kube-apiserver flags the family needs, then exit")
+	needs := flag.Bool("needs", false, "print the parts the family needs beside the control plane (dns or nothing), then exit")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("family", *family, "seed", *seed)
 	if *list {
@@ -94,6 +100,10 @@ func main() {
 	}
 	if *apiFlags {
 		fmt.Println(f.APIServerFlags)
+		return
+	}
+	if *needs {
+		fmt.Println(f.Needs)
 		return
 	}
 	if *out == "" {
@@ -144,6 +154,12 @@ func readme(f *Family, seed int64, story string, nodeLogs bool) string {
 			"**They are generated**, not recorded: kwok nodes have no kernel, kubelet or GPU.\n" +
 			"The recorder writes them in those formats (NVIDIA's Xid lines as the driver logs\n" +
 			"them) at the instants of the recording, with everyday lines and decoy faults.\n")
+	}
+	if f.Needs == "dns" {
+		b.WriteString("`metrics/coredns.json.gz` holds CoreDNS's own series (requests, responses by rcode,\n" +
+			"latency histogram, cache hits and misses) as Prometheus's `/api/v1/query_range` answered\n" +
+			"them: a real CoreDNS (hack/coredns) watched the control plane and answered the pods'\n" +
+			"queries, played by the recorder from this machine, and a real Prometheus scraped it every second.\n")
 	}
 	fmt.Fprintf(&b, "Recorded from a real control plane by `hack/cluster/zoo record %s %d`;\nthe answer is in `expected.json`.\n", f.Name, seed)
 	return b.String()
