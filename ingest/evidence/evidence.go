@@ -1,8 +1,9 @@
 // Package evidence ingests a recorded incident (fixtures/README.md) into a
 // timeline: its audit logs (*.log, *.log.gz, *.log.xz), its objects/ dumps
 // (kubectl get -o json or yaml, events too), its versions.jsonl (or
-// versions.yaml) and its nodelogs/ (dmesg, journald JSON, a job's NCCL
-// output), each kind with its ingester. It is the one loader of
+// versions.yaml), its nodelogs/ (dmesg, journald JSON, a job's NCCL
+// output) and its metrics/ (Prometheus query_range answers, or exposition
+// snapshots with their own timestamps), each kind with its ingester. It is the one loader of
 // faultline replay, faultline eval and the tests that replay a fixture.
 //
 // The incident is an fs.FS: the fixtures embedded in the binary are read in
@@ -23,13 +24,14 @@ import (
 	"github.com/faultline/faultline/ingest/audit"
 	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/ingest/kube"
+	"github.com/faultline/faultline/ingest/metrics"
 	"github.com/faultline/faultline/ingest/nodelogs"
 	"github.com/faultline/faultline/ingest/versions"
 	"github.com/faultline/faultline/timeline"
 )
 
 // ErrNone is an incident with nothing to ingest.
-var ErrNone = errors.New("no evidence in it (*.log, *.log.gz, *.log.xz, objects/, versions.jsonl, nodelogs/): see fixtures/README.md")
+var ErrNone = errors.New("no evidence in it (*.log, *.log.gz, *.log.xz, objects/, versions.jsonl, nodelogs/, metrics/): see fixtures/README.md")
 
 // Files are an incident's evidence files by kind, slash-separated names of
 // its fs.FS in walk (lexical) order.
@@ -39,10 +41,16 @@ type Files struct {
 	// to its node by the folder below nodelogs/ that holds it
 	// (nodelogs/gpu-0086/dmesg.txt) or by its name (nodelogs/gpu-0086.dmesg).
 	NodeLogs []string
+	// Metrics are the files below metrics/ (but its *.md).
+	Metrics []string
 }
 
-// nodeLogsDir is the folder of an incident's node logs.
-const nodeLogsDir = "nodelogs"
+// nodeLogsDir and metricsDir are the folders of an incident's node logs
+// and metrics.
+const (
+	nodeLogsDir = "nodelogs"
+	metricsDir  = "metrics"
+)
 
 // Find lists the evidence files of fsys. With Dir set, each must pass
 // the file rule (input.CheckInFolder: no FIFO, device or symlink leaving
@@ -69,7 +77,7 @@ func (l Loader) Find(fsys fs.FS) (*Files, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(ev.Audits)+len(ev.Objects)+len(ev.Versions)+len(ev.NodeLogs) == 0 {
+	if len(ev.Audits)+len(ev.Objects)+len(ev.Versions)+len(ev.NodeLogs)+len(ev.Metrics) == 0 {
 		return nil, ErrNone
 	}
 	return ev, nil
@@ -87,6 +95,11 @@ func (ev *Files) kind(p string) *[]string {
 			return nil // a README of how the logs were made
 		}
 		return &ev.NodeLogs
+	case strings.HasPrefix(p, metricsDir+"/"):
+		if strings.HasSuffix(p, ".md") {
+			return nil
+		}
+		return &ev.Metrics
 	case base == "versions.jsonl" || base == "versions.yaml":
 		return &ev.Versions
 	case strings.HasSuffix(base, ".log"):
@@ -123,18 +136,18 @@ func (l Loader) onDisk(p string) string { return filepath.Join(l.Dir, filepath.F
 
 // Ingest ingests the evidence ev of fsys into store, audit logs first, then
 // objects, then versions, then node logs, each kind with its ingester, and
-// returns the ingest runs, also on failure. With Dir set, the files are
-// read from disk.
+// then metrics, and returns the ingest runs, also on failure. With Dir set,
+// the files are read from disk.
 func (l Loader) Ingest(ctx context.Context, store timeline.Appender, fsys fs.FS, ev *Files) ([]timeline.IngestRun, error) {
 	logger := l.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	audits, objects, vers := ev.Audits, ev.Objects, ev.Versions
+	audits, objects, vers, mets := ev.Audits, ev.Objects, ev.Versions, ev.Metrics
 	nodeLogs, nodeRoot := ev.NodeLogs, nodeLogsDir
 	if l.Dir != "" {
 		fsys = nil // read by path, from disk
-		audits, objects, vers = l.allOnDisk(audits), l.allOnDisk(objects), l.allOnDisk(vers)
+		audits, objects, vers, mets = l.allOnDisk(audits), l.allOnDisk(objects), l.allOnDisk(vers), l.allOnDisk(mets)
 		nodeLogs, nodeRoot = l.allOnDisk(nodeLogs), l.onDisk(nodeLogsDir)
 	}
 	var runs []timeline.IngestRun
@@ -165,6 +178,13 @@ func (l Loader) Ingest(ctx context.Context, store timeline.Appender, fsys fs.FS,
 			files[i] = nodelogs.File{Path: p, Root: nodeRoot}
 		}
 		r, err := nodelogs.Ingest(ctx, store, files, nodelogs.Options{FS: fsys, OnSkip: l.OnSkip, Logger: logger})
+		runs = append(runs, r...)
+		if err != nil {
+			return runs, err
+		}
+	}
+	if len(mets) > 0 {
+		r, err := metrics.Ingest(ctx, store, mets, metrics.Options{FS: fsys, OnSkip: l.OnSkip, Now: l.Now})
 		runs = append(runs, r...)
 		if err != nil {
 			return runs, err

@@ -58,8 +58,14 @@ func incident(t *testing.T) fstest.MapFS {
 		"nodelogs/README.md":            {Data: []byte("# generated node logs\n")},
 		"nodelogs/gpu-0086.dmesg":       {Data: []byte(xidLine + "no time and no match\n[ 1.5] eth0: Link is Down\n")},
 		"nodelogs/gpu-0087/journal.log": {Data: gz(t, pleg)},
+		// Metrics: a query_range answer, gzipped as the zoo saves it.
+		"metrics/README.md":       {Data: []byte("# CoreDNS's series\n")},
+		"metrics/coredns.json.gz": {Data: gz(t, queryRange)},
 	}
 }
+
+const queryRange = `{"status":"success","data":{"resultType":"matrix","result":[` +
+	`{"metric":{"__name__":"coredns_dns_requests_total","type":"A"},"values":[[1764000000,"10"],[1764000015,"25"]]}]}}`
 
 func TestEvidenceFind(t *testing.T) {
 	got, err := evidence.Loader{}.Find(incident(t))
@@ -71,6 +77,7 @@ func TestEvidenceFind(t *testing.T) {
 		Objects:  []string{"objects/bad.yaml", "objects/pods.json"},
 		Versions: []string{"versions.jsonl"},
 		NodeLogs: []string{"nodelogs/gpu-0086.dmesg", "nodelogs/gpu-0087/journal.log"},
+		Metrics:  []string{"metrics/coredns.json.gz"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
@@ -111,6 +118,7 @@ func TestEvidenceLoadFS(t *testing.T) {
 		{timeline.SourceVersions, "versions.jsonl", 1, 1, 0, timeline.RunDone, false},
 		{timeline.SourceNode, "nodelogs/gpu-0086.dmesg", 1, 1, 0, timeline.RunDone, false},
 		{timeline.SourceNode, "nodelogs/gpu-0087/journal.log", 1, 0, 0, timeline.RunDone, false},
+		{timeline.SourceMetrics, "metrics/coredns.json.gz", 2, 0, 0, timeline.RunDone, false},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("runs (-want +got)\n%s", diff)
