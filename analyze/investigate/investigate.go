@@ -96,6 +96,7 @@ type Report struct {
 	bad     []outcome.Observation // the classifier's bad observations
 	undoRev int                   // the revision to roll the leading suspect back to (commands.go)
 	hosts   *hostEvidence         // the faults nodes logged in the window (hosterrors.go)
+	storms  *dnsStorms            // CoreDNS's query storms in the window (dnsevidence.go)
 	cascade map[*outcome.Unit]bool
 }
 
@@ -221,6 +222,9 @@ type Suspect struct {
 	// Load is the control-plane burst behind a load-shaped cause (a
 	// workload's arrival, an apiserver restart): its class and client.
 	Load *LoadEvidence `json:"load,omitempty"`
+	// DNS is the CoreDNS storm behind it (dnsevidence.go), when the
+	// timeline holds CoreDNS's series.
+	DNS *DNSEvidence `json:"dns,omitempty"`
 }
 
 // Slice is the smallest affected slice.
@@ -336,7 +340,7 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	// 5. Node health, the faults nodes logged, gang jobs' cascades (not
 	// evidence of their own), then the suspects.
 	rep.NodeHealth = nodeHealth(out, first, units, ids)
-	if rep.hosts, err = readHostFaults(ctx, s, first, last, fleetNodes(ids)); err != nil {
+	if err := readBeyondAPIServer(ctx, s, rep, first, last, ids); err != nil {
 		return nil, err
 	}
 	gangs := findGangs(members, ranks)
@@ -357,6 +361,17 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 		return nil, err
 	}
 	return rep, nil
+}
+
+// readBeyondAPIServer reads the evidence of the window the apiserver did
+// not write: the faults nodes logged, and CoreDNS's query storms.
+func readBeyondAPIServer(ctx context.Context, s Store, rep *Report, first, last time.Time, ids []map[string]identity.Dimension) error {
+	var err error
+	if rep.hosts, err = readHostFaults(ctx, s, first, last, fleetNodes(ids)); err != nil {
+		return err
+	}
+	rep.storms, err = readDNSStorms(ctx, s, first, last)
+	return err
 }
 
 // findBoundary is step 1: the earliest known-bad instant (a change point
@@ -496,6 +511,8 @@ func conclude(ctx context.Context, s Store, out *outcome.Outcomes, rep *Report) 
 	if err := loadEvidence(ctx, s, rep); err != nil {
 		return err
 	}
+	dnsEvidence(rep)
+	explainDNS(rep)
 	if err := undoRevision(ctx, s, rep); err != nil {
 		return err
 	}

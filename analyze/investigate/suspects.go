@@ -38,7 +38,7 @@ func suspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[str
 	if err != nil {
 		return nil, err
 	}
-	out := scoreSuspects(cands, scoring{units: units, ids: ids, pop: populationOf(units, rep.ns), owners: owners, firstBad: firstBad})
+	out := scoreSuspects(cands, scoring{units: units, ids: ids, pop: populationOf(units, rep.ns), owners: owners, firstBad: firstBad, storms: rep.storms})
 	if err := scope(ctx, s, out, since, until); err != nil {
 		return nil, err
 	}
@@ -293,6 +293,7 @@ type scoring struct {
 	pop      population
 	owners   map[string]bool
 	firstBad time.Time
+	storms   *dnsStorms // a workload's arrival may have made one
 }
 
 // scoreSuspects scores each candidate on the units (score.go), drops what
@@ -372,12 +373,18 @@ func (in scoring) weighLoad(all []*scored, contentExplains bool) []*scored {
 			x.why = fmt.Sprintf("%s; but its units ran through its arrival unharmed and failed after the apiserver restarted (p=%.2g)",
 				x.sup.reason(0), trigger)
 		}
-		if x.created && (contentExplains || !shaped) {
-			// A workload's arrival is a cause only when what its units ran
-			// with explains nothing and they failed the way load fails.
+		// A workload's arrival is a cause only when what its units ran
+		// with explains nothing and they failed the way load fails: their
+		// messages say so, or a load was measured that began with it (a
+		// CoreDNS storm; the apiserver's bursts are read in conclude).
+		storm := x.created && in.storms.after(x.sp.At, in.firstBad) != nil
+		switch {
+		case x.created && (contentExplains || !(shaped || storm)):
 			x.base = 0
 			x.sp.Why += "; but what the units ran with explains the failures, or they did not fail the way load does"
-		} else if x.created {
+		case x.created && storm:
+			x.sp.Why += "; a CoreDNS query storm began after it and ran into the first failure: see faultline dns"
+		case x.created:
 			x.sp.Why += "; its units failed the way load does (throttled, timed out): see faultline controlplane"
 		}
 	}
@@ -599,6 +606,8 @@ func undo(rep *Report, top Suspect) []Action {
 			}
 		}
 		return []Action{a}
+	case top.Dimension == "created" && top.DNS != nil:
+		return dnsArrival(top)
 	case top.Dimension == "created":
 		return spreadArrival(top)
 	}

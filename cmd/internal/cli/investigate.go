@@ -492,6 +492,12 @@ func writeSuspectDetail(tw *textWriter, c investigate.Suspect) {
 			l.Class, l.Client, l.User, l.PeakRps, l.Baseline, fmtTime(l.Start, rfc3339Milli), fmtTime(l.End, rfc3339Milli), l.Load)
 		tw.prose(7, "     detail: %s", l.Detail)
 	}
+	if d := c.DNS; d != nil {
+		tw.prose(7, "     dns: %s's queries (by %s) %.0f/s at peak vs %.2g/s before, %s .. %s; NXDOMAIN %s, SERVFAIL %s, p99 %s",
+			d.Client, d.Attributed, d.PeakRps, d.BaselineRps, fmtTime(d.Start, rfc3339Milli), fmtTime(d.End, rfc3339Milli),
+			pct(d.NxdomainShare), pct(d.ServfailShare), msPtr(d.P99Ms))
+		tw.prose(7, "     detail: %s", d.Detail)
+	}
 }
 
 func reasonList(m map[string]int) string {
