@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -72,25 +73,50 @@ type Definition struct {
 	Cause string `json:"cause,omitempty"`
 }
 
-// Signal kinds.
+// Signal kinds over timeline records.
 const (
 	KindRate     = "rate"     // matching records per second over the window
 	KindRatio    = "ratio"    // records matching count / records matching of
 	KindQuantile = "quantile" // a quantile of the latency of matching records, in seconds
 )
 
+// Signal kinds over the stored Prometheus series (faultline ingest
+// metrics), as the PromQL computes them (metric.go).
+const (
+	KindMetricRate     = "metricRate"     // sum(rate(series[window]))
+	KindMetricRatio    = "metricRatio"    // sum(rate(series[window])) / sum(rate(per[window]))
+	KindMetricQuantile = "metricQuantile" // histogram_quantile(quantile, sum by (le) (rate(series[window])))
+	KindMetricUsage    = "metricUsage"    // max(series / per): a gauge against its limit, the fullest
+)
+
+var recordKinds = []string{KindRate, KindRatio, KindQuantile}
+var metricKinds = []string{KindMetricRate, KindMetricRatio, KindMetricQuantile, KindMetricUsage}
+
 // Signal is what an alert watches: a CEL expression over timeline records
 // (timeline.CompileFilter), counted per window, a ratio of two, or a
-// latency quantile; and the PromQL expression that measures the same in
-// the exported rule.
+// latency quantile; or stored metric series, the same over counters, a
+// histogram or a gauge against its limit; and the PromQL expression that
+// measures the same in the exported rule.
 type Signal struct {
-	Kind     string   `json:"kind"`
-	Count    string   `json:"count"`
-	Of       string   `json:"of,omitempty"`       // ratio only
-	Quantile float64  `json:"quantile,omitempty"` // quantile only
-	Window   Duration `json:"window"`
-	PromQL   string   `json:"promql"`
+	Kind     string    `json:"kind"`
+	Count    string    `json:"count,omitempty"`    // record kinds
+	Of       string    `json:"of,omitempty"`       // ratio only
+	Series   *Selector `json:"series,omitempty"`   // metric kinds
+	Per      *Selector `json:"per,omitempty"`      // metricRatio and metricUsage: the denominator
+	Quantile float64   `json:"quantile,omitempty"` // quantile and metricQuantile only
+	Window   Duration  `json:"window"`
+	PromQL   string    `json:"promql"`
 }
+
+// Selector selects stored series: a metric, and labels its series must
+// have (equal values).
+type Selector struct {
+	Metric string            `json:"metric"`
+	Match  map[string]string `json:"match,omitempty"`
+}
+
+// IsMetric says whether the signal reads metric series, not records.
+func (s *Signal) IsMetric() bool { return slices.Contains(metricKinds, s.Kind) }
 
 // Normal is the normal range of a signal: the alert fires while the
 // signal is above Max (or below Min, where given) for the persistence.
@@ -251,22 +277,19 @@ func (d *Definition) validate(interval time.Duration) error {
 		return fmt.Errorf("name: %q is not a Prometheus alert name ([a-zA-Z_][a-zA-Z0-9_]*)", d.Name)
 	}
 	s := &d.Signal
-	switch s.Kind {
-	case KindRate, KindRatio, KindQuantile:
+	var err error
+	switch {
+	case slices.Contains(recordKinds, s.Kind):
+		err = s.validateRecords()
+	case s.IsMetric():
+		err = s.validateMetric()
 	default:
-		return fmt.Errorf("signal.kind: %q: want rate, ratio or quantile", s.Kind)
+		err = fmt.Errorf("signal.kind: %q: want %s or %s", s.Kind, strings.Join(recordKinds, ", "), strings.Join(metricKinds, ", "))
 	}
-	if _, err := timeline.CompileFilter(s.Count); err != nil {
-		return fmt.Errorf("signal.count: %w", err)
+	if err != nil {
+		return err
 	}
-	if s.Kind == KindRatio {
-		if _, err := timeline.CompileFilter(s.Of); err != nil {
-			return fmt.Errorf("signal.of: %w", err)
-		}
-	} else if s.Of != "" {
-		return fmt.Errorf("signal.of: only a ratio has a denominator")
-	}
-	if s.Kind == KindQuantile && (s.Quantile <= 0 || s.Quantile > 1) {
+	if (s.Kind == KindQuantile || s.Kind == KindMetricQuantile) && (s.Quantile <= 0 || s.Quantile > 1) {
 		return fmt.Errorf("signal.quantile: %v: want 0 < q <= 1", s.Quantile)
 	}
 	if s.Window.D() < interval {
@@ -295,6 +318,78 @@ func (d *Definition) validate(interval time.Duration) error {
 		return fmt.Errorf("mitigation: empty: say the exact action the alert should trigger")
 	}
 	return nil
+}
+
+// validateRecords checks a signal over records: its CEL, and no series.
+func (s *Signal) validateRecords() error {
+	if _, err := timeline.CompileFilter(s.Count); err != nil {
+		return fmt.Errorf("signal.count: %w", err)
+	}
+	if s.Kind == KindRatio {
+		if _, err := timeline.CompileFilter(s.Of); err != nil {
+			return fmt.Errorf("signal.of: %w", err)
+		}
+	} else if s.Of != "" {
+		return fmt.Errorf("signal.of: only a ratio has a denominator")
+	}
+	if s.Series != nil || s.Per != nil {
+		return fmt.Errorf("signal.series: a %s signal counts records (count); series are for %s", s.Kind, strings.Join(metricKinds, ", "))
+	}
+	return nil
+}
+
+var metricName = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+
+// validateMetric checks a signal over series: its selectors, no CEL.
+func (s *Signal) validateMetric() error {
+	if s.Count != "" || s.Of != "" {
+		return fmt.Errorf("signal.count: a %s signal reads series (series, per), not records", s.Kind)
+	}
+	if err := s.Series.validate("signal.series"); err != nil {
+		return err
+	}
+	needPer := s.Kind == KindMetricRatio || s.Kind == KindMetricUsage
+	switch {
+	case needPer:
+		if err := s.Per.validate("signal.per"); err != nil {
+			return err
+		}
+	case s.Per != nil:
+		return fmt.Errorf("signal.per: only a metricRatio or metricUsage has a denominator")
+	}
+	if s.Kind == KindMetricQuantile && !strings.HasSuffix(s.Series.Metric, "_bucket") {
+		return fmt.Errorf("signal.series.metric: %q: a metricQuantile reads a histogram's _bucket series", s.Series.Metric)
+	}
+	return nil
+}
+
+func (sel *Selector) validate(at string) error {
+	if sel == nil {
+		return fmt.Errorf("%s: missing: say the metric read", at)
+	}
+	if !metricName.MatchString(sel.Metric) {
+		return fmt.Errorf("%s.metric: %q is not a Prometheus metric name", at, sel.Metric)
+	}
+	for k := range sel.Match {
+		if !alertName.MatchString(k) {
+			return fmt.Errorf("%s.match: %q is not a Prometheus label name", at, k)
+		}
+	}
+	return nil
+}
+
+// Metrics are the metrics the file's metric signals read, sorted.
+func (f *File) Metrics() []string {
+	var out []string
+	for _, d := range f.Alerts {
+		for _, sel := range []*Selector{d.Signal.Series, d.Signal.Per} {
+			if sel != nil && !slices.Contains(out, sel.Metric) {
+				out = append(out, sel.Metric)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // YAML writes the file as YAML, fields in declaration order.

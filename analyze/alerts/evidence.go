@@ -11,16 +11,20 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/analyze/controlplane"
+	"github.com/faultline/faultline/analyze/dns"
 	"github.com/faultline/faultline/analyze/investigate"
+	"github.com/faultline/faultline/analyze/network"
 	"github.com/faultline/faultline/analyze/outcome"
+	"github.com/faultline/faultline/analyze/prom"
 	"github.com/faultline/faultline/timeline"
 )
 
 // Store is what alerts read: what an investigation and the control-plane
-// analysis read.
+// analysis read, and the metric series (faultline ingest metrics).
 type Store interface {
 	investigate.Store
 	controlplane.Store
+	prom.Reader
 }
 
 // Evidence is an investigated incident, held for replaying signals: the
@@ -40,10 +44,16 @@ type Evidence struct {
 	Investigation *investigate.Report
 	ControlPlane  *controlplane.Report
 
+	// DNS is the DNS pressure over the evidence's span, where CoreDNS's
+	// series were ingested (nil otherwise): its bursts and fixes.
+	DNS *dns.Report
+
 	records []*timeline.Record
 	units   map[string]*outcome.Unit // "ns/name" of pods
 	pools   map[string]string        // node name -> pool
 	poolKey string                   // the label the pools were read from
+	series  map[string][]prom.Loaded // by metric: the series read (ReadSeries)
+	nodes   *network.Nodes           // which node a series is
 }
 
 // statusResource maps the kinds outcome reads states of to resources.
@@ -69,7 +79,7 @@ func Load(ctx context.Context, s Store) (*Evidence, error) {
 	}
 	ev := &Evidence{Start: inv.Window.Start, End: inv.Window.End, LastGood: knownGoodEnd(inv),
 		FirstBad: inv.Boundary.FirstBad, IncidentEnd: inv.Boundary.IncidentEnd, Investigation: inv, ControlPlane: cp,
-		units: map[string]*outcome.Unit{}, pools: map[string]string{}}
+		units: map[string]*outcome.Unit{}}
 	status, err := ev.statusRecords(ctx, s)
 	if err != nil {
 		return nil, err
@@ -80,6 +90,9 @@ func Load(ctx context.Context, s Store) (*Evidence, error) {
 	}
 	ev.records = merge(stored, status)
 	if err := ev.readPools(ctx, s); err != nil {
+		return nil, err
+	}
+	if err := ev.ReadSeries(ctx, s); err != nil {
 		return nil, err
 	}
 	return ev, nil
@@ -160,7 +173,8 @@ func (ev *Evidence) notice(t time.Time, by string) {
 
 // readPools reads the pool of every node, and the label it was read from
 // (the first node's with one).
-func (ev *Evidence) readPools(ctx context.Context, s Store) error {
+func (ev *Evidence) readPools(ctx context.Context, s versionReader) error {
+	ev.pools = map[string]string{}
 	nodes, err := s.Versions(ctx, timeline.VersionQuery{Resource: "nodes"})
 	if err != nil {
 		return fmt.Errorf("node versions: %w", err)
@@ -316,6 +330,9 @@ const MaxEvaluations = 1_000_000
 
 // Evaluate computes a definition's signal at every evaluation time.
 func (ev *Evidence) Evaluate(d *Definition, step time.Duration) ([]Point, error) {
+	if d.Signal.IsMetric() {
+		return ev.evaluateMetric(d, step)
+	}
 	count, err := timeline.CompileFilter(d.Signal.Count)
 	if err != nil {
 		return nil, fmt.Errorf("%s: signal.count: %w", d.Name, err)

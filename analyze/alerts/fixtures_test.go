@@ -94,18 +94,7 @@ func TestSuggestFiresInTimeOnEveryFixture(t *testing.T) {
 			if len(f.Alerts) == 0 {
 				t.Fatalf("no definition suggested")
 			}
-			y, err := f.YAML()
-			if err != nil {
-				t.Fatal(err)
-			}
-			back, err := alerts.Parse(y)
-			if err != nil {
-				t.Fatalf("suggested file does not parse back: %v\n%s", err, y)
-			}
-			bt, err := ev.Run(back)
-			if err != nil {
-				t.Fatal(err)
-			}
+			bt := replayWritten(t, ev, f)
 			for _, a := range bt.Alerts {
 				lead, noticed := "-", "-"
 				if a.Lead != nil {
@@ -127,6 +116,24 @@ func TestSuggestFiresInTimeOnEveryFixture(t *testing.T) {
 	}
 }
 
+// replayWritten writes the file, reads it back and backtests it.
+func replayWritten(t *testing.T, ev *alerts.Evidence, f *alerts.File) *alerts.Backtest {
+	t.Helper()
+	y, err := f.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := alerts.Parse(y)
+	if err != nil {
+		t.Fatalf("suggested file does not parse back: %v\n%s", err, y)
+	}
+	bt, err := ev.Run(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bt
+}
+
 // TestExportThousandWorkers holds the exported rule file of the
 // thousand-workers incident to a golden file, and has promtool check it.
 func TestExportThousandWorkers(t *testing.T) {
@@ -135,7 +142,14 @@ func TestExportThousandWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules, err := alerts.Prometheus(f, "faultline-thousand-workers")
+	checkRulesGolden(t, f, "faultline-thousand-workers", filepath.Join("testdata", t.Name(), "thousand-workers.golden"))
+}
+
+// checkRulesGolden holds the rules exported from f to a golden file
+// (-update rewrites it), and has promtool check them.
+func checkRulesGolden(t *testing.T, f *alerts.File, group, golden string) {
+	t.Helper()
+	rules, err := alerts.Prometheus(f, group)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +157,6 @@ func TestExportThousandWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", t.Name(), "thousand-workers.golden")
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
 			t.Fatal(err)
@@ -227,18 +240,30 @@ func promtoolCheck(t *testing.T, rules []byte) {
 func TestNodeFaultRulesPassPromtool(t *testing.T) {
 	promtool(t)
 	w := 5 * time.Minute
+	checkExprRules(t, "faultline-node-faults", alerts.Signal{Kind: alerts.KindRate, Window: alerts.Duration(w), Count: `source == "node"`},
+		map[string]string{
+			"PoolH100GPUXidErrors":   alerts.GPUXidPromQL("pool", "h100", w),
+			"PoolH100OOMKills":       alerts.NodeCounterPromQL("node_vmstat_oom_kill")("pool", "h100", w),
+			"PoolH100ConntrackDrops": alerts.NodeCounterPromQL("node_nf_conntrack_stat_drop")("node.kubernetes.io/pool", "h100", w),
+		})
+}
+
+// checkExprRules exports a rule a PromQL expression, each with sig, and
+// has Guard accept them and promtool check them.
+func checkExprRules(t *testing.T, group string, sig alerts.Signal, exprs map[string]string) {
+	t.Helper()
 	f := &alerts.File{SchemaVersion: alerts.SchemaVersion, Interval: alerts.Duration(15 * time.Second)}
-	for name, q := range map[string]string{
-		"PoolH100GPUXidErrors":   alerts.GPUXidPromQL("pool", "h100", w),
-		"PoolH100OOMKills":       alerts.NodeCounterPromQL("node_vmstat_oom_kill")("pool", "h100", w),
-		"PoolH100ConntrackDrops": alerts.NodeCounterPromQL("node_nf_conntrack_stat_drop")("node.kubernetes.io/pool", "h100", w),
-	} {
-		f.Alerts = append(f.Alerts, alerts.Definition{Name: name, Summary: "s", Severity: "page",
-			Signal: alerts.Signal{Kind: alerts.KindRate, Window: alerts.Duration(w), PromQL: q, Count: `source == "node"`},
-			Slice:  map[string]string{"pool": "h100"}, Normal: alerts.Normal{Max: 0.001}, For: alerts.Duration(time.Minute),
-			Owner: alerts.Owner{Team: "platform", Rotation: "platform-oncall"}, Mitigation: "cordon", Runbook: alerts.RunbookBase + "node-faults"})
+	for name, q := range exprs {
+		d := alerts.Definition{Name: name, Summary: "s", Severity: "page", Signal: sig,
+			Slice: map[string]string{"pool": "h100"}, Normal: alerts.Normal{Max: 0.001}, For: alerts.Duration(time.Minute),
+			Owner: alerts.Owner{Team: "platform", Rotation: "platform-oncall"}, Mitigation: "cordon", Runbook: alerts.RunbookBase + "node-faults"}
+		d.Signal.PromQL = q
+		if err := alerts.Guard(&d); err != nil {
+			t.Errorf("guard refused %s: %v", name, err)
+		}
+		f.Alerts = append(f.Alerts, d)
 	}
-	rules, err := alerts.Prometheus(f, "faultline-node-faults")
+	rules, err := alerts.Prometheus(f, group)
 	if err != nil {
 		t.Fatal(err)
 	}

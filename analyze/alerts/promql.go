@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/faultline/faultline/analyze/dns"
+	"github.com/faultline/faultline/analyze/network"
 )
 
 // The PromQL below uses the metric names of kube-apiserver
@@ -17,7 +20,11 @@ import (
 // kube_pod_container_status_terminated_reason, kube_pod_owner,
 // kube_pod_info, kube_pod_container_info, kube_node_status_condition,
 // kube_node_labels; node labels appear there only where
-// --metric-labels-allowlist lets them).
+// --metric-labels-allowlist lets them), NVIDIA's dcgm-exporter
+// (DCGM_FI_DEV_XID_ERRORS), CoreDNS (coredns_dns_requests_total,
+// coredns_dns_responses_total, coredns_dns_request_duration_seconds_bucket)
+// and node_exporter (node_nf_conntrack_*, node_netstat_Tcp_*,
+// node_network_carrier_changes_total, node_vmstat_oom_kill).
 
 // quote writes a PromQL string literal.
 func quote(s string) string { return strconv.Quote(s) }
@@ -182,4 +189,64 @@ func NodeCounterPromQL(metric string) func(poolLabel, pool string, w time.Durati
 		return fmt.Sprintf("sum(rate(%s[%s]) * on (node) group_left () kube_node_labels%s)",
 			metric, FormatDuration(w), matchers(map[string]string{LabelName(poolLabel): pool}))
 	}
+}
+
+// selector writes metric{k="v",...}, without braces when there is no
+// matcher.
+func selector(metric string, m map[string]string) string {
+	if len(m) == 0 {
+		return metric
+	}
+	return metric + matchers(m)
+}
+
+// with is m and one more label.
+func with(m map[string]string, k, v string) map[string]string {
+	out := map[string]string{k: v}
+	for mk, mv := range m {
+		out[mk] = mv
+	}
+	return out
+}
+
+// DNSRequestRatePromQL is CoreDNS's queries per second (of the series
+// with the labels of match: a client's view).
+func DNSRequestRatePromQL(match map[string]string, w time.Duration) string {
+	return "sum(rate(" + selector(dns.Requests, match) + window(w) + "))"
+}
+
+// DNSLatencyPromQL is a quantile of CoreDNS's request duration, in
+// seconds.
+func DNSLatencyPromQL(q float64, match map[string]string, w time.Duration) string {
+	return fmt.Sprintf("histogram_quantile(%s, sum by (le) (rate(%s%s)))", num(q), selector(dns.Latency, match), window(w))
+}
+
+// DNSServfailSharePromQL is the share of CoreDNS's responses that are
+// SERVFAIL; 0, not nothing, while CoreDNS has answered none (it exports
+// a response code once it has sent one).
+func DNSServfailSharePromQL(match map[string]string, w time.Duration) string {
+	return fmt.Sprintf("(sum(rate(%s%s)) or vector(0)) / sum(rate(%s%s))",
+		selector(dns.Responses, with(match, "rcode", "SERVFAIL")), window(w), selector(dns.Responses, match), window(w))
+}
+
+// ConntrackUsagePromQL is the fullest conntrack table of the nodes of a
+// pool: node_nf_conntrack_entries over node_nf_conntrack_entries_limit
+// (same target, same labels), joined to the pool on the node label the
+// scrape adds, as NodeCounterPromQL is.
+func ConntrackUsagePromQL(poolLabel, pool string) string {
+	return fmt.Sprintf("max((%s / %s) * on (node) group_left () kube_node_labels%s)",
+		network.ConntrackEntries, network.ConntrackLimit, matchers(map[string]string{LabelName(poolLabel): pool}))
+}
+
+// NodeConntrackUsagePromQL is a node's conntrack table fill, its series
+// selected by the label that names the node.
+func NodeConntrackUsagePromQL(label, value string) string {
+	m := map[string]string{label: value}
+	return fmt.Sprintf("max(%s / %s)", selector(network.ConntrackEntries, m), selector(network.ConntrackLimit, m))
+}
+
+// NodeSeriesCounterPromQL is the rate of a node_exporter counter on one
+// node, its series selected by the label that names the node.
+func NodeSeriesCounterPromQL(metric, label, value string, w time.Duration) string {
+	return "sum(rate(" + selector(metric, map[string]string{label: value}) + window(w) + "))"
 }

@@ -39,8 +39,10 @@ var podFailureStates = []string{"Failed", "OOMKilled", "Error", "ContainerCannot
 // Suggest proposes a definition for each signal of the incident: the
 // slice's pod failures, the rate and latency of the request class of the
 // top control-plane burst, 429s per request class (APF priority levels
-// are not in the audit evidence), pod start-up p99, and nodes going
-// NotReady per pool. Each is learned on the known-good window, replayed,
+// are not in the audit evidence), pod start-up p99, nodes going NotReady
+// and node faults per pool, and, where their series were ingested, DNS
+// pressure (CoreDNS's rate, p99, SERVFAIL share) and network pressure per
+// pool (conntrack fill and drops, TCP retransmits, link flaps). Each is learned on the known-good window, replayed,
 // and kept only if it fires early or in time with no false positive and
 // passes Guard; the others are returned as Dropped, with the reason.
 func (ev *Evidence) Suggest(opt SuggestOptions) (*File, []Dropped, error) {
@@ -120,7 +122,9 @@ func (ev *Evidence) candidates(w time.Duration) []candidate {
 		}
 	}
 	// In order: the slice's pod failures, the blamed burst's class, the
-	// most throttled classes, pod start-up, the pools going NotReady.
+	// most throttled classes, pod start-up, the pools going NotReady, the
+	// node faults; then, where their series were ingested, DNS and network
+	// pressure.
 	var out []candidate
 	out = append(out, ev.podFailureCandidates(w, perWindow, workloadFix)...)
 	out = append(out, burstCandidates(burst, w, perWindow, loadFix)...)
@@ -128,7 +132,7 @@ func (ev *Evidence) candidates(w time.Duration) []candidate {
 	out = append(out, podStartupCandidate(w, loadFix))
 	out = append(out, ev.notReadyCandidates(w, perWindow)...)
 	out = append(out, ev.nodeFaultCandidates(w, perWindow)...)
-	return out
+	return preferMetric(out, append(ev.dnsCandidates(w, perWindow), ev.networkCandidates(w, perWindow)...))
 }
 
 // nodeFault is a kind of node fault with a metric that counts it where

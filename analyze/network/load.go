@@ -33,9 +33,39 @@ type nodeVersion struct {
 	} `json:"status"`
 }
 
+// versionReader is the store role the nodes are read through.
+type versionReader interface {
+	Versions(ctx context.Context, q timeline.VersionQuery) ([]timeline.ObjectVersion, error)
+}
+
+// Nodes are the nodes the versions tell of, for naming the node of a
+// series as Run does (the alerts of analyze/alerts read them).
+type Nodes struct{ f *fleet }
+
+// ReadNodes reads each node's versions up to until (zero: all).
+func ReadNodes(ctx context.Context, s versionReader, until time.Time) (*Nodes, error) {
+	f, err := readNodes(ctx, s, until)
+	if err != nil {
+		return nil, err
+	}
+	return &Nodes{f}, nil
+}
+
+// NodeOf names a series' node as Run does: the value of its first
+// NodeLabels label set (an instance's host matched to a node by name or
+// address), and that label; "" when no label names one.
+func (n *Nodes) NodeOf(ls timeline.Labels) (node, label string) {
+	for _, l := range NodeLabels {
+		if ls.Get(l) != "" {
+			return n.f.nodeOf(ls), l
+		}
+	}
+	return "", ""
+}
+
 // readNodes reads each node's versions up to until (zero: all), the
 // latest telling its pool, zone and addresses.
-func readNodes(ctx context.Context, s Store, until time.Time) (*fleet, error) {
+func readNodes(ctx context.Context, s versionReader, until time.Time) (*fleet, error) {
 	q := timeline.VersionQuery{Resource: "nodes", History: true}
 	if !until.IsZero() {
 		q.Until = until.Add(time.Nanosecond)

@@ -58,10 +58,17 @@ propose a definition for each signal of the incident:
   429s per request class           (APF priority levels are not in the audit evidence)
   pod start-up p99                 creation -> running
   nodes going NotReady, per pool
+  node faults, per pool and kind   Xid, OOM kills, conntrack drops, links down (node logs)
+  DNS pressure                     CoreDNS's query rate (and the storming client's view),
+                                   p99 latency, SERVFAIL share (faultline ingest metrics)
+  network pressure, per pool       conntrack fill against its limit, conntrack drops,
+                                   TCP retransmits, link flaps (node_exporter series)
 
+A DNS or network candidate is made only where its metric was ingested.
 The normal range is learned from the known-good window before the boundary
-(the 0.95 quantile with a 50 % margin, at least one record per window more),
-and the persistence is the shortest that would not have fired there. A
+(the 0.95 quantile with a 50 % margin, at least a floor more: one record
+per window for a rate of records), from the signal's own values (a
+metric's, for the metric signals), and the persistence is the shortest that would not have fired there. A
 candidate is kept only if its backtest fires before the first bad
 observation or within one persistence after it, with no false positive, and
 its labels stay bounded; the others are listed on stderr with the reason.`,
@@ -113,13 +120,25 @@ func alertsSuggestRun(ctx context.Context, f *Factory, opts *alertsSuggestOption
 	return err
 }
 
-func loadEvidence(ctx context.Context, f *Factory) (*alerts.Evidence, error) {
+// loadEvidence investigates the timeline and reads the series of the
+// metrics named (beyond those suggest reads), for the definitions that
+// watch them.
+func loadEvidence(ctx context.Context, f *Factory, metrics ...string) (*alerts.Evidence, error) {
 	store, err := f.OpenStoreReadOnly(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer store.Close()
-	return alerts.Load(ctx, store)
+	ev, err := alerts.Load(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	if len(metrics) > 0 {
+		if err := ev.ReadSeries(ctx, store, metrics...); err != nil {
+			return nil, err
+		}
+	}
+	return ev, nil
 }
 
 func readAlertFile(path, hint string) (*alerts.File, error) {
@@ -166,7 +185,7 @@ stayed outside for the persistence), and report:
 			if err != nil {
 				return err
 			}
-			ev, err := loadEvidence(cmd.Context(), f)
+			ev, err := loadEvidence(cmd.Context(), f, file.Metrics()...)
 			if err != nil {
 				return err
 			}

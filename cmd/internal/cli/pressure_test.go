@@ -90,17 +90,21 @@ func noSeries(t *testing.T, dir, db string, t0 time.Time, cmd string, want ...st
 	}
 }
 
+// corednsLabels are the labels of a CoreDNS series: its metric, then name,
+// value pairs.
+func corednsLabels(kv ...string) map[string]string {
+	m := map[string]string{"__name__": kv[0], "server": "dns://:53", "zone": "."}
+	for i := 1; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
+}
+
 func TestDNSCommand(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "t.db")
 	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
-	lbl := func(kv ...string) map[string]string {
-		m := map[string]string{"__name__": kv[0], "server": "dns://:53", "zone": "."}
-		for i := 1; i+1 < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return m
-	}
+	lbl := corednsLabels
 	qr := filepath.Join(dir, "coredns.json")
 	writeQueryRange(t, qr, t0,
 		promSeries{lbl("coredns_dns_requests_total", "view", "ml", "type", "A"), counterOf(stormAt(2, 400))},
