@@ -88,12 +88,17 @@ func (d *dnsStorms) after(at, firstBad time.Time) *dns.Burst {
 }
 
 // dnsEvidence attaches to the leading suspect the CoreDNS storm it may
-// have made (dnsStorms.after).
+// have made (dnsStorms.after), when it is a cause of load (a workload's
+// arrival, an apiserver restart): beside a change of content a storm is
+// a coincidence, not an explanation.
 func dnsEvidence(rep *Report) {
 	if len(rep.Changes) == 0 || rep.Boundary == nil || rep.Boundary.FirstBad.IsZero() {
 		return
 	}
 	top := &rep.Changes[0]
+	if top.Dimension != "created" && top.Dimension != "restart" {
+		return
+	}
 	b := rep.storms.after(top.At, rep.Boundary.FirstBad)
 	if b == nil {
 		return

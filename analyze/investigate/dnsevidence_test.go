@@ -98,3 +98,16 @@ func TestDNSStormAfter(t *testing.T) {
 		t.Error("no storms: got one")
 	}
 }
+
+// Beside a change of content, a storm is a coincidence: it is attached
+// only to a cause of load.
+func TestDNSEvidenceOnlyForLoad(t *testing.T) {
+	storms := &dnsStorms{bursts: []dns.Burst{{Start: at(40), End: at(70)}}}
+	for dim, want := range map[string]bool{"created": true, "restart": true, "configmap/app/LOG_LEVEL": false, "image.tag/app": false} {
+		rep := &Report{Changes: []Suspect{{Ref: "X", Dimension: dim, At: at(0), Confidence: 0.9}}, Boundary: &Boundary{FirstBad: at(50)}, storms: storms}
+		dnsEvidence(rep)
+		if got := rep.Changes[0].DNS != nil; got != want {
+			t.Errorf("%s: DNS evidence attached = %v, want %v", dim, got, want)
+		}
+	}
+}
