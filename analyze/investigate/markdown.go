@@ -64,6 +64,10 @@ func (e *mdWriter) mdSummary(r *Report) {
 	if len(r.Changes) > 0 {
 		c := r.Changes[0]
 		e.printf("- **Leading suspect:** `%s` `%s` changed `%s` → `%s` at %s (%s), %s, confidence %.2f.\n", c.Ref, c.Dimension, ShortID(c.From), ShortID(c.To), mdTime(c.At), c.Why, Actor(c), c.Confidence)
+		if d := c.DNS; d != nil {
+			e.printf("- **DNS storm:** CoreDNS's queries at %.0f/s at peak against %.2g/s before, %s to %s (NXDOMAIN %s, SERVFAIL %s, p99 %s), %s's by %s; %s.\n",
+				d.PeakRps, d.BaselineRps, mdTime(d.Start), mdTime(d.End), pct(d.NxdomainShare), pct(d.ServfailShare), ms(d.P99Ms), d.Client, d.Attributed, mdCode(d.Detail))
+		}
 	}
 	for _, a := range r.Mitigation {
 		if a.Command != "" {
