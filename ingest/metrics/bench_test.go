@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -55,4 +56,36 @@ func BenchmarkIngestMetrics(b *testing.B) {
 		s.Close()
 	}
 	b.ReportMetric(1e6*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// BenchmarkIngestExposition ingests the /metrics snapshots named by the
+// glob FAULTLINE_BENCH_EXPOSITION (default testdata/coredns.prom; see
+// hack/bench/README.md for metricsgen's) into a new SQLite file, one run a
+// file, as ingest metrics does: to profile the snapshot path with
+// -cpuprofile.
+func BenchmarkIngestExposition(b *testing.B) {
+	glob := cmp.Or(os.Getenv("FAULTLINE_BENCH_EXPOSITION"), "testdata/coredns.prom")
+	files, _ := filepath.Glob(glob)
+	if len(files) == 0 {
+		b.Fatalf("FAULTLINE_BENCH_EXPOSITION=%s names no file", glob)
+	}
+	dir := b.TempDir()
+	ctx := context.Background()
+	var n int64
+	for i := 0; b.Loop(); i++ {
+		s, err := sqlite.Open(ctx, filepath.Join(dir, fmt.Sprintf("t%d.db", i)), sqlite.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		runs, err := metrics.Ingest(ctx, s, files, metrics.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = 0
+		for _, r := range runs {
+			n += r.Lines
+		}
+		s.Close()
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
 }

@@ -23,7 +23,8 @@ import (
 // seriesWriter is a batch's state for samples: its statements and the
 // series_str ids it interned (forgotten on rollback).
 type seriesWriter struct {
-	putSample *sql.Stmt
+	putSample *sql.Stmt // sampleRows rows
+	putOne    *sql.Stmt // one row: a /metrics snapshot's every sample
 	putSeries *sql.Stmt
 	getStr    *sql.Stmt
 	putStr    *sql.Stmt
@@ -46,6 +47,11 @@ var insertSamples = func() string {
 	b.WriteString(" ON CONFLICT DO NOTHING")
 	return b.String()
 }()
+
+// insertOneSample is the INSERT of a single sample, prepared once a
+// transaction like insertSamples: a snapshot's series have one sample each,
+// and preparing the statement anew for each cost more than running it.
+const insertOneSample = "INSERT INTO sample (series, time_ns, value, run_id) VALUES (?,?,?,?) ON CONFLICT DO NOTHING"
 
 // AddSamples stores s (if new, else widens its span) and its samples.
 func (b *batch) AddSamples(ctx context.Context, s *timeline.Series, samples []timeline.Sample) (int, error) {
@@ -87,7 +93,7 @@ func sampleSpan(samples []timeline.Sample) (lo, hi int64, err error) {
 // putSamples inserts up to sampleRows samples of one series, and returns
 // how many were new.
 func (b *batch) putSamples(ctx context.Context, series int64, samples []timeline.Sample) (int, error) {
-	args := make([]any, 0, 4*sampleRows)
+	args := make([]any, 0, 4*len(samples))
 	for _, sm := range samples {
 		var v any = sm.Value
 		if math.IsNaN(sm.Value) {
@@ -96,12 +102,17 @@ func (b *batch) putSamples(ctx context.Context, series int64, samples []timeline
 		args = append(args, series, ns(sm.Time), v, b.run)
 	}
 	var st *sql.Stmt
-	if len(samples) == sampleRows {
+	switch len(samples) {
+	case sampleRows, 1:
+		p, q := &b.series.putSample, insertSamples
+		if len(samples) == 1 {
+			p, q = &b.series.putOne, insertOneSample
+		}
 		var err error
-		if st, err = b.stmt(ctx, &b.series.putSample, insertSamples); err != nil {
+		if st, err = b.stmt(ctx, p, q); err != nil {
 			return 0, err
 		}
-	} else {
+	default:
 		q := insertSamples[:strings.Index(insertSamples, "VALUES ")+len("VALUES ")] +
 			strings.TrimSuffix(strings.Repeat("(?,?,?,?),", len(samples)), ",") + " ON CONFLICT DO NOTHING"
 		var err error
