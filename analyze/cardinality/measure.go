@@ -19,8 +19,7 @@ type snapshot struct {
 	labels  map[uint32]*labelStat
 	targets map[targetIDs]int
 
-	pool [][]uint64 // hash buffers reused from metric to metric
-	set  hashSet
+	set hashSet
 }
 
 // targetIDs is a scrape target as the ids of its job and instance
@@ -79,46 +78,51 @@ func spread(h uint64) uint64 {
 // measure counts the series of t present at bit by metric, label and
 // target. A full snapshot also measures what each label multiplies each
 // metric's series by; the other instant of a churn needs only the counts.
+// It reads the table once, in order (rows of one metric lie scattered
+// over it), each row into its metric's pass.
 func measure(t *timeline.SeriesTable, bit uint8, full bool) *snapshot {
 	sn := &snapshot{strs: t.Strings, labels: map[uint32]*labelStat{}, targets: map[targetIDs]int{}}
-	for _, group := range byMetric(t, bit) {
-		sn.n += len(group)
-		sn.addMetric(t, group, full)
-	}
-	slices.SortFunc(sn.metrics, func(a, b *metricStat) int { return strings.Compare(a.name, b.name) })
-	return sn
-}
-
-// byMetric is the rows of t present at bit, as row indices grouped by
-// metric, each group in table order.
-func byMetric(t *timeline.SeriesTable, bit uint8) [][]int32 {
-	at := map[uint32]int{} // metric id -> group
-	var sizes []int
+	passes := sn.passes(t, bit, full)
+	var p *metricPass
 	for i := range t.Rows {
 		r := &t.Rows[i]
 		if r.In&bit == 0 {
 			continue
 		}
-		g, ok := at[r.Metric]
-		if !ok {
-			g = len(sizes)
-			at[r.Metric] = g
-			sizes = append(sizes, 0)
+		if p == nil || p.metric != r.Metric {
+			p = passes[r.Metric]
 		}
-		sizes[g]++
+		p.add(t.Labels(r))
+		if full {
+			p.rows = append(p.rows, int32(i))
+		}
 	}
-	flat, groups := make([]int32, 0, len(t.Rows)), make([][]int32, len(sizes))
-	for g, n := range sizes {
-		groups[g] = flat[len(flat) : len(flat) : len(flat)+n]
-		flat = flat[:len(flat)+n]
+	for _, p := range passes {
+		sn.n += p.n
+		sn.finish(t, p)
 	}
+	slices.SortFunc(sn.metrics, func(a, b *metricStat) int { return strings.Compare(a.name, b.name) })
+	return sn
+}
+
+// passes makes a pass for each metric present at bit, sized for its
+// series.
+func (sn *snapshot) passes(t *timeline.SeriesTable, bit uint8, full bool) map[uint32]*metricPass {
+	counts := map[uint32]int{}
 	for i := range t.Rows {
 		if r := &t.Rows[i]; r.In&bit != 0 {
-			g := at[r.Metric]
-			groups[g] = append(groups[g], int32(i))
+			counts[r.Metric]++
 		}
 	}
-	return groups
+	out := make(map[uint32]*metricPass, len(counts))
+	for m, n := range counts {
+		p := &metricPass{sn: sn, metric: m, n: n, full: full}
+		if full {
+			p.totals, p.rows = make([]uint64, 0, n), make([]int32, 0, n)
+		}
+		out[m] = p
+	}
+	return out
 }
 
 func (sn *snapshot) label(id uint32) *labelStat {
@@ -139,8 +143,10 @@ func (sn *snapshot) label(id uint32) *labelStat {
 // metricPass is one metric's series being read.
 type metricPass struct {
 	sn     *snapshot
+	metric uint32
 	n      int // the metric's series
 	full   bool
+	rows   []int32 // the rows read (full)
 	slots  []*slot
 	at     []*slot  // the slot of each label position of the last series
 	totals []uint64 // each series' label-set hash (full)
@@ -157,7 +163,7 @@ func (p *metricPass) slotFor(j int, name uint32) *slot {
 	if i < 0 {
 		sl := &slot{ls: p.sn.label(name), nameID: name}
 		if p.full {
-			sl.without, sl.vals = p.sn.take(p.n), p.sn.take(p.n)
+			sl.without, sl.vals = make([]uint64, 0, p.n), make([]uint64, 0, p.n)
 		}
 		p.slots, i = append(p.slots, sl), len(p.slots)
 	}
@@ -201,28 +207,20 @@ func (p *metricPass) add(pairs []uint32) {
 	}
 }
 
-// addMetric counts one metric's series, rows of t.
-func (sn *snapshot) addMetric(t *timeline.SeriesTable, rows []int32, full bool) {
-	ms := &metricStat{name: sn.strs[t.Rows[rows[0]].Metric], series: len(rows)}
+// finish adds up one metric's pass.
+func (sn *snapshot) finish(t *timeline.SeriesTable, p *metricPass) {
+	ms := &metricStat{name: sn.strs[p.metric], series: p.n}
 	sn.metrics = append(sn.metrics, ms)
-	p := &metricPass{sn: sn, n: len(rows), full: full}
-	if full {
-		p.totals = make([]uint64, 0, len(rows))
-	}
-	for _, i := range rows {
-		p.add(t.Labels(&t.Rows[i]))
-	}
 	for _, sl := range p.slots {
 		sl.ls.series += sl.series
 		sl.ls.metrics++
 	}
-	if !full {
+	if !p.full {
 		return
 	}
-	ms.labels = p.multipliers(t, rows)
+	ms.labels = p.multipliers(t)
 	for i, sl := range p.slots {
 		sl.ls.saves += ms.labels[i].Saves
-		sn.give(sl.without, sl.vals)
 	}
 	slices.SortFunc(ms.labels, func(a, b MetricLabel) int {
 		return cmp.Or(cmp.Compare(b.Saves, a.Saves), cmp.Compare(b.Values, a.Values), strings.Compare(a.Name, b.Name))
@@ -234,8 +232,9 @@ func (sn *snapshot) addMetric(t *timeline.SeriesTable, rows []int32, full bool) 
 // hashed as the sum of its pairs' hashes, so the set without one label is
 // the sum less that pair's hash; a series without the label keeps its
 // whole hash.
-func (p *metricPass) multipliers(t *timeline.SeriesTable, rows []int32) []MetricLabel {
+func (p *metricPass) multipliers(t *timeline.SeriesTable) []MetricLabel {
 	out := make([]MetricLabel, 0, len(p.slots))
+	rows := p.rows
 	for _, sl := range p.slots {
 		if sl.series < len(rows) {
 			for k, i := range rows {
@@ -292,20 +291,6 @@ func (s *hashSet) distinct(hs []uint64) int {
 	}
 	return n
 }
-
-// take is an empty buffer with room for n hashes.
-func (sn *snapshot) take(n int) []uint64 {
-	if k := len(sn.pool); k > 0 {
-		b := sn.pool[k-1]
-		sn.pool = sn.pool[:k-1]
-		if cap(b) >= n {
-			return b[:0]
-		}
-	}
-	return make([]uint64, 0, n)
-}
-
-func (sn *snapshot) give(bufs ...[]uint64) { sn.pool = append(sn.pool, bufs...) }
 
 // fill writes the snapshot's counts into rep, the first top of each list.
 func (sn *snapshot) fill(rep *Report, top int) {
