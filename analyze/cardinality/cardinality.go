@@ -5,7 +5,9 @@
 // aggregate it away with a recording rule) with the series it would save.
 //
 // It reads the series ingested from Prometheus evidence through the
-// SeriesLister role, or a saved /api/v1/status/tsdb answer (ReadTSDBStatus).
+// PresenceReader role (the series present at both instants in one read,
+// their labels as interned ids) where the store has it, else through
+// SeriesLister, or a saved /api/v1/status/tsdb answer (ReadTSDBStatus).
 // It never prints, never imports an ingester and runs no SQL.
 package cardinality
 
