@@ -5,12 +5,13 @@
 // aggregate it away with a recording rule) with the series it would save.
 //
 // It reads the series ingested from Prometheus evidence through the
-// SeriesLister role, or a saved /api/v1/status/tsdb answer (ReadTSDBStatus).
+// PresenceReader role (the series present at both instants in one read,
+// their labels as interned ids) where the store has it, else through
+// SeriesLister, or a saved /api/v1/status/tsdb answer (ReadTSDBStatus).
 // It never prints, never imports an ingester and runs no SQL.
 package cardinality
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,6 +26,14 @@ import (
 // SeriesLister is what the analysis reads: the series a query selects.
 type SeriesLister interface {
 	Series(ctx context.Context, q timeline.SeriesQuery) iter.Seq2[*timeline.Series, error]
+}
+
+// PresenceReader is the read a store may offer beside Series: the series
+// present in each of a few spans, with their labels as interned ids, in
+// one query and without their samples. Run takes it when the store has
+// it; the answer is the same as from reading Series span by span.
+type PresenceReader interface {
+	PresentSeries(ctx context.Context, q timeline.PresenceQuery) (*timeline.SeriesTable, error)
 }
 
 // DefaultLookback is how far back from an instant a sample keeps its
@@ -85,71 +94,93 @@ func Run(ctx context.Context, s SeriesLister, o Options) (*Report, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	// The two instants are read side by side: each read is mostly the
-	// store's, on a connection of its own.
-	var then instant
-	var wg sync.WaitGroup
-	if !o.Vs.IsZero() {
-		wg.Go(func() { then = readInstant(ctx, s, o.Metric, o.Vs, o.lookback(), false) })
-	}
-	now := readInstant(ctx, s, o.Metric, o.At, o.lookback(), true)
-	wg.Wait()
-	if err := cmp.Or(now.err, then.err); err != nil {
+	tab, err := readTable(ctx, s, o)
+	if err != nil {
 		return nil, err
 	}
-	log.Debug("cardinality: series read", "at", o.At, "series", len(now.series), "vs", o.Vs, "seriesVs", len(then.series))
-	if len(now.series) == 0 {
+	// The two instants are counted side by side.
+	var then *snapshot
+	var wg sync.WaitGroup
+	if !o.Vs.IsZero() {
+		wg.Go(func() { then = measure(tab, bitVs, false) })
+	}
+	now := measure(tab, bitAt, true)
+	wg.Wait()
+	log.Debug("cardinality: series read", "at", o.At, "series", now.n, "vs", o.Vs, "rows", len(tab.Rows))
+	if now.n == 0 {
 		if err := checkAny(ctx, s, o.Metric); err != nil {
 			return nil, err
 		}
 	}
 	rep := newReport("timeline", o)
-	snap := now.snap
-	snap.fill(rep, o.top())
-	if !o.Vs.IsZero() {
-		rep.Churn = churn(now.series, then.series, snap, then.snap, o.top())
+	now.fill(rep, o.top())
+	if then != nil {
+		rep.Churn = churn(tab, now, then, o.top())
 	}
-	rep.Targets = targets(snap, then.snap, o.top())
-	rep.Worst = worst(snap, o.top())
+	rep.Targets = targets(now, then, o.top())
+	rep.Worst = worst(now, o.top())
 	return rep, nil
 }
 
-// instant is the series present at one instant, and their counts.
-type instant struct {
-	series []*timeline.Series
-	snap   *snapshot
-	err    error
+// The bits of a table row for the series present at At and at Vs: the
+// spans of the PresenceQuery, in that order.
+const (
+	bitAt uint8 = 1 << iota
+	bitVs
+)
+
+// presenceQuery asks for the series present at At (within the lookback)
+// and at Vs, or every series held for a zero At.
+func presenceQuery(o Options) timeline.PresenceQuery {
+	q := timeline.PresenceQuery{Metric: o.Metric}
+	if o.At.IsZero() {
+		q.Spans = []timeline.Span{{}}
+		return q
+	}
+	// Prometheus's lookback is left-open: (at - lookback, at].
+	lookback := func(at time.Time) timeline.Span {
+		return timeline.Span{Since: at.Add(-o.lookback() + time.Nanosecond), Until: at.Add(time.Nanosecond)}
+	}
+	q.Spans = append(q.Spans, lookback(o.At))
+	if !o.Vs.IsZero() {
+		q.Spans = append(q.Spans, lookback(o.Vs))
+	}
+	return q
 }
 
-func readInstant(ctx context.Context, s SeriesLister, metric string, at time.Time, lookback time.Duration, full bool) instant {
-	series, err := readSet(ctx, s, metric, at, lookback)
+// readTable reads the series present at At and Vs: in one read from a
+// PresenceReader, else span by span (tableOf).
+func readTable(ctx context.Context, s SeriesLister, o Options) (*timeline.SeriesTable, error) {
+	q := presenceQuery(o)
+	pr, ok := s.(PresenceReader)
+	if !ok {
+		return tableOf(ctx, s, q)
+	}
+	tab, err := pr.PresentSeries(ctx, q)
 	if err != nil {
-		return instant{err: err}
+		return nil, fmt.Errorf("cardinality: %w", err)
 	}
-	return instant{series: series, snap: measure(series, full)}
+	return tab, nil
 }
 
-// readSet reads the series present at at (within lookback), or every
-// series held for a zero at.
-func readSet(ctx context.Context, s SeriesLister, metric string, at time.Time, lookback time.Duration) ([]*timeline.Series, error) {
-	q := timeline.SeriesQuery{Metric: metric}
-	if !at.IsZero() {
-		// Prometheus's lookback is left-open: (at - lookback, at].
-		q.Since, q.Until = at.Add(-lookback+time.Nanosecond), at.Add(time.Nanosecond)
-	}
-	var out []*timeline.Series
-	for sr, err := range s.Series(ctx, q) {
-		if err != nil {
-			return nil, fmt.Errorf("cardinality: %w", err)
-		}
-		out = append(out, sr)
-		if len(out)%65536 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
+// tableOf answers q from the Series of each of its spans.
+func tableOf(ctx context.Context, s SeriesLister, q timeline.PresenceQuery) (*timeline.SeriesTable, error) {
+	var b timeline.SeriesTableBuilder
+	n := 0
+	for i, sp := range q.Spans {
+		for sr, err := range s.Series(ctx, timeline.SeriesQuery{Metric: q.Metric, Since: sp.Since, Until: sp.Until}) {
+			if err != nil {
+				return nil, fmt.Errorf("cardinality: %w", err)
+			}
+			b.Add(sr, 1<<i)
+			if n++; n%65536 == 0 {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
-	return out, nil
+	return b.Table(), nil
 }
 
 // checkAny returns ErrNoSeries when s holds no series of metric at all.

@@ -13,37 +13,33 @@ const exampleValues = 3
 
 // churn compares the series at At with those at Vs: which appeared,
 // which disappeared, per metric, and which labels' values came and went.
-func churn(at, vs []*timeline.Series, snAt, snVs *snapshot, top int) *Churn {
-	c := &Churn{SeriesVs: len(vs), Metrics: []MetricChurn{}, Labels: []LabelChurn{}}
-	inAt, inVs := ids(at), ids(vs)
-	per := map[string]*MetricChurn{}
-	var m *MetricChurn
-	metric := func(name string) *MetricChurn {
-		if m != nil && m.Name == name { // series come grouped by metric
-			return m
+func churn(t *timeline.SeriesTable, snAt, snVs *snapshot, top int) *Churn {
+	c := &Churn{SeriesVs: snVs.n, Metrics: []MetricChurn{}, Labels: []LabelChurn{}}
+	per := map[uint32]*MetricChurn{}
+	for i := range t.Rows {
+		r := &t.Rows[i]
+		in := r.In & (bitAt | bitVs)
+		if in == 0 {
+			continue
 		}
-		if m = per[name]; m == nil {
-			m = &MetricChurn{Name: name}
-			per[name] = m
+		m := per[r.Metric]
+		if m == nil {
+			m = &MetricChurn{Name: t.Strings[r.Metric]}
+			per[r.Metric] = m
 		}
-		return m
-	}
-	for _, s := range at {
-		m := metric(s.Metric)
-		m.Series++
-		if _, ok := slices.BinarySearch(inVs, s.ID); ok {
+		switch in {
+		case bitAt | bitVs:
+			m.Series++
+			m.SeriesVs++
 			c.Kept++
-		} else {
-			c.Appeared++
+		case bitAt:
+			m.Series++
 			m.Appeared++
-		}
-	}
-	for _, s := range vs {
-		m := metric(s.Metric)
-		m.SeriesVs++
-		if _, ok := slices.BinarySearch(inAt, s.ID); !ok {
-			c.Disappeared++
+			c.Appeared++
+		case bitVs:
+			m.SeriesVs++
 			m.Disappeared++
+			c.Disappeared++
 		}
 	}
 	for _, m := range per {
@@ -59,20 +55,10 @@ func churn(at, vs []*timeline.Series, snAt, snVs *snapshot, top int) *Churn {
 	return c
 }
 
-// ids are the series' IDs, sorted.
-func ids(series []*timeline.Series) []int64 {
-	out := make([]int64, len(series))
-	for i, s := range series {
-		out[i] = s.ID
-	}
-	slices.Sort(out)
-	return out
-}
-
 // labelChurn is, for every label name at either instant, its values
 // present at one and not the other, the most churned label first.
 func labelChurn(snAt, snVs *snapshot) []LabelChurn {
-	names := map[string]bool{}
+	names := map[uint32]bool{}
 	for n := range snAt.labels {
 		names[n] = true
 	}
@@ -81,16 +67,16 @@ func labelChurn(snAt, snVs *snapshot) []LabelChurn {
 	}
 	out := []LabelChurn{}
 	for n := range names {
-		var now, then map[string]int32
+		var now, then map[uint32]int32
 		if ls := snAt.labels[n]; ls != nil {
 			now = ls.values
 		}
 		if ls := snVs.labels[n]; ls != nil {
 			then = ls.values
 		}
-		lc := LabelChurn{Name: n}
-		lc.NewValues, lc.Appeared, lc.Examples = missing(now, then)
-		lc.GoneValues, lc.Disappeared, _ = missing(then, now)
+		lc := LabelChurn{Name: snAt.strs[n]}
+		lc.NewValues, lc.Appeared, lc.Examples = missing(now, then, snAt.strs)
+		lc.GoneValues, lc.Disappeared, _ = missing(then, now, snAt.strs)
 		if lc.NewValues+lc.GoneValues > 0 {
 			out = append(out, lc)
 		}
@@ -103,14 +89,15 @@ func labelChurn(snAt, snVs *snapshot) []LabelChurn {
 }
 
 // missing counts the values of a that b lacks, the series carrying them,
-// and the first few of them in order.
-func missing(a, b map[string]int32) (values, series int, examples []string) {
-	for v, n := range a {
-		if _, ok := b[v]; ok {
+// and the first few of them in order (values are ids into strs).
+func missing(a, b map[uint32]int32, strs []string) (values, series int, examples []string) {
+	for id, n := range a {
+		if _, ok := b[id]; ok {
 			continue
 		}
 		values++
 		series += int(n)
+		v := strs[id]
 		if len(examples) == exampleValues && v >= examples[exampleValues-1] {
 			continue
 		}

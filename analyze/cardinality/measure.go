@@ -2,7 +2,7 @@ package cardinality
 
 import (
 	"cmp"
-	"hash/maphash"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -10,16 +10,21 @@ import (
 )
 
 // snapshot is what one instant's series add up to: per metric, per
-// label name over every metric, and per scrape target.
+// label name over every metric, and per scrape target. Labels are
+// counted by their ids in the table's strings.
 type snapshot struct {
 	n       int
+	strs    []string
 	metrics []*metricStat // in name order
-	labels  map[string]*labelStat
-	targets map[targetKey]int
+	labels  map[uint32]*labelStat
+	targets map[targetIDs]int
 
-	seed maphash.Seed
-	pool [][]uint64 // hash buffers reused from metric to metric
+	set hashSet
 }
+
+// targetIDs is a scrape target as the ids of its job and instance
+// values (0: none).
+type targetIDs struct{ job, instance uint32 }
 
 type metricStat struct {
 	name   string
@@ -29,48 +34,39 @@ type metricStat struct {
 
 type labelStat struct {
 	name    string
-	values  map[string]int32 // series per value
+	role    labelRole
+	values  map[uint32]int32 // series per value id
 	series  int
 	metrics int
 	saves   int
 }
 
+// labelRole marks the labels that name a scrape target.
+type labelRole uint8
+
+const (
+	roleOther labelRole = iota
+	roleJob
+	roleInstance
+)
+
 // slot is one label name within one metric, while its series are read.
 type slot struct {
-	ls       *labelStat
-	nameHash uint64
-	series   int
-	// The last value seen, its pair hash and the series carrying it not
-	// yet counted in ls.values: series come sorted, so values repeat.
-	last    string
-	lastH   uint64
-	pending int32
+	ls     *labelStat
+	nameID uint32
+	series int
 	// Full snapshots: each series' label-set hash without this label,
-	// and this label's pair hash.
+	// and this label's value id.
 	without, vals []uint64
 }
 
-func (sl *slot) value(v string, seed maphash.Seed) uint64 {
-	if sl.pending > 0 && v == sl.last {
-		sl.pending++
-		return sl.lastH
-	}
-	sl.flush()
-	sl.last, sl.pending = v, 1
-	sl.lastH = mix(sl.nameHash ^ maphash.String(seed, v))
-	return sl.lastH
-}
+// pairHash is the hash of one label pair. A label set's hash is the sum
+// of its pairs', so each must spread over all 64 bits.
+func pairHash(name, value uint32) uint64 { return spread(uint64(name)<<32 | uint64(value)) }
 
-func (sl *slot) flush() {
-	if sl.pending > 0 {
-		sl.ls.values[sl.last] += sl.pending
-		sl.pending = 0
-	}
-}
-
-// mix is MurmurHash3's 64-bit finalizer: pair hashes are summed into a
-// set's hash, so each must spread over all 64 bits.
-func mix(h uint64) uint64 {
+// spread is MurmurHash3's 64-bit finalizer: a bijection whose every
+// output bit depends on every input bit.
+func spread(h uint64) uint64 {
 	h ^= h >> 33
 	h *= 0xff51afd7ed558ccd
 	h ^= h >> 33
@@ -79,40 +75,67 @@ func mix(h uint64) uint64 {
 	return h
 }
 
-// measure counts series by metric, label and target. A full snapshot
-// also measures what each label multiplies each metric's series by; the
-// other instant of a churn needs only the counts.
-func measure(series []*timeline.Series, full bool) *snapshot {
-	sn := &snapshot{n: len(series), labels: map[string]*labelStat{}, targets: map[targetKey]int{}, seed: maphash.MakeSeed()}
-	series = byMetric(series)
-	for lo := 0; lo < len(series); {
-		hi := lo + 1
-		for hi < len(series) && series[hi].Metric == series[lo].Metric {
-			hi++
+// measure counts the series of t present at bit by metric, label and
+// target. A full snapshot also measures what each label multiplies each
+// metric's series by; the other instant of a churn needs only the counts.
+// It reads the table once, in order (rows of one metric lie scattered
+// over it), each row into its metric's pass.
+func measure(t *timeline.SeriesTable, bit uint8, full bool) *snapshot {
+	sn := &snapshot{strs: t.Strings, labels: map[uint32]*labelStat{}, targets: map[targetIDs]int{}}
+	passes := sn.passes(t, bit, full)
+	var p *metricPass
+	for i := range t.Rows {
+		r := &t.Rows[i]
+		if r.In&bit == 0 {
+			continue
 		}
-		sn.addMetric(series[lo:hi], full)
-		lo = hi
+		if p == nil || p.metric != r.Metric {
+			p = passes[r.Metric]
+		}
+		p.add(t.Labels(r))
+		if full {
+			p.rows = append(p.rows, int32(i))
+		}
 	}
+	for _, p := range passes {
+		sn.n += p.n
+		sn.finish(t, p)
+	}
+	slices.SortFunc(sn.metrics, func(a, b *metricStat) int { return strings.Compare(a.name, b.name) })
 	return sn
 }
 
-// byMetric is series grouped by metric: as given when a store answers in
-// CompareSeries order, else a sorted copy.
-func byMetric(series []*timeline.Series) []*timeline.Series {
-	byName := func(a, b *timeline.Series) int { return strings.Compare(a.Metric, b.Metric) }
-	if slices.IsSortedFunc(series, byName) {
-		return series
+// passes makes a pass for each metric present at bit, sized for its
+// series.
+func (sn *snapshot) passes(t *timeline.SeriesTable, bit uint8, full bool) map[uint32]*metricPass {
+	counts := map[uint32]int{}
+	for i := range t.Rows {
+		if r := &t.Rows[i]; r.In&bit != 0 {
+			counts[r.Metric]++
+		}
 	}
-	series = slices.Clone(series)
-	slices.SortStableFunc(series, byName)
-	return series
+	out := make(map[uint32]*metricPass, len(counts))
+	for m, n := range counts {
+		p := &metricPass{sn: sn, metric: m, n: n, full: full}
+		if full {
+			p.totals, p.rows = make([]uint64, 0, n), make([]int32, 0, n)
+		}
+		out[m] = p
+	}
+	return out
 }
 
-func (sn *snapshot) label(name string) *labelStat {
-	ls := sn.labels[name]
+func (sn *snapshot) label(id uint32) *labelStat {
+	ls := sn.labels[id]
 	if ls == nil {
-		ls = &labelStat{name: name, values: map[string]int32{}}
-		sn.labels[name] = ls
+		ls = &labelStat{name: sn.strs[id], values: map[uint32]int32{}}
+		switch ls.name {
+		case "job":
+			ls.role = roleJob
+		case "instance":
+			ls.role = roleInstance
+		}
+		sn.labels[id] = ls
 	}
 	return ls
 }
@@ -120,26 +143,27 @@ func (sn *snapshot) label(name string) *labelStat {
 // metricPass is one metric's series being read.
 type metricPass struct {
 	sn     *snapshot
+	metric uint32
+	n      int // the metric's series
 	full   bool
+	rows   []int32 // the rows read (full)
 	slots  []*slot
 	at     []*slot  // the slot of each label position of the last series
 	totals []uint64 // each series' label-set hash (full)
 	hs     []uint64 // the pair hashes of the series being read
-	target targetKey
-	tn     int
 }
 
 // slotFor finds the slot of the label at position j: most series of a
 // metric have the same names at the same places.
-func (p *metricPass) slotFor(j int, name string) *slot {
-	if j < len(p.at) && p.at[j].ls.name == name {
+func (p *metricPass) slotFor(j int, name uint32) *slot {
+	if j < len(p.at) && p.at[j].nameID == name {
 		return p.at[j]
 	}
-	i := slices.IndexFunc(p.slots, func(sl *slot) bool { return sl.ls.name == name })
+	i := slices.IndexFunc(p.slots, func(sl *slot) bool { return sl.nameID == name })
 	if i < 0 {
-		sl := &slot{ls: p.sn.label(name), nameHash: maphash.String(p.sn.seed, name)}
+		sl := &slot{ls: p.sn.label(name), nameID: name}
 		if p.full {
-			sl.without, sl.vals = p.sn.take(), p.sn.take()
+			sl.without, sl.vals = make([]uint64, 0, p.n), make([]uint64, 0, p.n)
 		}
 		p.slots, i = append(p.slots, sl), len(p.slots)
 	}
@@ -150,24 +174,28 @@ func (p *metricPass) slotFor(j int, name string) *slot {
 	return p.slots[i]
 }
 
-func (p *metricPass) add(s *timeline.Series) {
+func (p *metricPass) add(pairs []uint32) {
 	var total uint64
-	var tk targetKey
+	var tk targetIDs
 	p.hs = p.hs[:0]
-	for j, l := range s.Labels {
-		sl := p.slotFor(j, l.Name)
+	for j := 0; j+1 < len(pairs); j += 2 {
+		name, v := pairs[j], pairs[j+1]
+		sl := p.slotFor(j/2, name)
 		sl.series++
-		h := sl.value(l.Value, p.sn.seed)
+		sl.ls.values[v]++
+		h := pairHash(name, v)
 		p.hs = append(p.hs, h)
 		total += h
-		switch l.Name {
-		case "job":
-			tk.job = l.Value
-		case "instance":
-			tk.instance = l.Value
+		switch sl.ls.role {
+		case roleJob:
+			tk.job = v
+		case roleInstance:
+			tk.instance = v
 		}
 	}
-	p.countTarget(tk)
+	if tk != (targetIDs{}) {
+		p.sn.targets[tk]++
+	}
 	if !p.full {
 		return
 	}
@@ -175,49 +203,24 @@ func (p *metricPass) add(s *timeline.Series) {
 	for j, h := range p.hs {
 		sl := p.at[j]
 		sl.without = append(sl.without, total-h)
-		sl.vals = append(sl.vals, h)
+		sl.vals = append(sl.vals, uint64(pairs[2*j+1]))
 	}
 }
 
-// countTarget counts a series of target k, in runs as series come
-// sorted.
-func (p *metricPass) countTarget(k targetKey) {
-	if p.tn > 0 && k == p.target {
-		p.tn++
-		return
-	}
-	p.flushTarget()
-	p.target, p.tn = k, 1
-}
-
-func (p *metricPass) flushTarget() {
-	if p.tn > 0 && p.target != (targetKey{}) {
-		p.sn.targets[p.target] += p.tn
-	}
-	p.tn = 0
-}
-
-// addMetric counts one metric's series.
-func (sn *snapshot) addMetric(group []*timeline.Series, full bool) {
-	ms := &metricStat{name: group[0].Metric, series: len(group)}
+// finish adds up one metric's pass.
+func (sn *snapshot) finish(t *timeline.SeriesTable, p *metricPass) {
+	ms := &metricStat{name: sn.strs[p.metric], series: p.n}
 	sn.metrics = append(sn.metrics, ms)
-	p := &metricPass{sn: sn, full: full}
-	for _, s := range group {
-		p.add(s)
-	}
-	p.flushTarget()
 	for _, sl := range p.slots {
-		sl.flush()
 		sl.ls.series += sl.series
 		sl.ls.metrics++
 	}
-	if !full {
+	if !p.full {
 		return
 	}
-	ms.labels = p.multipliers(group)
+	ms.labels = p.multipliers(t)
 	for i, sl := range p.slots {
 		sl.ls.saves += ms.labels[i].Saves
-		sn.give(sl.without, sl.vals)
 	}
 	slices.SortFunc(ms.labels, func(a, b MetricLabel) int {
 		return cmp.Or(cmp.Compare(b.Saves, a.Saves), cmp.Compare(b.Values, a.Values), strings.Compare(a.Name, b.Name))
@@ -229,47 +232,64 @@ func (sn *snapshot) addMetric(group []*timeline.Series, full bool) {
 // hashed as the sum of its pairs' hashes, so the set without one label is
 // the sum less that pair's hash; a series without the label keeps its
 // whole hash.
-func (p *metricPass) multipliers(group []*timeline.Series) []MetricLabel {
+func (p *metricPass) multipliers(t *timeline.SeriesTable) []MetricLabel {
 	out := make([]MetricLabel, 0, len(p.slots))
+	rows := p.rows
 	for _, sl := range p.slots {
-		if sl.series < len(group) {
-			for i, s := range group {
-				if _, ok := labelIndex(s.Labels, sl.ls.name); !ok {
-					sl.without = append(sl.without, p.totals[i])
+		if sl.series < len(rows) {
+			for k, i := range rows {
+				if !hasName(t.Labels(&t.Rows[i]), sl.nameID) {
+					sl.without = append(sl.without, p.totals[k])
 				}
 			}
 		}
-		w := distinct(sl.without)
-		out = append(out, MetricLabel{Name: sl.ls.name, Values: distinct(sl.vals), Multiplier: float64(len(group)) / float64(w), Saves: len(group) - w})
+		w := p.sn.set.distinct(sl.without)
+		out = append(out, MetricLabel{Name: sl.ls.name, Values: p.sn.set.distinct(sl.vals), Multiplier: float64(len(rows)) / float64(w), Saves: len(rows) - w})
 	}
 	return out
 }
 
-// distinct counts the distinct hashes of hs (which it sorts).
-func distinct(hs []uint64) int {
-	slices.Sort(hs)
-	n := 0
-	for i, h := range hs {
-		if i == 0 || h != hs[i-1] {
+// hasName reports whether pairs hold the label name id.
+func hasName(pairs []uint32, name uint32) bool {
+	for j := 0; j < len(pairs); j += 2 {
+		if pairs[j] == name {
+			return true
+		}
+	}
+	return false
+}
+
+// hashSet counts distinct 64-bit values: open addressing over a table
+// reused from count to count.
+type hashSet struct{ slots []uint64 }
+
+// distinct counts the distinct values of hs.
+func (s *hashSet) distinct(hs []uint64) int {
+	size := 1 << bits.Len(uint(2*len(hs)))
+	if cap(s.slots) < size {
+		s.slots = make([]uint64, size)
+	}
+	s.slots = s.slots[:size]
+	clear(s.slots)
+	mask := uint64(size - 1)
+	n, zero := 0, false
+	for _, h := range hs {
+		if h == 0 { // 0 marks a free slot
+			if !zero {
+				zero, n = true, n+1
+			}
+			continue
+		}
+		i := spread(h) & mask
+		for s.slots[i] != 0 && s.slots[i] != h {
+			i = (i + 1) & mask
+		}
+		if s.slots[i] == 0 {
+			s.slots[i] = h
 			n++
 		}
 	}
 	return n
-}
-
-func (sn *snapshot) take() []uint64 {
-	if n := len(sn.pool); n > 0 {
-		b := sn.pool[n-1]
-		sn.pool = sn.pool[:n-1]
-		return b[:0]
-	}
-	return nil
-}
-
-func (sn *snapshot) give(bufs ...[]uint64) { sn.pool = append(sn.pool, bufs...) }
-
-func labelIndex(ls timeline.Labels, name string) (int, bool) {
-	return slices.BinarySearchFunc(ls, name, func(l timeline.Label, n string) int { return strings.Compare(l.Name, n) })
 }
 
 // fill writes the snapshot's counts into rep, the first top of each list.
@@ -304,7 +324,7 @@ func (sn *snapshot) topPairs(top int) []Pair {
 	}
 	for _, ls := range sn.labels {
 		for v, n := range ls.values {
-			p := Pair{Name: ls.name, Value: v, Series: int(n)}
+			p := Pair{Name: ls.name, Value: sn.strs[v], Series: int(n)}
 			if top < 0 {
 				out = append(out, p)
 				continue

@@ -9,6 +9,11 @@ import (
 // targetKey is a scrape target: its job and instance labels.
 type targetKey struct{ job, instance string }
 
+// target is the scrape target of ids k.
+func (sn *snapshot) target(k targetIDs) targetKey {
+	return targetKey{job: sn.strs[k.job], instance: sn.strs[k.instance]}
+}
+
 // targets lists the series per scrape target at At (and at Vs when
 // compared): those that grew most first, or with no Vs those with the
 // most series. Series with neither label are left out.
@@ -23,11 +28,11 @@ func targets(at, vs *snapshot, top int) []Target {
 		return t
 	}
 	for k, n := range at.targets {
-		get(k).Series = n
+		get(at.target(k)).Series = n
 	}
 	if vs != nil {
 		for k, n := range vs.targets {
-			get(k).SeriesVs = n
+			get(vs.target(k)).SeriesVs = n
 		}
 	}
 	out := make([]Target, 0, len(per))

@@ -341,19 +341,10 @@ func (s *Store) series(ctx context.Context, q timeline.SeriesQuery) ([]*timeline
 // metric the dictionary does not hold.
 func seriesSQL(q timeline.SeriesQuery, dict []string) (string, []any) {
 	var where []string
-	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
-	if !q.Since.IsZero() {
-		lo = boundNS(q.Since)
-	}
-	if !q.Until.IsZero() {
-		hi = boundNS(q.Until)
-	}
+	lo, hi := spanNS(timeline.Span{Since: q.Since, Until: q.Until})
 	args := []any{lo, hi}
 	if !q.Since.IsZero() || !q.Until.IsZero() {
-		// first_ns and last_ns are sample times: a series whose first or
-		// last sample lies in the span needs no look into sample.
-		where = append(where, `last_ns >= ?1 AND first_ns < ?2 AND (first_ns >= ?1 OR last_ns < ?2 OR
-			EXISTS (SELECT 1 FROM sample WHERE series = series.id AND time_ns >= ?1 AND time_ns < ?2))`)
+		where = append(where, spanCond(1, 2))
 	}
 	if q.Metric != "" {
 		id := slices.Index(dict, q.Metric)
@@ -367,6 +358,27 @@ func seriesSQL(q timeline.SeriesQuery, dict []string) (string, []any) {
 		return query, nil
 	}
 	return query + " WHERE " + strings.Join(where, " AND "), args
+}
+
+// spanNS is a span's bounds in nanoseconds, unbounded ends as the
+// extremes.
+func spanNS(sp timeline.Span) (lo, hi int64) {
+	lo, hi = int64(math.MinInt64), int64(math.MaxInt64)
+	if !sp.Since.IsZero() {
+		lo = boundNS(sp.Since)
+	}
+	if !sp.Until.IsZero() {
+		hi = boundNS(sp.Until)
+	}
+	return lo, hi
+}
+
+// spanCond is true for a series with a sample in [?lo, ?hi), the
+// numbered parameters. first_ns and last_ns are sample times: a series
+// whose first or last sample lies in the span needs no look into sample.
+func spanCond(lo, hi int) string {
+	return fmt.Sprintf(`(last_ns >= ?%[1]d AND first_ns < ?%[2]d AND (first_ns >= ?%[1]d OR last_ns < ?%[2]d OR
+		EXISTS (SELECT 1 FROM sample WHERE series = series.id AND time_ns >= ?%[1]d AND time_ns < ?%[2]d)))`, lo, hi)
 }
 
 // seriesArena hands out series, labels and sort keys from large blocks: a

@@ -2,6 +2,7 @@ package timelinetest
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -43,9 +44,31 @@ func seriesFixture(t0 time.Time) ([]*timeline.Series, [][]timeline.Sample) {
 	return series, samples
 }
 
-// addSeries writes the fixture in one run and returns the run as
-// committed.
+// WriteSeries writes series and their samples (samples[i] those of
+// series[i]) into s in one metrics run, and returns the run as committed.
+func WriteSeries(t testing.TB, s timeline.Appender, series []*timeline.Series, samples [][]timeline.Sample) *timeline.IngestRun {
+	t.Helper()
+	return writeSeries(t, s, series, samples, nil)
+}
+
+// addSeries writes the fixture in one run, its first sample again in the
+// same batch, and returns the run as committed.
 func addSeries(t *testing.T, s SeriesStore, series []*timeline.Series, samples [][]timeline.Sample) *timeline.IngestRun {
+	t.Helper()
+	// Given twice in one batch: nothing more.
+	return writeSeries(t, s, series, samples, func(b timeline.Batch, run *timeline.IngestRun) {
+		n, err := b.AddSamples(context.Background(), series[0], samples[0][:1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		run.Records += int64(n)
+		run.Duplicates += int64(1 - n)
+	})
+}
+
+// writeSeries writes series in one run, calls more (if not nil) before
+// the batch commits, and returns the run as committed.
+func writeSeries(t testing.TB, s timeline.Appender, series []*timeline.Series, samples [][]timeline.Sample, more func(timeline.Batch, *timeline.IngestRun)) *timeline.IngestRun {
 	t.Helper()
 	ctx := context.Background()
 	run := &timeline.IngestRun{Source: timeline.SourceMetrics, Path: "fixture"}
@@ -64,13 +87,9 @@ func addSeries(t *testing.T, s SeriesStore, series []*timeline.Series, samples [
 		run.Records += int64(n)
 		run.Duplicates += int64(len(samples[i]) - n)
 	}
-	// Given twice in one batch: nothing more.
-	n, err := b.AddSamples(ctx, series[0], samples[0][:1])
-	if err != nil {
-		t.Fatal(err)
+	if more != nil {
+		more(b, run)
 	}
-	run.Records += int64(n)
-	run.Duplicates += int64(1 - n)
 	if err := b.Commit(ctx, run); err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +151,7 @@ func CheckSeries(t *testing.T, s SeriesStore) {
 			}
 		})
 	}
+	checkPresentSeries(t, s, t0)
 	var want, got []timeline.Sample
 	for _, i := range []int{1, 2} {
 		for _, sm := range samples[i] {
@@ -149,5 +169,59 @@ func CheckSeries(t *testing.T, s SeriesStore) {
 	}
 	if diff := cmp.Diff(want, got, cmpopts.EquateNaNs()); diff != "" {
 		t.Errorf("samples (-want +got):\n%s", diff)
+	}
+}
+
+// presenceReader is the store's read of the series present in a few
+// spans at once, where it has one.
+type presenceReader interface {
+	PresentSeries(ctx context.Context, q timeline.PresenceQuery) (*timeline.SeriesTable, error)
+}
+
+// checkPresentSeries checks that PresentSeries answers as Series does
+// span by span, for the fixture CheckSeries wrote.
+func checkPresentSeries(t *testing.T, s SeriesStore, t0 time.Time) {
+	pr, ok := s.(presenceReader)
+	if !ok {
+		return
+	}
+	sec := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Second) }
+	for _, tc := range []struct {
+		name string
+		q    timeline.PresenceQuery
+	}{
+		{"every series", timeline.PresenceQuery{Spans: []timeline.Span{{}}}},
+		{"two spans", timeline.PresenceQuery{Spans: []timeline.Span{{Since: sec(40), Until: sec(60)}, {Until: sec(1)}}}},
+		{"a gap and its edges", timeline.PresenceQuery{Spans: []timeline.Span{{Since: sec(31), Until: sec(44)}, {Since: sec(30), Until: sec(31)}, {Since: sec(16), Until: sec(30)}}}},
+		{"one metric", timeline.PresenceQuery{Metric: "up", Spans: []timeline.Span{{Since: sec(15)}}}},
+		{"unknown metric", timeline.PresenceQuery{Metric: "nope", Spans: []timeline.Span{{}}}},
+	} {
+		t.Run("present/"+tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			want := map[int64]string{}
+			for i, sp := range tc.q.Spans {
+				for sr, err := range s.Series(ctx, timeline.SeriesQuery{Metric: tc.q.Metric, Since: sp.Since, Until: sp.Until}) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					want[sr.ID] += fmt.Sprintf("%s in %d;", sr, i)
+				}
+			}
+			tab, err := pr.PresentSeries(ctx, tc.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[int64]string{}
+			for i, r := range tab.Rows {
+				for b := range len(tc.q.Spans) {
+					if r.In&(1<<b) != 0 {
+						got[r.ID] += fmt.Sprintf("%s in %d;", tab.Series(i), b)
+					}
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("series by id (-Series +PresentSeries):\n%s", diff)
+			}
+		})
 	}
 }
