@@ -110,9 +110,10 @@ type SampleBatch interface {
 	// AddSamples stores samples of s (their Series is taken from s.ID),
 	// and s itself if it is new. It returns how many samples were new: a
 	// sample at a time the series holds already is not, nor one given
-	// twice. A store that learns this only at commit (ClickHouse) reports
-	// them all new here and corrects the run's Records and Duplicates in
-	// Commit.
+	// twice. A store that learns this only when it writes what it holds
+	// (both do: samples of many series are written together) reports them
+	// all new here and corrects the run's Records and Duplicates in
+	// Commit. It keeps neither samples nor their slice past the call.
 	AddSamples(ctx context.Context, s *Series, samples []Sample) (added int, err error)
 }
 

@@ -72,7 +72,8 @@ func (e *APIError) Error() string {
 }
 
 // SeriesFunc takes one series read and its samples, in time order as the
-// input gave them.
+// input gave them. The parser may reuse the slice of samples once it
+// returns.
 type SeriesFunc func(s *timeline.Series, samples []timeline.Sample) error
 
 // BadFunc hears of each bad piece of input skipped.

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"strconv"
+	"strings"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/textparse"
 
 	"github.com/faultline/faultline/timeline"
 )
@@ -41,175 +40,250 @@ func Detect(data []byte) Format {
 	return FormatText
 }
 
-// maxBadLines bounds the bad lines skipped in one snapshot: each costs a
-// parse of the rest of the file again.
+// maxBadLines bounds the bad lines skipped in one snapshot: past it the
+// input is most likely no snapshot at all.
 const maxBadLines = 100
 
 // ErrTooManyBad stops a snapshot with more than maxBadLines bad lines.
 var ErrTooManyBad = fmt.Errorf("more than %d bad lines: is it a /metrics snapshot?", maxBadLines)
 
+// MaxLineBytes bounds one line of a snapshot. A /metrics line is one
+// sample or one comment, a few hundred bytes; a longer one is refused with
+// the file before any parser sees it, so no parser's cost in the length of
+// a line can turn hostile input into a hang.
+const MaxLineBytes = 1 << 20
+
+// maxProblem bounds the text of a parser's message in a FieldError: the
+// parsers quote the line they stopped in.
+const maxProblem = 240
+
 // ParseExposition reads a /metrics snapshot in the text format or
-// OpenMetrics with the parsers of github.com/prometheus/common/expfmt. A
-// sample without its own timestamp takes at. A bad line is handed to bad
-// and left out, and the rest is read again without it (the parsers stop at
-// the first fault). It returns how many samples carried their own
-// timestamp.
+// OpenMetrics with Prometheus's own scrape parsers
+// (github.com/prometheus/prometheus/model/textparse), as Prometheus reads
+// a scrape: each sample line is a series (a histogram's NAME_bucket{le},
+// NAME_sum, NAME_count as written). A sample without its own timestamp
+// takes at. A bad line is handed to bad and left out, and the reading goes
+// on after it. A line over MaxLineBytes, or a NUL byte, refuses the whole
+// input with a *FieldError naming the line. It returns how many samples
+// carried their own timestamp.
 func ParseExposition(data []byte, f Format, at time.Time, each SeriesFunc, bad BadFunc) (own int, err error) {
-	lines := bytes.SplitAfter(data, []byte("\n"))
-	orig := make([]int64, len(lines)) // line number in data of each line kept
-	for i := range orig {
-		orig[i] = int64(i + 1)
-	}
-	for skipped := 0; ; skipped++ {
-		fams, err := decodeAll(bytes.Join(lines, nil), f)
-		var pe expfmt.ParseError
-		if err == nil {
-			return emitFamilies(fams, at, each)
-		}
-		if !errors.As(err, &pe) || pe.Line < 1 || pe.Line > len(lines) {
-			return 0, &FieldError{Line: lastLine(orig), Field: string(f), Problem: err.Error()}
-		}
-		bad(&FieldError{Line: orig[pe.Line-1], Field: string(f), Problem: pe.Msg})
-		if skipped == maxBadLines {
-			return 0, ErrTooManyBad
-		}
-		lines = append(lines[:pe.Line-1], lines[pe.Line:]...)
-		orig = append(orig[:pe.Line-1], orig[pe.Line:]...)
-	}
+	return parseExposition(data, f, at, nil, each, bad)
 }
 
-func lastLine(orig []int64) int64 {
-	if len(orig) == 0 {
-		return 1
+// parseExposition is ParseExposition with a cache of the series already
+// read (nil: a cache of its own).
+func parseExposition(data []byte, f Format, at time.Time, cache *seriesCache, each SeriesFunc, bad BadFunc) (int, error) {
+	if fe := checkLines(data, f); fe != nil {
+		return 0, fe
 	}
-	return orig[len(orig)-1]
-}
-
-// decodeAll reads every metric family of data, names in UTF-8 allowed.
-func decodeAll(data []byte, f Format) ([]*dto.MetricFamily, error) {
-	format := expfmt.FmtText.WithEscapingScheme(model.NoEscaping)
-	if f == FormatOpenMetrics {
-		format = expfmt.FmtOpenMetrics_1_0_0.WithEscapingScheme(model.NoEscaping)
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		data = append(data[:len(data):len(data)], '\n') // a copy: the parsers read lines to their end
 	}
-	dec := expfmt.NewDecoder(bytes.NewReader(data), format)
-	var out []*dto.MetricFamily
+	if cache == nil {
+		cache = newSeriesCache()
+	}
+	p := &expoParser{data: data, f: f, at: at, cache: cache, each: each, bad: bad, line: 1,
+		st: labels.NewSymbolTable(), buf: make([]timeline.Sample, 1)}
 	for {
-		mf := &dto.MetricFamily{}
-		err := dec.Decode(mf)
+		err := p.run(p.newParser())
+		var stop *stopError
+		switch {
+		case err == nil:
+			return p.own, nil
+		case errors.As(err, &stop):
+			return p.own, stop.err
+		case !p.skipBad(err):
+			return p.own, &FieldError{Line: max(p.line-1, 1), Field: string(f), Problem: problem(err)}
+		case p.skipped > maxBadLines:
+			return p.own, ErrTooManyBad
+		}
+	}
+}
+
+// checkLines refuses data with a line over MaxLineBytes or a NUL byte
+// (which the parsers take for the end of the input), naming the line.
+func checkLines(data []byte, f Format) *FieldError {
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		return &FieldError{Line: lineAt(data, i), Field: string(f), Problem: "NUL byte: a /metrics snapshot is text"}
+	}
+	line := int64(1)
+	for rest := data; len(rest) > 0; line++ {
+		n := bytes.IndexByte(rest, '\n')
+		if n < 0 {
+			n = len(rest)
+		}
+		if n > MaxLineBytes {
+			return &FieldError{Line: line, Field: string(f), Problem: fmt.Sprintf(
+				"line of %d bytes, over the %d MiB a line of a /metrics snapshot may have: refused, not parsed", n, MaxLineBytes>>20)}
+		}
+		rest = rest[min(n+1, len(rest)):]
+	}
+	return nil
+}
+
+// problem is a parser's message, cut to maxProblem bytes.
+func problem(err error) string {
+	s := err.Error()
+	if len(s) > maxProblem {
+		s = strings.ToValidUTF8(s[:maxProblem], "") + "..."
+	}
+	return s
+}
+
+// stopError is what a SeriesFunc returned: it ends the reading.
+type stopError struct{ err error }
+
+func (e *stopError) Error() string { return e.err.Error() }
+
+// expoParser reads one snapshot: it runs a textparse parser from pos, and
+// after a bad line a new one from the line after it.
+type expoParser struct {
+	data    []byte
+	f       Format
+	at      time.Time
+	cache   *seriesCache
+	each    SeriesFunc
+	bad     BadFunc
+	st      *labels.SymbolTable
+	pos     int   // where the next entry starts: a line's start, or len(data)
+	line    int64 // the line number of pos
+	typ     model.MetricType
+	lbls    labels.Labels
+	key     []byte
+	buf     []timeline.Sample // the one sample handed to each
+	own     int
+	skipped int
+}
+
+// newParser is a parser of the format over data from pos.
+func (p *expoParser) newParser() textparse.Parser {
+	if p.f == FormatOpenMetrics {
+		return textparse.NewOpenMetricsParser(p.data[p.pos:], p.st)
+	}
+	return textparse.NewPromParser(p.data[p.pos:], p.st, false)
+}
+
+// run reads entries until the end, a parser's error, or a stopError.
+func (p *expoParser) run(tp textparse.Parser) error {
+	for {
+		e, err := tp.Next()
 		if errors.Is(err, io.EOF) {
-			return out, nil
+			return nil
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, mf)
-	}
-}
-
-// emitFamilies flattens families into series as Prometheus stores them: a
-// histogram as NAME_bucket{le}, NAME_sum and NAME_count; a summary as
-// NAME{quantile}, NAME_sum and NAME_count. Exemplars and created
-// timestamps (OpenMetrics _created) are not samples and are left out.
-func emitFamilies(fams []*dto.MetricFamily, at time.Time, each SeriesFunc) (own int, err error) {
-	for _, mf := range fams {
-		for _, m := range mf.GetMetric() {
-			t := at
-			if m.TimestampMs != nil {
-				t = time.UnixMilli(m.GetTimestampMs()).UTC()
-				own++
+		switch e {
+		case textparse.EntryType:
+			name, typ := tp.Type()
+			p.advance(name)
+			p.typ = typ
+		case textparse.EntryHelp:
+			name, _ := tp.Help()
+			p.advance(name)
+		case textparse.EntryUnit:
+			name, _ := tp.Unit()
+			p.advance(name)
+		case textparse.EntryComment:
+			p.advance(tp.Comment())
+		case textparse.EntrySeries:
+			ser, ts, v := tp.Series()
+			if err := p.sample(tp, p.advance(ser), ser, ts, v); err != nil {
+				return err
 			}
-			if err := timeline.CheckTime(t); err != nil {
-				return own, &FieldError{Field: mf.GetName(), Problem: err.Error()}
-			}
-			for _, fs := range flatten(mf, m) {
-				s := timeline.NewSeries(fs.name, fs.labels)
-				if err := each(s, []timeline.Sample{{Series: s.ID, Time: t, Value: fs.v}}); err != nil {
-					return own, err
-				}
-			}
+		default:
+			return fmt.Errorf("entry of kind %d: not a float sample", e)
 		}
 	}
-	return own, nil
 }
 
-// flatSample is one sample of a metric, flattened.
-type flatSample struct {
-	name   string
-	labels timeline.Labels
-	v      float64
-}
-
-// flatten turns one metric of a family into its samples.
-func flatten(mf *dto.MetricFamily, m *dto.Metric) []flatSample {
-	base := map[string]string{}
-	for _, l := range m.GetLabel() {
-		base[l.GetName()] = l.GetValue()
+// advance moves pos past the entry whose bytes include part (a slice of
+// data the parser returned) and returns the entry's line. part locates the
+// entry exactly, blank lines and line breaks inside quoted names included;
+// if it is not a slice of data, the entry is taken to be the next line.
+func (p *expoParser) advance(part []byte) int64 {
+	start, end := p.pos, p.pos
+	if off, ok := offsetIn(p.data, part); ok && off >= p.pos {
+		start, end = off, off+len(part)
 	}
-	name := mf.GetName()
-	one := func(suffix string, v float64, extra ...string) flatSample {
-		ls := base
-		if len(extra) > 0 {
-			ls = map[string]string{extra[0]: extra[1]}
-			for k, v := range base {
-				ls[k] = v
-			}
+	p.line += int64(bytes.Count(p.data[p.pos:start], []byte{'\n'}))
+	at := p.line
+	next := len(p.data)
+	if nl := bytes.IndexByte(p.data[end:], '\n'); nl >= 0 {
+		next = end + nl + 1
+	}
+	p.line += int64(bytes.Count(p.data[start:next], []byte{'\n'}))
+	p.pos = next
+	return at
+}
+
+// offsetIn is where part starts in data, if it is a slice of data: a slice
+// keeps the capacity to the end of its array, and its first element's
+// address tells it apart from a copy.
+func offsetIn(data, part []byte) (int, bool) {
+	off := cap(data) - cap(part)
+	if len(part) == 0 || off < 0 || off+len(part) > len(data) || &data[off] != &part[0] {
+		return 0, false
+	}
+	return off, true
+}
+
+// skipBad reports the line a parser stopped in as bad and moves pos past
+// it; it returns false when no line is left (the error is the input's).
+func (p *expoParser) skipBad(err error) bool {
+	for p.f != FormatOpenMetrics && p.pos < len(p.data) { // the text format allows blank lines
+		nl := bytes.IndexByte(p.data[p.pos:], '\n')
+		if len(bytes.Trim(p.data[p.pos:p.pos+nl], " \t")) > 0 {
+			break
 		}
-		return flatSample{name + suffix, timeline.NewLabels(ls), v}
+		p.pos += nl + 1
+		p.line++
 	}
-	switch mf.GetType() {
-	case dto.MetricType_COUNTER:
-		return []flatSample{one("", m.GetCounter().GetValue())}
-	case dto.MetricType_GAUGE:
-		return []flatSample{one("", m.GetGauge().GetValue())}
-	case dto.MetricType_SUMMARY:
-		sm := m.GetSummary()
-		out := []flatSample{one("_sum", sm.GetSampleSum()), one("_count", float64(sm.GetSampleCount()))}
-		for _, q := range sm.GetQuantile() {
-			out = append(out, one("", q.GetValue(), model.QuantileLabel, formatFloat(q.GetQuantile())))
-		}
-		return out
-	case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
-		return histogram(mf.GetType(), m.GetHistogram(), one)
+	if p.pos >= len(p.data) {
+		return false
 	}
-	return []flatSample{one("", m.GetUntyped().GetValue())}
+	p.skipped++
+	p.bad(&FieldError{Line: p.line, Field: string(p.f), Problem: problem(err)})
+	p.pos += bytes.IndexByte(p.data[p.pos:], '\n') + 1
+	p.line++
+	return true
 }
 
-// histogram flattens a (gauge) histogram; a +Inf bucket missing from the
-// input is the count, as Prometheus reads it.
-func histogram(t dto.MetricType, h *dto.Histogram, one func(string, float64, ...string) flatSample) []flatSample {
-	sum, count := "_sum", "_count"
-	if t == dto.MetricType_GAUGE_HISTOGRAM {
-		sum, count = "_gsum", "_gcount"
+// sample hands the sample of a series entry at line to each; a sample the
+// timeline cannot hold is reported bad.
+func (p *expoParser) sample(tp textparse.Parser, line int64, ser []byte, ts *int64, v float64) error {
+	s, ferr := p.series(tp, ser)
+	if ferr != nil {
+		ferr.Line = line
+		return p.badSample(ferr)
 	}
-	n := float64(h.GetSampleCount())
-	if h.SampleCountFloat != nil {
-		n = h.GetSampleCountFloat()
+	if s == nil {
+		return nil // an OpenMetrics _created line: not a sample
 	}
-	out := []flatSample{one(sum, h.GetSampleSum()), one(count, n)}
-	inf := false
-	for _, b := range h.GetBucket() {
-		c := float64(b.GetCumulativeCount())
-		if b.CumulativeCountFloat != nil {
-			c = b.GetCumulativeCountFloat()
-		}
-		inf = inf || math.IsInf(b.GetUpperBound(), 1)
-		out = append(out, one("_bucket", c, model.BucketLabel, formatFloat(b.GetUpperBound())))
+	t := p.at
+	if ts != nil {
+		t = time.UnixMilli(*ts).UTC()
 	}
-	if !inf {
-		out = append(out, one("_bucket", n, model.BucketLabel, "+Inf"))
+	if err := timeline.CheckTime(t); err != nil {
+		return p.badSample(&FieldError{Line: line, Field: s.Metric, Problem: err.Error()})
 	}
-	return out
+	if ts != nil {
+		p.own++
+	}
+	p.buf[0] = timeline.Sample{Series: s.ID, Time: t, Value: v}
+	if err := p.each(s, p.buf); err != nil {
+		return &stopError{err}
+	}
+	return nil
 }
 
-// formatFloat writes a le or quantile label value as Prometheus does.
-func formatFloat(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "+Inf"
-	case math.IsInf(f, -1):
-		return "-Inf"
-	case math.IsNaN(f):
-		return "NaN"
+// badSample reports a sample line the parser read but the timeline cannot
+// take, and stops past maxBadLines.
+func (p *expoParser) badSample(fe *FieldError) error {
+	p.skipped++
+	p.bad(fe)
+	if p.skipped > maxBadLines {
+		return &stopError{ErrTooManyBad}
 	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
+	return nil
 }

@@ -64,10 +64,11 @@ var ErrStrict = errors.New("stopped at the first bad input (--strict)")
 
 // Ingest reads metrics files into the store, one run per file.
 func Ingest(ctx context.Context, store timeline.Appender, paths []string, opt Options) ([]timeline.IngestRun, error) {
-	return input.Each(paths, func(p string) (*timeline.IngestRun, error) { return ingestFile(ctx, store, p, opt) })
+	cache := newSeriesCache() // snapshots of one target repeat its series
+	return input.Each(paths, func(p string) (*timeline.IngestRun, error) { return ingestFile(ctx, store, p, opt, cache) })
 }
 
-func ingestFile(ctx context.Context, store timeline.Appender, path string, opt Options) (*timeline.IngestRun, error) {
+func ingestFile(ctx context.Context, store timeline.Appender, path string, opt Options, cache *seriesCache) (*timeline.IngestRun, error) {
 	src, err := input.OpenIn(ctx, opt.FS, path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("ingest metrics: %w", err)
@@ -87,7 +88,7 @@ func ingestFile(ctx context.Context, store timeline.Appender, path string, opt O
 	}
 	fr := FileRun{Run: run}
 	if rerr == nil {
-		rerr = w.parse(data, opt, fileTime(opt, src), &fr)
+		rerr = w.parse(data, opt, fileTime(opt, src), cache, &fr)
 	}
 	err = w.finish(ctx, store, src, classify(ctx, src.Name(), rerr))
 	fr.Series = w.series
@@ -144,7 +145,7 @@ func fileTime(opt Options, src *input.Source) fallback {
 }
 
 // parse reads data in its format into the run.
-func (w *writer) parse(data []byte, opt Options, fb fallback, fr *FileRun) error {
+func (w *writer) parse(data []byte, opt Options, fb fallback, cache *seriesCache, fr *FileRun) error {
 	f := opt.Format
 	if f == FormatAuto {
 		f = Detect(data)
@@ -154,7 +155,7 @@ func (w *writer) parse(data []byte, opt Options, fb fallback, fr *FileRun) error
 		fr.Times = TimeAPI
 		return ParseAPI(data, opt.Nameless, w.add, w.skip)
 	}
-	own, err := ParseExposition(data, f, fb.t, w.add, w.skip)
+	own, err := parseExposition(data, f, fb.t, cache, w.add, w.skip)
 	switch {
 	case own == 0:
 		fr.Times, fr.Fallback = fb.src, fb.t

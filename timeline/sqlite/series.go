@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"math"
 	"math/bits"
 	"slices"
@@ -20,42 +21,69 @@ import (
 
 // Series and samples (migration 0012, SCHEMA.md "Series and samples").
 
-// seriesWriter is a batch's state for samples: its statements and the
-// series_str ids it interned (forgotten on rollback).
+// seriesWriter is a batch's state for samples: what it holds until it
+// writes them, its statements, the series_str ids it interned (forgotten
+// on rollback), and the corrections to the run's tallies its writes
+// learned.
 type seriesWriter struct {
-	putSample *sql.Stmt // sampleRows rows
-	putOne    *sql.Stmt // one row: a /metrics snapshot's every sample
-	putSeries *sql.Stmt
+	pending   map[int64]pendingSeries // series to write, with their samples' span
+	rows      []sampleRow             // samples to write
+	added     []int64                 // series rows this batch inserted
+	putSample *sql.Stmt               // sampleRows rows
+	putSeries *sql.Stmt               // seriesRows rows
+	putSpans  *sql.Stmt               // seriesRows spans
 	getStr    *sql.Stmt
 	putStr    *sql.Stmt
 	newStrs   []string
+	records   int64 // samples reported new that were held: subtracted at commit
 }
 
-// sampleRows is how many samples one INSERT carries: one statement per
-// sample spends more in database/sql and cgo than in SQLite.
-const sampleRows = 64
+// pendingSeries is a series a batch holds samples of, and their span.
+type pendingSeries struct {
+	s      *timeline.Series
+	lo, hi int64
+}
 
-var insertSamples = func() string {
-	var b strings.Builder
-	b.WriteString("INSERT INTO sample (series, time_ns, value, run_id) VALUES ")
-	for i := range sampleRows {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString("(?,?,?,?)")
-	}
-	b.WriteString(" ON CONFLICT DO NOTHING")
-	return b.String()
-}()
+// sampleRow is one sample a batch holds.
+type sampleRow struct {
+	series, t int64
+	v         float64
+}
 
-// insertOneSample is the INSERT of a single sample, prepared once a
-// transaction like insertSamples: a snapshot's series have one sample each,
-// and preparing the statement anew for each cost more than running it.
-const insertOneSample = "INSERT INTO sample (series, time_ns, value, run_id) VALUES (?,?,?,?) ON CONFLICT DO NOTHING"
+// Statements carry many rows: one statement per row spends more in
+// database/sql and cgo than in SQLite. A batch writes what it holds every
+// flushRows samples and at commit, so a series' row is written once a
+// flush, however many of its samples came (a /metrics snapshot brings one
+// sample of each of thousands of series), and samples of many series share
+// a statement.
+const (
+	sampleRows = 256  // samples an INSERT carries (4 parameters each)
+	seriesRows = 128  // series an INSERT carries (6 parameters each)
+	flushRows  = 8192 // samples a batch holds before it writes them
+)
 
-// AddSamples stores s (if new, else widens its span) and its samples.
+const (
+	insertSampleHead = "INSERT INTO sample (series, time_ns, value, run_id) VALUES "
+	insertSampleTail = " ON CONFLICT DO NOTHING"
+	insertSeriesHead = "INSERT INTO series (id, metric, labels, first_ns, last_ns, run_id) VALUES "
+	insertSeriesTail = ` ON CONFLICT (id) DO UPDATE SET first_ns = min(first_ns, excluded.first_ns),
+		last_ns = max(last_ns, excluded.last_ns) WHERE excluded.first_ns < first_ns OR excluded.last_ns > last_ns`
+	// A series held already needs only its span widened: no labels to
+	// encode, no insert to try first.
+	updateSpansHead = "UPDATE series SET first_ns = min(first_ns, v.column2), last_ns = max(last_ns, v.column3) FROM (VALUES "
+	updateSpansTail = ") AS v WHERE series.id = v.column1 AND (v.column2 < series.first_ns OR v.column3 > series.last_ns)"
+)
+
+// insertRows is head, n groups of k parameters, and tail.
+func insertRows(head string, n, k int, tail string) string {
+	group := "(" + strings.TrimSuffix(strings.Repeat("?,", k), ",") + "),"
+	return head + strings.TrimSuffix(strings.Repeat(group, n), ",") + tail
+}
+
+// AddSamples takes s and its samples into the batch, which writes them
+// with the next flush (every flushRows samples, and at commit). It reports
+// them all new; Commit corrects the run's tallies for those held already.
 func (b *batch) AddSamples(ctx context.Context, s *timeline.Series, samples []timeline.Sample) (int, error) {
-	ctx = context.WithoutCancel(ctx)
 	if len(samples) == 0 {
 		return 0, nil
 	}
@@ -63,18 +91,23 @@ func (b *batch) AddSamples(ctx context.Context, s *timeline.Series, samples []ti
 	if err != nil {
 		return 0, fmt.Errorf("add samples of %s: %w", s, err)
 	}
-	if err := b.putSeries(ctx, s, lo, hi); err != nil {
-		return 0, fmt.Errorf("add series %s: %w", s, err)
+	w := &b.series
+	if w.pending == nil {
+		w.pending = map[int64]pendingSeries{}
 	}
-	added := 0
-	for i := 0; i < len(samples); i += sampleRows {
-		n, err := b.putSamples(ctx, s.ID, samples[i:min(i+sampleRows, len(samples))])
-		if err != nil {
-			return added, fmt.Errorf("add samples of %s: %w", s, err)
+	if p, ok := w.pending[s.ID]; ok {
+		lo, hi = min(lo, p.lo), max(hi, p.hi)
+	}
+	w.pending[s.ID] = pendingSeries{s, lo, hi}
+	for _, sm := range samples {
+		w.rows = append(w.rows, sampleRow{s.ID, ns(sm.Time), sm.Value})
+	}
+	if len(w.rows) >= flushRows {
+		if err := b.flushSamples(context.WithoutCancel(ctx)); err != nil {
+			return 0, fmt.Errorf("add samples: %w", err)
 		}
-		added += n
 	}
-	return added, nil
+	return len(samples), nil
 }
 
 // sampleSpan is the first and last time of samples, checked.
@@ -90,38 +123,71 @@ func sampleSpan(samples []timeline.Sample) (lo, hi int64, err error) {
 	return lo, hi, nil
 }
 
-// putSamples inserts up to sampleRows samples of one series, and returns
-// how many were new.
-func (b *batch) putSamples(ctx context.Context, series int64, samples []timeline.Sample) (int, error) {
-	args := make([]any, 0, 4*len(samples))
-	for _, sm := range samples {
-		var v any = sm.Value
-		if math.IsNaN(sm.Value) {
+// flushSamples writes the series and samples the batch holds: each
+// series' row once, new or with its span widened, then the samples in
+// (series, time) order, the first given of a (series, time) kept. Samples
+// held already are counted in the corrections.
+func (b *batch) flushSamples(ctx context.Context) error {
+	w := &b.series
+	held, fresh := b.s.heldSeries().split(slices.Sorted(maps.Keys(w.pending)))
+	for chunk := range slices.Chunk(fresh, seriesRows) {
+		if err := b.putSeries(ctx, chunk); err != nil {
+			return err
+		}
+	}
+	for chunk := range slices.Chunk(held, seriesRows) {
+		if err := b.putSpans(ctx, chunk); err != nil {
+			return err
+		}
+	}
+	w.added = append(w.added, fresh...)
+	slices.SortStableFunc(w.rows, func(x, y sampleRow) int {
+		return cmp.Or(cmp.Compare(x.series, y.series), cmp.Compare(x.t, y.t))
+	})
+	for chunk := range slices.Chunk(w.rows, sampleRows) {
+		n, err := b.putSamples(ctx, chunk)
+		if err != nil {
+			return fmt.Errorf("add samples: %w", err)
+		}
+		w.records -= int64(len(chunk) - n)
+	}
+	clear(w.pending)
+	w.rows = w.rows[:0]
+	return nil
+}
+
+// execRows runs the INSERT or UPDATE of len(args)/k rows of k parameters
+// each: the statement of full rows prepared once a transaction, a shorter
+// one (the end of a flush) for its one use.
+func (b *batch) execRows(ctx context.Context, full **sql.Stmt, rows, k int, head, tail string, args []any) (sql.Result, error) {
+	n := len(args) / k
+	if n == rows {
+		st, err := b.stmt(ctx, full, insertRows(head, rows, k, tail))
+		if err != nil {
+			return nil, err
+		}
+		return st.ExecContext(ctx, args...)
+	}
+	st, err := b.tx.PrepareContext(ctx, insertRows(head, n, k, tail))
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	return st.ExecContext(ctx, args...)
+}
+
+// putSamples inserts up to sampleRows samples and returns how many were
+// new.
+func (b *batch) putSamples(ctx context.Context, rows []sampleRow) (int, error) {
+	args := make([]any, 0, 4*len(rows))
+	for _, r := range rows {
+		var v any = r.v
+		if math.IsNaN(r.v) {
 			v = nil
 		}
-		args = append(args, series, ns(sm.Time), v, b.run)
+		args = append(args, r.series, r.t, v, b.run)
 	}
-	var st *sql.Stmt
-	switch len(samples) {
-	case sampleRows, 1:
-		p, q := &b.series.putSample, insertSamples
-		if len(samples) == 1 {
-			p, q = &b.series.putOne, insertOneSample
-		}
-		var err error
-		if st, err = b.stmt(ctx, p, q); err != nil {
-			return 0, err
-		}
-	default:
-		q := insertSamples[:strings.Index(insertSamples, "VALUES ")+len("VALUES ")] +
-			strings.TrimSuffix(strings.Repeat("(?,?,?,?),", len(samples)), ",") + " ON CONFLICT DO NOTHING"
-		var err error
-		if st, err = b.tx.PrepareContext(ctx, q); err != nil {
-			return 0, err
-		}
-		defer st.Close()
-	}
-	res, err := st.ExecContext(ctx, args...)
+	res, err := b.execRows(ctx, &b.series.putSample, sampleRows, 4, insertSampleHead, insertSampleTail, args)
 	if err != nil {
 		return 0, err
 	}
@@ -129,35 +195,57 @@ func (b *batch) putSamples(ctx context.Context, series int64, samples []timeline
 	return int(n), err
 }
 
-// putSeries writes a series row, or widens the span of the one held.
-func (b *batch) putSeries(ctx context.Context, s *timeline.Series, lo, hi int64) error {
+// putSeries writes the rows of up to seriesRows pending series: new, or
+// the span of the one held widened.
+func (b *batch) putSeries(ctx context.Context, ids []int64) error {
+	args := make([]any, 0, 6*len(ids))
+	for _, id := range ids {
+		p := b.series.pending[id]
+		metric, blob, err := b.encodeSeries(ctx, p.s)
+		if err != nil {
+			return fmt.Errorf("add series %s: %w", p.s, err)
+		}
+		args = append(args, id, metric, blob, p.lo, p.hi, b.run)
+	}
+	if _, err := b.execRows(ctx, &b.series.putSeries, seriesRows, 6, insertSeriesHead, insertSeriesTail, args); err != nil {
+		return fmt.Errorf("add series: %w", err)
+	}
+	return nil
+}
+
+// putSpans widens the spans of up to seriesRows series held.
+func (b *batch) putSpans(ctx context.Context, ids []int64) error {
+	args := make([]any, 0, 3*len(ids))
+	for _, id := range ids {
+		p := b.series.pending[id]
+		args = append(args, id, p.lo, p.hi)
+	}
+	if _, err := b.execRows(ctx, &b.series.putSpans, seriesRows, 3, updateSpansHead, updateSpansTail, args); err != nil {
+		return fmt.Errorf("widen series: %w", err)
+	}
+	return nil
+}
+
+// encodeSeries is s's metric as a series_str id and its labels as the
+// BLOB of varint id pairs the series table holds.
+func (b *batch) encodeSeries(ctx context.Context, s *timeline.Series) (int64, []byte, error) {
 	metric, err := b.seriesStr(ctx, s.Metric)
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
-	var blob []byte
+	blob := []byte{}
 	for _, l := range s.Labels {
 		n, err := b.seriesStr(ctx, l.Name)
 		if err != nil {
-			return err
+			return 0, nil, err
 		}
 		v, err := b.seriesStr(ctx, l.Value)
 		if err != nil {
-			return err
+			return 0, nil, err
 		}
 		blob = binary.AppendUvarint(binary.AppendUvarint(blob, uint64(n)), uint64(v))
 	}
-	st, err := b.stmt(ctx, &b.series.putSeries, `INSERT INTO series (id, metric, labels, first_ns, last_ns, run_id)
-		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET first_ns = min(first_ns, excluded.first_ns),
-		last_ns = max(last_ns, excluded.last_ns) WHERE excluded.first_ns < first_ns OR excluded.last_ns > last_ns`)
-	if err != nil {
-		return err
-	}
-	if blob == nil {
-		blob = []byte{}
-	}
-	_, err = st.ExecContext(ctx, s.ID, metric, blob, lo, hi, b.run)
-	return err
+	return metric, blob, nil
 }
 
 // seriesStr interns str in series_str.
@@ -211,12 +299,14 @@ func (s *Store) seriesStrs() *strCache {
 // since the last (rows are never rewritten), with each string's rank in
 // sorted order, by which the series are sorted.
 type seriesDictionary struct {
-	once   sync.Once
-	w      *strCache
-	mu     sync.Mutex
-	byID   []string // index: id; ids are dense from 1
-	loaded int64    // the highest id loaded
-	rank   []uint32 // index: id; the string's place in byte order; for len(byID) ids
+	once     sync.Once
+	w        *strCache
+	heldOnce sync.Once
+	held     *seriesSet // series rows committed (flushSamples)
+	mu       sync.Mutex
+	byID     []string // index: id; ids are dense from 1
+	loaded   int64    // the highest id loaded
+	rank     []uint32 // index: id; the string's place in byte order; for len(byID) ids
 }
 
 // dict returns the id -> string and id -> rank tables, brought up to date
@@ -531,4 +621,47 @@ func (s *Store) samplesOf(ctx context.Context, st *sql.Stmt, id, lo, hi int64, y
 		return false
 	}
 	return true
+}
+
+// seriesSet is the ids of series rows committed, as far as this Store
+// wrote or saw them: their flushes only widen spans. Rows are never
+// deleted, so an id in it is held. It starts over past maxHeldSeries.
+type seriesSet struct {
+	mu sync.Mutex
+	m  map[int64]struct{}
+}
+
+// maxHeldSeries bounds a seriesSet (some 40 MiB).
+const maxHeldSeries = 1 << 20
+
+// heldSeries is the Store's seriesSet.
+func (s *Store) heldSeries() *seriesSet {
+	s.seriesDict.heldOnce.Do(func() { s.seriesDict.held = &seriesSet{m: map[int64]struct{}{}} })
+	return s.seriesDict.held
+}
+
+// split parts ids into those held and the others, in their order.
+func (h *seriesSet) split(ids []int64) (held, fresh []int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, id := range ids {
+		if _, ok := h.m[id]; ok {
+			held = append(held, id)
+		} else {
+			fresh = append(fresh, id)
+		}
+	}
+	return held, fresh
+}
+
+// add records ids as committed.
+func (h *seriesSet) add(ids []int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.m)+len(ids) > maxHeldSeries {
+		clear(h.m)
+	}
+	for _, id := range ids {
+		h.m[id] = struct{}{}
+	}
 }

@@ -696,7 +696,14 @@ func (b *batch) Commit(ctx context.Context, progress *timeline.IngestRun) error 
 		b.Rollback()
 		return fmt.Errorf("commit batch: %w", err)
 	}
+	if err := b.flushSamples(ctx); err != nil {
+		b.Rollback()
+		return fmt.Errorf("commit batch: %w", err)
+	}
 	if progress != nil {
+		progress.Records += b.series.records
+		progress.Duplicates -= b.series.records
+		b.series.records = 0
 		if err := updateRun(ctx, b.tx, progress); err != nil {
 			b.Rollback()
 			return fmt.Errorf("commit batch: %w", err)
@@ -712,7 +719,8 @@ func (b *batch) Commit(ctx context.Context, progress *timeline.IngestRun) error 
 		return fmt.Errorf("commit batch: %w", err)
 	}
 	b.s.open.setGen(gen)
-	b.newStrs, b.newClasses, b.series.newStrs = nil, nil, nil
+	b.s.heldSeries().add(b.series.added)
+	b.newStrs, b.newClasses, b.series.newStrs, b.series.added = nil, nil, nil, nil
 	return nil
 }
 
