@@ -124,11 +124,7 @@ func dnsArrival(top Suspect) []Action {
 	a := Action{Action: "set", Target: top.Ref + " dnsConfig",
 		To:  "options ndots:1 (or fully qualified names, with a trailing dot); a node-local DNS cache",
 		Why: why + "; see " + d.Detail, Verify: d.Detail}
-	start := spreadArrival(top)[0]
-	start.Why = "its units all resolved at once: spread their start over a window"
-	if start.Command != "" {
-		start.Why += "; suspend it until then"
-	}
+	start := spreadStart(top, "its units all resolved at once: spread their start over a window")
 	start.Verify = d.Detail
 	return []Action{a, start}
 }

@@ -695,16 +695,24 @@ func pinDigest(rep *Report, top Suspect) Action {
 // spreadArrival is the mitigation of a workload's arrival: spread its
 // units' start and scope what each reads.
 func spreadArrival(top Suspect) []Action {
-	start := Action{Action: "set", Target: top.Ref + " start", To: "jittered or rate-limited start",
-		Why: "its arrival is the change: spread its units' start over a window (see faultline controlplane)"}
-	if kind, ns, name := splitRef(top.Ref); kind == "Job" {
-		start.Why += "; suspend it until then"
-		start.Command = command(append(append([]string{"kubectl", "patch", "job", name}, nsArgs(ns)...), "--type", "merge", "-p", `{"spec":{"suspend":true}}`)...)
+	start := spreadStart(top, "its arrival is the change: spread its units' start over a window (see faultline controlplane)")
+	if start.Command != "" {
 		start.Verify = "faultline controlplane"
 	}
 	return []Action{start,
 		{Action: "set", Target: top.Ref + " reads", To: "namespace- and label-scoped reads from the watch cache or a shared informer",
 			Why: "what each unit reads at start is multiplied by the number of units"}}
+}
+
+// spreadStart spreads a workload's units' start over a window, for why;
+// a Job is suspended until then (the command).
+func spreadStart(top Suspect, why string) Action {
+	start := Action{Action: "set", Target: top.Ref + " start", To: "jittered or rate-limited start", Why: why}
+	if kind, ns, name := splitRef(top.Ref); kind == "Job" {
+		start.Why += "; suspend it until then"
+		start.Command = command(append(append([]string{"kubectl", "patch", "job", name}, nsArgs(ns)...), "--type", "merge", "-p", `{"spec":{"suspend":true}}`)...)
+	}
+	return start
 }
 
 // gangAdvice is, for each gang job whose first rank failed apart from the
