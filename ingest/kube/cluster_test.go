@@ -433,17 +433,29 @@ func TestFollowSurvivesAnAPIServerRestart(t *testing.T) {
 
 	c.churn(ctx, t, ns, 0, 40)
 	// (deletions are every fifth ConfigMap: cm-000, cm-005, ...)
+	if missing := c.awaitFinal(ctx, t, s, ns, deletedBefore(40)); len(missing) > 0 {
+		t.Fatalf("before the restart, after a minute the store still lacks: %v", missing)
+	}
 	c.restartAPIServer(ctx, t, ns)
+	// Deleted while the follow is reconnecting: seen by its watch if it
+	// resumes, or inferred from the LIST if the resume expired (410 Gone,
+	// the usual case after a restart: the new watch cache starts later).
+	gap := []string{"cm-001", "cm-002"}
+	for _, name := range gap {
+		if err := c.kube.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An object created and deleted before the follow holds a position
+	// again is seen by no one (the relist cannot show it), so the churn
+	// waits for the follow to be back, as it did at the start.
+	c.awaitFollowing(ctx, t, s, ns)
 	c.churn(ctx, t, ns, 40, 80)
 
 	// Wait until the store holds the final resourceVersion of every
 	// ConfigMap and the deletion of every deleted one, then stop following.
 	// A change that never arrives fails here, naming what is missing.
-	final, err := c.kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	missing := awaitFinalConfigMaps(t, s, ns, final.Items, deletedBefore(80))
+	missing := c.awaitFinal(ctx, t, s, ns, append(deletedBefore(80), gap...))
 	if err := f.stop(); err != nil {
 		t.Fatalf("follow: %v", err)
 	}
@@ -551,6 +563,31 @@ func (c *cluster) restartAPIServer(ctx context.Context, t *testing.T, ns string)
 		_, err := c.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return err == nil
 	})
+}
+
+// awaitFollowing creates a sentinel ConfigMap in ns and waits, up to a
+// minute, until the store holds it: the follow is watching again.
+func (c *cluster) awaitFollowing(ctx context.Context, t *testing.T, s *sqlite.Store, ns string) {
+	t.Helper()
+	name := fmt.Sprintf("sentinel-%d", time.Now().UnixNano())
+	cm, err := c.kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll(t, time.Minute, func() bool {
+		return heldVersions(t, s, "configmaps")[string(cm.UID)+"/"+cm.ResourceVersion]
+	})
+}
+
+// awaitFinal lists the ConfigMaps of ns now and waits until the store holds
+// their versions and the deletions named (awaitFinalConfigMaps).
+func (c *cluster) awaitFinal(ctx context.Context, t *testing.T, s *sqlite.Store, ns string, deleted []string) []string {
+	t.Helper()
+	final, err := c.kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return awaitFinalConfigMaps(t, s, ns, final.Items, deleted)
 }
 
 // deletedBefore names the ConfigMaps churn deleted among cm-000 to cm-<n-1>.

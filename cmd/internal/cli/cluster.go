@@ -51,7 +51,10 @@ the credentials may not list is skipped with a warning.
 With --follow it then watches, with bookmarks, until interrupted: a restart
 resumes from the position the database holds, an expired watch (410 Gone) is
 listed again, and throttling or server errors are retried with backoff.
-Ctrl-C stops it with everything seen committed.
+An object the new list lacks is recorded as deleted (inferred, at the list's
+time); one created and deleted between the lost watch and the new list was
+never seen by faultline and is not in the timeline (the apiserver's audit log
+has it). Ctrl-C stops it with everything seen committed.
 
 Without -n, all namespaces are read.`,
 		Example: `  faultline ingest cluster
