@@ -77,8 +77,8 @@ func TestAllowPartial(t *testing.T) {
 		t.Fatalf("ingest: exit %d: %s", code, stderr)
 	}
 	for _, args := range [][]string{{"timeline", "-o", "json"}, {"timeline", "-o", "jsonl"}, {"sources", "-o", "json"}} {
-		whole := sortedOutput(t, append([]string{"--store", c.DSN}, args...))
-		if allowed := sortedOutput(t, append([]string{"--store", c.DSN, "--allow-partial"}, args...)); allowed != whole {
+		whole := sortedOutput(t, runCLI, append([]string{"--store", c.DSN}, args...))
+		if allowed := sortedOutput(t, runCLI, append([]string{"--store", c.DSN, "--allow-partial"}, args...)); allowed != whole {
 			t.Errorf("%v, every shard up: --allow-partial changes the output:\n%s", args, firstDiff(whole, allowed))
 		}
 	}
