@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/faultline/faultline/internal/testenv"
+	"github.com/faultline/faultline/internal/testcluster"
 )
 
 // kubectlCmd is the control plane's kubectl, as admin.
@@ -71,10 +71,7 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 // ConfigMap key, a node pool's driver label, and an image digest that moved
 // under an unchanged tag.
 func TestIdentityDiffOnARealControlPlane(t *testing.T) {
-	dir := os.Getenv("FAULTLINE_CLUSTER_DIR")
-	if dir == "" {
-		testenv.Missing(t, "no control plane (FAULTLINE_CLUSTER_DIR unset): run hack/cluster/up")
-	}
+	dir := testcluster.ClusterDir(t)
 	ns := fmt.Sprintf("fl-id-%d", time.Now().UnixNano()%1e6)
 	c := &identityCluster{
 		t:    t,

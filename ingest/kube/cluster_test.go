@@ -39,7 +39,7 @@ import (
 	"github.com/faultline/faultline/timeline"
 	"github.com/faultline/faultline/timeline/sqlite"
 
-	"github.com/faultline/faultline/internal/testenv"
+	"github.com/faultline/faultline/internal/testcluster"
 	"github.com/faultline/faultline/timeline/sqlite/sqlitetest"
 )
 
@@ -51,10 +51,7 @@ type cluster struct {
 
 func realCluster(t *testing.T) *cluster {
 	t.Helper()
-	dir := os.Getenv("FAULTLINE_CLUSTER_DIR")
-	if dir == "" {
-		testenv.Missing(t, "no control plane (FAULTLINE_CLUSTER_DIR unset): run hack/cluster/up and eval \"$(bash hack/cluster/env)\"")
-	}
+	dir := testcluster.ClusterDir(t)
 	cfg := config(t, dir, "admin")
 	kc, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -414,6 +411,9 @@ func TestForbiddenResourceIsSkipped(t *testing.T) {
 // object version and Event version that exists at the end is held, and
 // every deletion is recorded.
 func TestFollowSurvivesAnAPIServerRestart(t *testing.T) {
+	// Tests of other packages use the same apiserver: they wait out the
+	// restart (testcluster.Share).
+	testcluster.ClusterDirAlone(t)
 	c := realCluster(t)
 	ns := fmt.Sprintf("fl-follow-%d", time.Now().UnixNano()%1e6) // rerunnable on a live cluster
 	ctx := context.Background()

@@ -47,8 +47,26 @@ func CoreDNS(t testing.TB) (addr, metricsURL string) {
 }
 
 // ClusterDir returns the state directory of the running control plane
-// (FAULTLINE_CLUSTER_DIR), which holds admin.kubeconfig.
+// (FAULTLINE_CLUSTER_DIR), which holds admin.kubeconfig, and holds the
+// control plane shared until t ends (Share).
 func ClusterDir(t testing.TB) string {
+	t.Helper()
+	dir := clusterDir(t)
+	Share(t, dir)
+	return dir
+}
+
+// ClusterDirAlone is ClusterDir for a test that stops or restarts a part of
+// the control plane: it waits until no other test uses it, and holds it
+// alone until t ends (Alone).
+func ClusterDirAlone(t testing.TB) string {
+	t.Helper()
+	dir := clusterDir(t)
+	Alone(t, dir)
+	return dir
+}
+
+func clusterDir(t testing.TB) string {
 	t.Helper()
 	dir := os.Getenv("FAULTLINE_CLUSTER_DIR")
 	if dir == "" {
