@@ -32,8 +32,29 @@ type Periodic struct {
 	n     int
 	last  time.Time
 	saved timeline.IngestRun // the run's counts as last committed
-	Size  int
-	Every time.Duration
+	// waiting are the runs whose inputs were read (Done) and whose end is
+	// recorded once their items are committed.
+	waiting []waiting
+	Size    int
+	Every   time.Duration
+}
+
+// waiting is a run Done ended, to finish after the next commit.
+type waiting struct {
+	run    *timeline.IngestRun
+	saved  timeline.IngestRun
+	store  Finisher
+	onDone func()
+}
+
+// Carrier is a batch that carries the items of several runs in one
+// transaction (timeline/sqlite's, for samples): ForRun makes the items
+// added next belong to run, BeginRun inserts a run in the transaction
+// (the store's would wait for it) and does the same, and Commit writes
+// the progress of each.
+type Carrier interface {
+	ForRun(run *timeline.IngestRun)
+	BeginRun(ctx context.Context, run *timeline.IngestRun) error
 }
 
 // Open starts the first batch of run.
@@ -51,8 +72,11 @@ func (p *Periodic) Batch() timeline.Batch { return p.cur }
 // Added counts one item added to the open batch, and commits it (with the
 // run's progress) when it is full or old enough. A failed commit takes the
 // run's counts back to what was committed.
-func (p *Periodic) Added(ctx context.Context) error {
-	p.n++
+func (p *Periodic) Added(ctx context.Context) error { return p.AddedN(ctx, 1) }
+
+// AddedN is Added for n items.
+func (p *Periodic) AddedN(ctx context.Context, n int) error {
+	p.n += n
 	if p.n < p.Size && time.Since(p.last) < p.Every {
 		return nil
 	}
@@ -80,13 +104,67 @@ func (p *Periodic) Commit(ctx context.Context) error {
 func (p *Periodic) commit(ctx context.Context) error {
 	b := p.cur
 	p.cur = nil
-	if err := b.Commit(context.WithoutCancel(ctx), p.run); err != nil {
+	ctx = context.WithoutCancel(ctx)
+	waits := p.waiting
+	p.waiting = nil
+	if err := b.Commit(ctx, p.run); err != nil {
 		b.Rollback()
 		Restore(p.run, &p.saved)
+		for _, w := range waits { // read, but not kept: failed
+			Restore(w.run, &w.saved)
+			w.run.Status, w.run.Error = timeline.RunFailed, err.Error()
+			w.store.FinishRun(ctx, w.run)
+			w.onDone()
+		}
 		return err
 	}
 	p.n, p.last, p.saved = 0, time.Now(), *p.run
+	for _, w := range waits {
+		if err := w.store.FinishRun(ctx, w.run); err != nil {
+			return err
+		}
+		w.onDone()
+	}
 	return nil
+}
+
+// Continue begins run, the next input of the same command, in the open
+// transaction when the store's batch carries several runs (a Carrier),
+// and reports whether it did. A SQLite commit writes every page the
+// transaction changed: the snapshots of one target change the same pages
+// file after file, and one commit for many files writes them once. The
+// previous run is ended with Done before; without a Carrier, the caller
+// commits, begins run with the store and opens a Periodic for it.
+func (p *Periodic) Continue(ctx context.Context, run *timeline.IngestRun) (bool, error) {
+	c, ok := p.cur.(Carrier)
+	if !ok {
+		return false, nil
+	}
+	c.ForRun(p.run) // its items so far are counted to it, not to run
+	if err := c.BeginRun(ctx, run); err != nil {
+		return true, err
+	}
+	p.run, p.saved = run, *run
+	return true, nil
+}
+
+// Done ends the run like Finish, except that the transaction stays open
+// for the next input (Continue): the run's end is recorded, and onDone
+// called, after the commit that keeps its last items.
+func (p *Periodic) Done(store Finisher, src Source, err error, onDone func()) {
+	run := p.run
+	run.Status = timeline.RunDone
+	if err != nil {
+		run.Status, run.Error = timeline.RunFailed, err.Error()
+	}
+	if src != nil {
+		src.Drain()
+		run.SHA256 = src.SHA256()
+		if run.Size < 0 {
+			run.Size = src.BytesRead()
+		}
+	}
+	p.waiting = append(p.waiting, waiting{run, p.saved, store, onDone})
 }
 
 // Restore sets run's counts back to those of saved: the progress of the

@@ -3,6 +3,7 @@ package commit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -96,4 +97,83 @@ func TestPeriodic(t *testing.T) {
 			t.Errorf("a spent Periodic commits nothing: %v", err)
 		}
 	})
+}
+
+// carrierBatch carries several runs (Carrier), as timeline/sqlite's does.
+type carrierBatch struct {
+	fakeBatch
+	began []int64
+}
+
+func (b *carrierBatch) ForRun(*timeline.IngestRun) {}
+func (b *carrierBatch) BeginRun(_ context.Context, run *timeline.IngestRun) error {
+	run.ID = int64(len(b.began) + 2)
+	b.began = append(b.began, run.ID)
+	return nil
+}
+
+type carrierStore struct {
+	fakeStore
+	finished []string // "ID status records" as FinishRun heard them
+}
+
+func (s *carrierStore) Batch(context.Context, int64) (timeline.Batch, error) {
+	return &carrierBatch{fakeBatch: fakeBatch{st: &s.fakeStore}}, nil
+}
+
+func (s *carrierStore) FinishRun(_ context.Context, run *timeline.IngestRun) error {
+	s.finished = append(s.finished, fmt.Sprintf("%d %s %d", run.ID, run.Status, run.Records))
+	return nil
+}
+
+// The inputs of one command go on in one transaction (Continue): an
+// input read (Done) is recorded ended only after the commit that keeps its
+// items, and when that commit fails it ends failed, its counts back to
+// the last commit's.
+func TestPeriodicCarriesRuns(t *testing.T) {
+	ctx := context.Background()
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("commit fails %v", fail), func(t *testing.T) {
+			st := &carrierStore{}
+			first := &timeline.IngestRun{ID: 1}
+			p, err := Open(ctx, st, first)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Size, p.Every = 100, time.Hour
+			var heard []int64
+			for i := range 3 {
+				run := first
+				if i > 0 {
+					run = &timeline.IngestRun{}
+					if ok, err := p.Continue(ctx, run); !ok || err != nil {
+						t.Fatalf("Continue: %v %v, want a carried run", ok, err)
+					}
+				}
+				run.Records += 10
+				if err := p.AddedN(ctx, 10); err != nil {
+					t.Fatal(err)
+				}
+				p.Done(st, nil, nil, func() { heard = append(heard, run.ID) })
+				if len(st.finished) != 0 || len(heard) != 0 {
+					t.Fatalf("input %d: ended before its commit: %v, heard %v", i, st.finished, heard)
+				}
+			}
+			st.fail = fail
+			err = p.Commit(ctx)
+			if (err != nil) != fail {
+				t.Fatalf("Commit: %v, want failed %v", err, fail)
+			}
+			want := []string{"1 done 10", "2 done 10", "3 done 10"}
+			if fail {
+				want = []string{"1 failed 0", "2 failed 0", "3 failed 0"}
+			}
+			if diff := cmp.Diff(want, st.finished); diff != "" {
+				t.Errorf("runs ended (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]int64{1, 2, 3}, heard); diff != "" {
+				t.Errorf("onDone heard (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

@@ -50,8 +50,22 @@ func (e *TooLargeError) Error() string {
 // readBounded reads r whole, up to MaxBytes; more is a *TooLargeError
 // naming what.
 func readBounded(r io.Reader, what string) ([]byte, error) {
+	return readBoundedInto(nil, r, what, 0)
+}
+
+// readBoundedInto is readBounded reading into buf's memory, grown to hint
+// bytes (a file's size) first: the files of one ingest reuse one buffer
+// instead of growing a new one each.
+func readBoundedInto(buf []byte, r io.Reader, what string, hint int64) ([]byte, error) {
 	limit := MaxBytes
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	// Past the limit, or unknown, the size hints nothing: the bytes read
+	// decide, and what is too large is refused before it is all held.
+	if hint > 0 && hint <= limit && int64(cap(buf)) < hint+bytes.MinRead {
+		buf = make([]byte, 0, hint+bytes.MinRead)
+	}
+	b := bytes.NewBuffer(buf[:0])
+	_, err := b.ReadFrom(io.LimitReader(r, limit+1))
+	data := b.Bytes()
 	if err != nil {
 		return data, err
 	}

@@ -29,11 +29,17 @@ type Options struct {
 	Now func() time.Time
 	// FS, if set, holds the files.
 	FS fs.FS
-	// OnRun hears how each file's samples were timed, once it is read.
+	// OnRun hears how each file's samples were timed, once its samples
+	// are committed.
 	OnRun func(FileRun)
-	// BatchSize is samples per transaction (<= 0: commit.Size).
+	// BatchSize is samples per transaction (<= 0: BatchSamples).
 	BatchSize int
 }
+
+// BatchSamples is how many samples a transaction holds at most: the
+// files of one ingest share their transactions where the store allows it
+// (commit.Carrier), and a transaction also closes after commit.Every.
+const BatchSamples = 1 << 20
 
 // TimeSource says where a snapshot's sample times came from.
 type TimeSource string
@@ -62,40 +68,106 @@ type FileRun struct {
 // ErrStrict wraps the bad input that stopped a --strict ingest.
 var ErrStrict = errors.New("stopped at the first bad input (--strict)")
 
-// Ingest reads metrics files into the store, one run per file.
+// Ingest reads metrics files into the store, one run per file. The files
+// share their transactions where the store allows it (commit.Continue):
+// each run ends, and OnRun hears of it, once its samples are committed.
 func Ingest(ctx context.Context, store timeline.Appender, paths []string, opt Options) ([]timeline.IngestRun, error) {
-	cache := newSeriesCache() // snapshots of one target repeat its series
-	return input.Each(paths, func(p string) (*timeline.IngestRun, error) { return ingestFile(ctx, store, p, opt, cache) })
+	in := &ingest{store: store, opt: opt, cache: newSeriesCache()}
+	var runs []*timeline.IngestRun
+	var err error
+	for _, p := range paths {
+		var run *timeline.IngestRun
+		run, err = in.file(ctx, p)
+		if run != nil {
+			runs = append(runs, run)
+		}
+		if err != nil {
+			break
+		}
+	}
+	if in.open != nil { // the files read since the last commit
+		err = errors.Join(err, in.open.Commit(ctx))
+	}
+	out := make([]timeline.IngestRun, len(runs))
+	for i, r := range runs {
+		out[i] = *r
+	}
+	return out, err
 }
 
-func ingestFile(ctx context.Context, store timeline.Appender, path string, opt Options, cache *seriesCache) (*timeline.IngestRun, error) {
-	src, err := input.OpenIn(ctx, opt.FS, path, 0)
+// ingest is one Ingest: its files, and the transaction they share.
+type ingest struct {
+	store timeline.Appender
+	opt   Options
+	cache *seriesCache     // snapshots of one target repeat its series
+	open  *commit.Periodic // the transaction the next file goes on with, or nil
+	buf   []byte           // the memory a file is read into, reused
+}
+
+func (in *ingest) file(ctx context.Context, path string) (*timeline.IngestRun, error) {
+	src, err := input.OpenIn(ctx, in.opt.FS, path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("ingest metrics: %w", err)
 	}
 	defer src.Close()
 	run := &timeline.IngestRun{Source: timeline.SourceMetrics, Path: src.RunPath(), Size: src.Size}
-	if err := store.BeginRun(ctx, run); err != nil {
+	w, err := in.begin(ctx, run, src.Name())
+	if err != nil && run.ID == 0 {
 		return nil, err
 	}
-	w, err := newWriter(ctx, store, run, src.Name(), opt)
 	if err != nil {
 		return run, err
 	}
-	data, rerr := readBounded(src.Reader(), src.Name())
+	data, rerr := readBoundedInto(in.buf, src.Reader(), src.Name(), src.Size)
+	in.buf = data[:0]
 	if rerr == nil {
 		rerr = ctx.Err()
 	}
-	fr := FileRun{Run: run}
+	fr := &FileRun{Run: run}
 	if rerr == nil {
-		rerr = w.parse(data, opt, fileTime(opt, src), cache, &fr)
+		rerr = w.parse(data, in.opt, fileTime(in.opt, src), in.cache, fr)
 	}
-	err = w.finish(ctx, store, src, classify(ctx, src.Name(), rerr))
 	fr.Series = w.series
-	if opt.OnRun != nil {
-		opt.OnRun(fr)
+	onDone := func() {
+		if in.opt.OnRun != nil {
+			in.opt.OnRun(*fr)
+		}
 	}
+	rerr = classify(ctx, src.Name(), rerr)
+	if _, carries := w.batch.Batch().(commit.Carrier); carries && rerr == nil {
+		w.batch.Done(in.store, src, nil, onDone)
+		in.open = w.batch
+		return run, nil
+	}
+	in.open = nil
+	err = w.batch.Finish(ctx, in.store, src, rerr)
+	onDone()
 	return run, err
+}
+
+// begin begins run and opens its writer: in the transaction of the files
+// before it where the store allows, else in a transaction of its own.
+func (in *ingest) begin(ctx context.Context, run *timeline.IngestRun, name string) (*writer, error) {
+	if in.open != nil { // only a Carrier stays open
+		if _, err := in.open.Continue(ctx, run); err != nil {
+			return nil, err
+		}
+		return &writer{ctx: ctx, run: run, batch: in.open, name: name, opt: in.opt}, nil
+	}
+	if err := in.store.BeginRun(ctx, run); err != nil {
+		return nil, err
+	}
+	w, err := newWriter(ctx, in.store, run, name, in.opt)
+	if err != nil {
+		return nil, errors.Join(err, in.store.FinishRun(context.WithoutCancel(ctx), failed(run, err)))
+	}
+	return w, nil
+}
+
+// failed marks run failed by err.
+func failed(run *timeline.IngestRun, err error) *timeline.IngestRun {
+	run.Status, run.Error = timeline.RunFailed, err.Error()
+	return run
 }
 
 // classify turns what stopped a file into the run's error.
@@ -187,6 +259,7 @@ func newWriter(ctx context.Context, store timeline.Appender, run *timeline.Inges
 	if err != nil {
 		return nil, err
 	}
+	b.Size = BatchSamples
 	if opt.BatchSize > 0 {
 		b.Size = opt.BatchSize
 	}
@@ -230,20 +303,11 @@ func (w *writer) add(s *timeline.Series, samples []timeline.Sample) error {
 			r.Last = sm.Time
 		}
 	}
-	// One Added per series: a commit never splits a series' samples.
-	if err := w.batch.Added(ctx); err != nil {
+	// Counted after the series: a commit never splits a series' samples.
+	if err := w.batch.AddedN(ctx, len(samples)); err != nil {
 		return &storeError{err}
 	}
 	return nil
-}
-
-// finish commits what was read, even after Ctrl-C, and ends the run,
-// failed by err if set.
-func (w *writer) finish(ctx context.Context, store timeline.Appender, src *input.Source, err error) error {
-	if src == nil {
-		return w.batch.Finish(ctx, store, nil, err)
-	}
-	return w.batch.Finish(ctx, store, src, err)
 }
 
 // storeError is a failure to store, not bad input: the ingest stops.

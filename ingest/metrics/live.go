@@ -96,7 +96,7 @@ func IngestLive(ctx context.Context, store LiveStore, l Live) (*timeline.IngestR
 	}
 	err = l.chunks(ctx, store, w, name, start)
 	run.Size = 0
-	return run, w.finish(ctx, store, nil, err)
+	return run, w.batch.Finish(ctx, store, nil, err)
 }
 
 // resume is where the read starts: Since, or the cursor of an earlier

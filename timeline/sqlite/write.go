@@ -31,8 +31,12 @@ func (s *Store) BeginRun(ctx context.Context, run *timeline.IngestRun) error {
 	if run.Started.IsZero() {
 		run.Started = time.Now().UTC()
 	}
-	res, err := s.exec(ctx,
-		`INSERT INTO ingest_run (source, path, size, sha256, started_ns, finished_ns, first_ns, last_ns, status)
+	return insertRun(run, func(q string, args ...any) (sql.Result, error) { return s.exec(ctx, q, args...) })
+}
+
+// insertRun inserts run with exec and sets run.ID.
+func insertRun(run *timeline.IngestRun, exec func(q string, args ...any) (sql.Result, error)) error {
+	res, err := exec(`INSERT INTO ingest_run (source, path, size, sha256, started_ns, finished_ns, first_ns, last_ns, status)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		string(run.Source), run.Path, run.Size, run.SHA256, ns(run.Started), noTime, noTime, noTime, string(run.Status))
 	if err != nil {
@@ -700,10 +704,11 @@ func (b *batch) Commit(ctx context.Context, progress *timeline.IngestRun) error 
 		b.Rollback()
 		return fmt.Errorf("commit batch: %w", err)
 	}
+	if err := b.commitRuns(ctx, progress); err != nil {
+		b.Rollback()
+		return fmt.Errorf("commit batch: %w", err)
+	}
 	if progress != nil {
-		progress.Records += b.series.records
-		progress.Duplicates -= b.series.records
-		b.series.records = 0
 		if err := updateRun(ctx, b.tx, progress); err != nil {
 			b.Rollback()
 			return fmt.Errorf("commit batch: %w", err)
@@ -721,6 +726,8 @@ func (b *batch) Commit(ctx context.Context, progress *timeline.IngestRun) error 
 	b.s.open.setGen(gen)
 	b.s.heldSeries().add(b.series.added)
 	b.newStrs, b.newClasses, b.series.newStrs, b.series.added = nil, nil, nil, nil
+	b.s.spareRows(b.series.rows)
+	b.series.rows = nil
 	return nil
 }
 
