@@ -32,7 +32,8 @@ type Options struct {
 	// OnRun hears how each file's samples were timed, once its samples
 	// are committed.
 	OnRun func(FileRun)
-	// BatchSize is samples per transaction (<= 0: BatchSamples).
+	// BatchSize is samples per transaction (<= 0: BatchSamples where the
+	// store's batch is a commit.Carrier, else commit.Size).
 	BatchSize int
 }
 
@@ -259,7 +260,9 @@ func newWriter(ctx context.Context, store timeline.Appender, run *timeline.Inges
 	if err != nil {
 		return nil, err
 	}
-	b.Size = BatchSamples
+	if _, carries := b.Batch().(commit.Carrier); carries {
+		b.Size = BatchSamples // a store that writes sorted flushes
+	}
 	if opt.BatchSize > 0 {
 		b.Size = opt.BatchSize
 	}
