@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/faultline/faultline/analyze/burst"
@@ -73,8 +74,12 @@ func readDNSStorms(ctx context.Context, s Store, first, last time.Time) (*dnsSto
 
 // after is the storm a change at `at` may have made: the first that began
 // after it (dnsSmear before it at the earliest) and before the first
-// known-bad, and was still under way at most dnsWindow before it.
-func (d *dnsStorms) after(at, firstBad time.Time) *dns.Burst {
+// known-bad, and was still under way at most dnsWindow before it. A
+// workload's arrival (ref, its "Kind/namespace/name") makes only its own
+// units' queries: a storm CoreDNS labelled with another client's name is
+// not its, however well timed (ref "": a change that touches every client,
+// such as an apiserver restart).
+func (d *dnsStorms) after(at, firstBad time.Time, ref string) *dns.Burst {
 	if d == nil || at.IsZero() {
 		return nil
 	}
@@ -82,9 +87,31 @@ func (d *dnsStorms) after(at, firstBad time.Time) *dns.Burst {
 		if b.Start.Before(at.Add(-dnsSmear)) || b.Start.After(firstBad) || b.End.Before(firstBad.Add(-dnsWindow)) {
 			continue
 		}
+		if ref != "" && b.Client != "" && !queriesOf(b.Client, ref) {
+			continue
+		}
 		return &d.bursts[i]
 	}
 	return nil
+}
+
+// queriesOf reports whether queries CoreDNS labelled client (a view's
+// name) may be those of the workload ref, "Kind/namespace/name" or
+// "Kind/name": the label names its namespace, its name, or both.
+func queriesOf(client, ref string) bool {
+	parts := strings.Split(ref, "/")
+	if len(parts) < 2 {
+		return false
+	}
+	name := parts[len(parts)-1]
+	if client == name {
+		return true
+	}
+	if len(parts) < 3 {
+		return false
+	}
+	ns := parts[len(parts)-2]
+	return client == ns || client == ns+"/"+name
 }
 
 // dnsEvidence attaches to the leading suspect the CoreDNS storm it may
@@ -99,7 +126,11 @@ func dnsEvidence(rep *Report) {
 	if top.Dimension != "created" && top.Dimension != "restart" {
 		return
 	}
-	b := rep.storms.after(top.At, rep.Boundary.FirstBad)
+	ref := top.Ref
+	if top.Dimension == "restart" {
+		ref = "" // every client resolves again
+	}
+	b := rep.storms.after(top.At, rep.Boundary.FirstBad, ref)
 	if b == nil {
 		return
 	}

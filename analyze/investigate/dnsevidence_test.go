@@ -89,12 +89,12 @@ func TestDNSStormAfter(t *testing.T) {
 		{90, 95, false},                            // the failures came first
 		{90, 130 + dnsWindow.Seconds() + 1, false}, // over before the failures
 	} {
-		if got := d.after(at(tt.change), at(tt.firstBad)) != nil; got != tt.want {
+		if got := d.after(at(tt.change), at(tt.firstBad), "") != nil; got != tt.want {
 			t.Errorf("change at %v s, first bad at %v s: a storm = %v, want %v", tt.change, tt.firstBad, got, tt.want)
 		}
 	}
 	var none *dnsStorms
-	if none.after(at(0), at(10)) != nil {
+	if none.after(at(0), at(10), "") != nil {
 		t.Error("no storms: got one")
 	}
 }
@@ -108,6 +108,39 @@ func TestDNSEvidenceOnlyForLoad(t *testing.T) {
 		dnsEvidence(rep)
 		if got := rep.Changes[0].DNS != nil; got != want {
 			t.Errorf("%s: DNS evidence attached = %v, want %v", dim, got, want)
+		}
+	}
+}
+
+// A storm CoreDNS labelled with a client is that client's queries: it is
+// credited to the arrival of a workload it names (by namespace, name or
+// both), never to another's because of its timing alone. A restart makes
+// every client resolve again, whoever is labelled.
+func TestLabelledStormIsItsClients(t *testing.T) {
+	for _, tt := range []struct {
+		client, ref, dim string
+		want             bool
+	}{
+		{"", "Job/ml/loader", "created", true}, // unlabelled: timing
+		{"ml", "Job/ml/loader", "created", true},
+		{"loader", "Job/ml/loader", "created", true},
+		{"ml/loader", "Job/ml/loader", "created", true},
+		{"batch", "Job/ml/loader", "created", false},
+		{"ml/other", "Job/ml/loader", "created", false},
+		{"ml", "Node/ml-1", "created", false},
+		{"gpu-1", "Node/gpu-1", "created", true},
+		{"batch", "apiserver", "restart", true},
+	} {
+		storms := &dnsStorms{bursts: []dns.Burst{{Start: at(40), End: at(70), Client: tt.client}}}
+		rep := &Report{Changes: []Suspect{{Ref: tt.ref, Dimension: tt.dim, At: at(0), Confidence: 0.9}}, Boundary: &Boundary{FirstBad: at(50)}, storms: storms}
+		dnsEvidence(rep)
+		if got := rep.Changes[0].DNS != nil; got != tt.want {
+			t.Errorf("storm of %q, %s %s: credited = %v, want %v", tt.client, tt.dim, tt.ref, got, tt.want)
+		}
+		if tt.dim == "created" {
+			if got := storms.after(at(0), at(50), tt.ref) != nil; got != tt.want {
+				t.Errorf("storm of %q after the arrival of %s = %v, want %v", tt.client, tt.ref, got, tt.want)
+			}
 		}
 	}
 }

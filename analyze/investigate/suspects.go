@@ -377,7 +377,7 @@ func (in scoring) weighLoad(all []*scored, contentExplains bool) []*scored {
 		// with explains nothing and they failed the way load fails: their
 		// messages say so, or a load was measured that began with it (a
 		// CoreDNS storm; the apiserver's bursts are read in conclude).
-		storm := x.created && in.storms.after(x.sp.At, in.firstBad) != nil
+		storm := x.created && in.storms.after(x.sp.At, in.firstBad, x.sp.Ref) != nil
 		switch {
 		case x.created && (contentExplains || !(shaped || storm)):
 			x.base = 0
