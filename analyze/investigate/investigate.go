@@ -280,6 +280,29 @@ type UnitCounts struct {
 // ErrNoEvidence is a timeline that holds nothing to investigate.
 var ErrNoEvidence = errors.New("the timeline is empty")
 
+// ErrOnlySeries is a timeline that holds metric series (faultline ingest
+// metrics) and no records: investigate reads what the apiserver and the
+// nodes wrote (audit records, Events, objects, node logs); the series are
+// read by the pressure analyses (faultline dns, network, cardinality).
+// It wraps ErrNoEvidence: there is nothing to investigate either way.
+var ErrOnlySeries = fmt.Errorf("%w of records: it holds only metric series", ErrNoEvidence)
+
+// noRecords is the error for a timeline without records: ErrOnlySeries
+// when the store shows it holds series, else ErrNoEvidence.
+func noRecords(ctx context.Context, s Store) error {
+	sr, ok := s.(timeline.SeriesReader)
+	if !ok {
+		return ErrNoEvidence
+	}
+	for _, err := range sr.Series(ctx, timeline.SeriesQuery{}) {
+		if err != nil {
+			return err
+		}
+		return ErrOnlySeries
+	}
+	return ErrNoEvidence
+}
+
 // Run investigates: it reads the outcomes in the window, then takes the
 // method's numbered steps (the package comment), one function each.
 func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
@@ -291,7 +314,7 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 		return nil, err
 	}
 	if first.IsZero() {
-		return nil, ErrNoEvidence
+		return nil, noRecords(ctx, s)
 	}
 	if !opt.Since.IsZero() {
 		first = opt.Since

@@ -121,6 +121,9 @@ func TestExitCodes(t *testing.T) {
 				"(or save /api/v1/query_range JSON and: faultline ingest metrics FILE); a single /metrics snapshot gives one sample a series: ingest a range, or snapshots taken at several times\n"},
 		{fmt.Errorf("bisect: %w", investigate.ErrNoEvidence), 1,
 			"error: bisect: the timeline is empty: ingest evidence first\nTry: faultline ingest --help\n"},
+		{fmt.Errorf("investigate: %w", investigate.ErrOnlySeries), 1,
+			"error: investigate: the timeline is empty of records: it holds only metric series; investigate reads audit records, Events, objects and node logs\n" +
+				"Try: faultline dns, faultline network or faultline cardinality, which read the series; or faultline ingest --help\n"},
 	}
 	for _, tt := range tests {
 		var b bytes.Buffer

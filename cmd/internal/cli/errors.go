@@ -90,6 +90,10 @@ func exitCode(err error, w io.Writer) int {
 	case errors.As(err, &where):
 		fmt.Fprintf(w, "error: --where %q: %v\nTry: faultline controlplane --where 'verb == \"list\" && scope == \"cluster\"'\n", where.Expr, where.Err)
 		return exitUsage
+	case errors.Is(err, investigate.ErrOnlySeries):
+		fmt.Fprintf(w, "error: %v; investigate reads audit records, Events, objects and node logs\n"+
+			"Try: faultline dns, faultline network or faultline cardinality, which read the series; or faultline ingest --help\n", err)
+		return exitFailure
 	case errors.Is(err, investigate.ErrNoEvidence):
 		fmt.Fprintf(w, "error: %v: ingest evidence first\nTry: faultline ingest --help\n", err)
 		return exitFailure
