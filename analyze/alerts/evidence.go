@@ -3,6 +3,7 @@ package alerts
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -25,6 +26,7 @@ type Store interface {
 	investigate.Store
 	controlplane.Store
 	prom.Reader
+	Runs(ctx context.Context) ([]timeline.IngestRun, error)
 }
 
 // Evidence is an investigated incident, held for replaying signals: the
@@ -61,41 +63,103 @@ var statusResource = map[string]string{"Pod": "pods", "Node": "nodes", "Job": "j
 
 // Load investigates the timeline (analyze/investigate with its defaults,
 // analyze/controlplane) and reads its records and object states.
-func Load(ctx context.Context, s Store) (*Evidence, error) {
+func Load(ctx context.Context, s Store) (*Evidence, error) { return LoadWith(ctx, s, LoadOptions{}) }
+
+// LoadOptions give the boundary when the investigator knows it better
+// than the evidence shows, or the evidence has no records to show it (a
+// timeline of metric series only): the known-good window ends at LastGood
+// (default: FirstBad), and the backtests count from FirstBad.
+type LoadOptions struct {
+	FirstBad, LastGood time.Time
+}
+
+// LoadWith is Load with the boundary of opt, where it is given.
+func LoadWith(ctx context.Context, s Store, opt LoadOptions) (*Evidence, error) {
+	if opt.FirstBad.IsZero() && !opt.LastGood.IsZero() {
+		return nil, fmt.Errorf("a last known-good instant needs the first bad one")
+	}
+	if opt.LastGood.IsZero() {
+		opt.LastGood = opt.FirstBad
+	}
+	if opt.LastGood.After(opt.FirstBad) {
+		return nil, fmt.Errorf("the last known-good instant %s is after the first bad one %s",
+			opt.LastGood.Format(time.RFC3339Nano), opt.FirstBad.Format(time.RFC3339Nano))
+	}
 	inv, err := investigate.Run(ctx, s, investigate.Options{})
+	if errors.Is(err, investigate.ErrOnlySeries) && !opt.FirstBad.IsZero() {
+		inv, err = seriesOnly(ctx, s)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if inv.Boundary == nil {
-		return nil, fmt.Errorf("the investigation found no bad observation: nothing to learn alerts from")
-	}
-	if inv.Boundary.LastGood.IsZero() {
+	ev := &Evidence{Start: inv.Window.Start, End: inv.Window.End, Investigation: inv, units: map[string]*outcome.Unit{}}
+	switch {
+	case !opt.FirstBad.IsZero():
+		ev.LastGood, ev.FirstBad, ev.IncidentEnd = opt.LastGood, opt.FirstBad, ev.End
+		if inv.Boundary != nil && inv.Boundary.IncidentEnd.After(opt.FirstBad) {
+			ev.IncidentEnd = inv.Boundary.IncidentEnd
+		}
+		if !ev.Start.Before(ev.LastGood) || ev.FirstBad.After(ev.End) {
+			return nil, fmt.Errorf("the boundary given, %s .. %s, is not inside the evidence, %s .. %s",
+				ev.LastGood.Format(time.RFC3339), ev.FirstBad.Format(time.RFC3339), ev.Start.Format(time.RFC3339), ev.End.Format(time.RFC3339))
+		}
+	case inv.Boundary == nil:
+		return nil, fmt.Errorf("the investigation found no bad observation: nothing to learn alerts from (give the first bad instant if you know it)")
+	case inv.Boundary.LastGood.IsZero():
 		return nil, fmt.Errorf("the investigation found no known-good instant before the boundary (%s): no normal range to learn",
 			inv.Boundary.FirstBad.Format(time.RFC3339Nano))
+	default:
+		ev.LastGood, ev.FirstBad, ev.IncidentEnd = knownGoodEnd(inv), inv.Boundary.FirstBad, inv.Boundary.IncidentEnd
 	}
-	cp, err := controlplane.Analyze(ctx, s, controlplane.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("control plane: %w", err)
-	}
-	ev := &Evidence{Start: inv.Window.Start, End: inv.Window.End, LastGood: knownGoodEnd(inv),
-		FirstBad: inv.Boundary.FirstBad, IncidentEnd: inv.Boundary.IncidentEnd, Investigation: inv, ControlPlane: cp,
-		units: map[string]*outcome.Unit{}}
-	status, err := ev.statusRecords(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	stored, err := ev.storedRecords(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	ev.records = merge(stored, status)
-	if err := ev.readPools(ctx, s); err != nil {
-		return nil, err
-	}
-	if err := ev.ReadSeries(ctx, s); err != nil {
+	if err := ev.read(ctx, s); err != nil {
 		return nil, err
 	}
 	return ev, nil
+}
+
+// seriesOnly stands for the investigation of a timeline that holds metric
+// series only: no finding, over the span the series' ingests covered.
+func seriesOnly(ctx context.Context, s Store) (*investigate.Report, error) {
+	runs, err := s.Runs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	inv := &investigate.Report{Verdict: investigate.VerdictNoCause}
+	for _, r := range runs {
+		if r.First.IsZero() {
+			continue
+		}
+		if inv.Window.Start.IsZero() || r.First.Before(inv.Window.Start) {
+			inv.Window.Start = r.First
+		}
+		if r.Last.After(inv.Window.End) {
+			inv.Window.End = r.Last
+		}
+	}
+	return inv, nil
+}
+
+// read reads the control plane's report, the records, object states,
+// pools and series of the evidence's span.
+func (ev *Evidence) read(ctx context.Context, s Store) error {
+	cp, err := controlplane.Analyze(ctx, s, controlplane.Options{})
+	if err != nil {
+		return fmt.Errorf("control plane: %w", err)
+	}
+	ev.ControlPlane = cp
+	status, err := ev.statusRecords(ctx, s)
+	if err != nil {
+		return err
+	}
+	stored, err := ev.storedRecords(ctx, s)
+	if err != nil {
+		return err
+	}
+	ev.records = merge(stored, status)
+	if err := ev.readPools(ctx, s); err != nil {
+		return err
+	}
+	return ev.ReadSeries(ctx, s)
 }
 
 // knownGoodEnd is where the known-good window ends. Normal ranges are what

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,8 +11,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/faultline/faultline/analyze/alerts"
+	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/internal/termsafe"
 )
 
@@ -43,6 +46,42 @@ docs/alerts.schema.json.`,
 type alertsSuggestOptions struct {
 	output           string
 	interval, window time.Duration
+	boundary         boundaryFlags
+}
+
+// boundaryFlags are the boundary an investigator gives alerts suggest and
+// backtest instead of the investigation's: needed where the timeline holds
+// metric series only (no records to find it in).
+type boundaryFlags struct{ firstBad, lastGood string }
+
+func (b *boundaryFlags) add(fl *pflag.FlagSet) {
+	fl.StringVar(&b.firstBad, "first-bad", "", "the earliest known-bad instant (RFC 3339), instead of the investigation's; needed for a timeline of metric series only")
+	fl.StringVar(&b.lastGood, "last-good", "", "the last known-good instant (RFC 3339; default: --first-bad): the known-good window ends there")
+}
+
+func (b *boundaryFlags) options() (alerts.LoadOptions, error) {
+	var opt alerts.LoadOptions
+	for _, f := range []struct {
+		name, v string
+		to      *time.Time
+	}{{"first-bad", b.firstBad, &opt.FirstBad}, {"last-good", b.lastGood, &opt.LastGood}} {
+		if f.v == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, f.v)
+		if err != nil {
+			return opt, usagef("faultline alerts suggest --first-bad 2026-05-01T10:03:00Z", "invalid --%s %q: want RFC 3339 (2026-05-01T10:03:00Z)", f.name, f.v)
+		}
+		*f.to = t.UTC()
+	}
+	if opt.FirstBad.IsZero() && !opt.LastGood.IsZero() {
+		return opt, usagef("faultline alerts suggest --first-bad 2026-05-01T10:03:00Z --last-good 2026-05-01T10:02:30Z", "--last-good needs --first-bad")
+	}
+	if opt.LastGood.After(opt.FirstBad) {
+		return opt, usagef("faultline alerts suggest --first-bad 2026-05-01T10:03:00Z --last-good 2026-05-01T10:02:30Z",
+			"--last-good (%s) is after --first-bad (%s)", b.lastGood, b.firstBad)
+	}
+	return opt, nil
 }
 
 func newAlertsSuggestCmd(f *Factory) *cobra.Command {
@@ -83,6 +122,7 @@ its labels stay bounded; the others are listed on stderr with the reason.`,
 	fl.StringVarP(&opts.output, "output", "o", "yaml", "output format: yaml or json")
 	fl.DurationVar(&opts.interval, "interval", alerts.DefaultInterval, "evaluation interval of the rules (the backtest's step)")
 	fl.DurationVar(&opts.window, "window", alerts.DefaultWindow, "window each signal is counted over")
+	opts.boundary.add(fl)
 	return cmd
 }
 
@@ -94,7 +134,7 @@ func alertsSuggestRun(ctx context.Context, f *Factory, opts *alertsSuggestOption
 		return usagef("faultline alerts suggest --interval 5s --window 30s",
 			"--window (%s) must be at least --interval (%s), and both positive", opts.window, opts.interval)
 	}
-	ev, err := loadEvidence(ctx, f)
+	ev, err := loadEvidence(ctx, f, opts.boundary)
 	if err != nil {
 		return err
 	}
@@ -123,13 +163,21 @@ func alertsSuggestRun(ctx context.Context, f *Factory, opts *alertsSuggestOption
 // loadEvidence investigates the timeline and reads the series of the
 // metrics named (beyond those suggest reads), for the definitions that
 // watch them.
-func loadEvidence(ctx context.Context, f *Factory, metrics ...string) (*alerts.Evidence, error) {
+func loadEvidence(ctx context.Context, f *Factory, b boundaryFlags, metrics ...string) (*alerts.Evidence, error) {
+	opt, err := b.options()
+	if err != nil {
+		return nil, err
+	}
 	store, err := f.OpenStoreReadOnly(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer store.Close()
-	ev, err := alerts.Load(ctx, store)
+	ev, err := alerts.LoadWith(ctx, store, opt)
+	if errors.Is(err, investigate.ErrOnlySeries) {
+		return nil, usagef("faultline alerts suggest --first-bad 2026-05-01T10:03:00Z --last-good 2026-05-01T10:02:30Z",
+			"%v: with no records to find the boundary in, give it: --first-bad, and --last-good where it is earlier", err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -155,6 +203,7 @@ func readAlertFile(path, hint string) (*alerts.File, error) {
 
 func newAlertsBacktestCmd(f *Factory) *cobra.Command {
 	var output string
+	var boundary boundaryFlags
 	cmd := &cobra.Command{
 		Use:   "backtest FILE",
 		Short: "Replay alert definitions over the timeline: when each would have fired, and how early",
@@ -185,7 +234,7 @@ stayed outside for the persistence), and report:
 			if err != nil {
 				return err
 			}
-			ev, err := loadEvidence(cmd.Context(), f, file.Metrics()...)
+			ev, err := loadEvidence(cmd.Context(), f, boundary, file.Metrics()...)
 			if err != nil {
 				return err
 			}
@@ -200,6 +249,7 @@ stayed outside for the persistence), and report:
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
+	boundary.add(cmd.Flags())
 	addNoHeaders(cmd, f)
 	return cmd
 }

@@ -78,3 +78,77 @@ func TestAlertsSuggestDNSStorm(t *testing.T) {
 		t.Errorf("backtest replayed %d CoreDNS alerts, want 2 or more: %+v", seen, bt.Alerts)
 	}
 }
+
+// TestAlertsFromSeriesOnly: a timeline of CoreDNS's series alone (the
+// zoo's dns-storm, recorded from a real CoreDNS) has no records to find
+// the boundary in. alerts suggest says so and asks for it; given the
+// recorded boundary it learns the DNS alerts from the series, and the
+// backtest, given it too, has them fire in time, with no false positive.
+func TestAlertsFromSeriesOnly(t *testing.T) {
+	const seed = "../../../fixtures/zoo/dns-storm/seed-1"
+	raw, err := os.ReadFile(filepath.Join(seed, "expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want struct {
+		Boundary struct{ LastGood, FirstBad time.Time }
+	}
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "t.db")
+	if code, _, stderr := runCLI(t, "--db", db, "ingest", "metrics", filepath.Join(seed, "metrics", "coredns.json.gz")); code != 0 {
+		t.Fatalf("ingest metrics: exit %d\n%s", code, stderr)
+	}
+	code, _, stderr := runCLI(t, "--db", db, "alerts", "suggest")
+	if code != 2 || !strings.Contains(stderr, "only metric series") || !strings.Contains(stderr, "--first-bad") {
+		t.Fatalf("suggest without a boundary: exit %d\n%s\nwant 2, saying the timeline holds series only and asking for --first-bad", code, stderr)
+	}
+	boundary := []string{"--first-bad", want.Boundary.FirstBad.Format(time.RFC3339Nano), "--last-good", want.Boundary.LastGood.Format(time.RFC3339Nano)}
+	code, defs, stderr := runCLI(t, append([]string{"--db", db, "alerts", "suggest"}, boundary...)...)
+	if code != 0 || !strings.Contains(defs, "name: CoreDNSRequestRate") {
+		t.Fatalf("suggest with the boundary: exit %d, no CoreDNSRequestRate\n%s\n%s", code, defs, stderr)
+	}
+	file := filepath.Join(t.TempDir(), "alerts.yaml")
+	if err := os.WriteFile(file, []byte(defs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runCLI(t, append([]string{"--db", db, "alerts", "backtest", file, "-o", "json"}, boundary...)...)
+	if code != 0 {
+		t.Fatalf("backtest: exit %d\n%s", code, stderr)
+	}
+	var bt struct {
+		Alerts []struct {
+			Name           string `json:"name"`
+			Verdict        string `json:"verdict"`
+			FalsePositives []any  `json:"falsePositives"`
+		} `json:"alerts"`
+	}
+	if err := json.Unmarshal([]byte(out), &bt); err != nil {
+		t.Fatal(err)
+	}
+	seen := false
+	for _, a := range bt.Alerts {
+		if a.Name != "CoreDNSRequestRate" {
+			continue
+		}
+		seen = true
+		if a.Verdict != "early" && a.Verdict != "in-time" || len(a.FalsePositives) > 0 {
+			t.Errorf("backtest: %s %s with %d false positives, want early or in-time with none", a.Name, a.Verdict, len(a.FalsePositives))
+		}
+	}
+	if !seen {
+		t.Errorf("backtest did not replay CoreDNSRequestRate: %+v", bt.Alerts)
+	}
+	// A boundary outside the evidence, or backwards, is refused.
+	for _, args := range [][]string{
+		{"--first-bad", "2030-01-01T00:00:00Z"},
+		{"--first-bad", want.Boundary.LastGood.Format(time.RFC3339Nano), "--last-good", want.Boundary.FirstBad.Format(time.RFC3339Nano)},
+		{"--last-good", want.Boundary.LastGood.Format(time.RFC3339Nano)},
+		{"--first-bad", "after lunch"},
+	} {
+		if code, _, stderr := runCLI(t, append([]string{"--db", db, "alerts", "suggest"}, args...)...); code == 0 || stderr == "" {
+			t.Errorf("suggest %v: exit %d, want an error\n%s", args, code, stderr)
+		}
+	}
+}
