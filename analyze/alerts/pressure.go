@@ -106,7 +106,7 @@ func (ev *Evidence) dnsFix() string {
 	fx := fixes[0]
 	removes := ""
 	if fx.RemovesShare != nil {
-		removes = fmt.Sprintf(", removes %.0f%% of the queries, simulated peak %s/s", *fx.RemovesShare*100, num(fx.SimulatedPeakRps))
+		removes = fmt.Sprintf(", removes %s%.0f%% of the queries, simulated peak %s/s", fx.UpTo(), *fx.RemovesShare*100, num(fx.SimulatedPeakRps))
 	}
 	var others []string
 	for _, o := range fixes[1:] {

@@ -141,7 +141,19 @@ type Fix struct {
 	RemovesShare     *float64 `json:"removesShare"`
 	RemovesQueries   int64    `json:"removesQueries"`
 	SimulatedPeakRps float64  `json:"simulatedPeakRps"`
-	Tradeoff         string   `json:"tradeoff"`
+	// UpperBound says the share is at most what the fix removes (and the
+	// peak at least what would remain): the evidence bounds it without
+	// measuring it.
+	UpperBound bool   `json:"upperBound,omitempty"`
+	Tradeoff   string `json:"tradeoff"`
+}
+
+// UpTo is "up to " for a share that is an upper bound, else "".
+func (f Fix) UpTo() string {
+	if f.UpperBound {
+		return "up to "
+	}
+	return ""
 }
 
 // Run reads the window's CoreDNS series and measures them.

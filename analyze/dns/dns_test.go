@@ -75,7 +75,7 @@ func TestRun(t *testing.T) {
 	stormFixes := func(sh *float64, removes int64, peak float64) []Fix {
 		return []Fix{{Kind: "autopath", RemovesShare: sh, RemovesQueries: removes, SimulatedPeakRps: peak},
 			{Kind: "ndots", RemovesShare: sh, RemovesQueries: removes, SimulatedPeakRps: peak},
-			{Kind: "nodelocaldns", RemovesShare: sh, RemovesQueries: removes, SimulatedPeakRps: peak}}
+			{Kind: "nodelocaldns", RemovesShare: sh, RemovesQueries: removes, SimulatedPeakRps: peak, UpperBound: sh != nil}}
 	}
 	tests := []struct {
 		name  string

@@ -32,9 +32,7 @@ func fixes(g, all *group, a, b time.Time, peak float64) []Fix {
 			f.SimulatedPeakRps = prom.Round(peak*(1-*raw), 2)
 		}
 	}
-	slices.SortStableFunc(out, func(x, y Fix) int {
-		return cmp.Or(cmp.Compare(share(y.RemovesShare), share(x.RemovesShare)), cmp.Compare(x.Kind, y.Kind))
-	})
+	sortFixes(out)
 	return out
 }
 
@@ -52,6 +50,26 @@ func (g *group) raw(a, b time.Time) (nx, hits *float64) {
 
 func f64(v float64) *float64 { return &v }
 
+// sortFixes puts the fixes that remove most first, a measured share
+// before a bound: what the evidence says a fix does comes before what it
+// says a fix may do at most.
+func sortFixes(fixes []Fix) {
+	slices.SortStableFunc(fixes, func(x, y Fix) int {
+		return cmp.Or(cmp.Compare(rank(y), rank(x)), cmp.Compare(share(y.RemovesShare), share(x.RemovesShare)), cmp.Compare(x.Kind, y.Kind))
+	})
+}
+
+// rank orders fixes: a measured share (2), a bound (1), none known (0).
+func rank(f Fix) int {
+	switch {
+	case f.RemovesShare == nil:
+		return 0
+	case f.UpperBound:
+		return 1
+	}
+	return 2
+}
+
 // share is a share, -1 for an unknown one (last).
 func share(p *float64) float64 {
 	if p == nil {
@@ -67,15 +85,20 @@ func percent(p *float64) string {
 	return fmt.Sprintf("%.1f%%", *p*100)
 }
 
-// nodeLocal: a cache on each node answers the queries CoreDNS's own cache
-// answered (repeats of a name within its TTL); only its misses still reach
-// CoreDNS. The share it removes is CoreDNS's cache hit ratio.
+// nodeLocal: a cache on each node answers a node's repeats of a name
+// within its TTL; only its misses still reach CoreDNS. CoreDNS's cache hit
+// ratio counts the repeats of the whole cluster, and a node's cache sees
+// only its own node's: the share it removes is at most that ratio (all of
+// it when one node asks every repeat, little when each name comes once
+// from each node), and CoreDNS's series do not say which.
 func nodeLocal(hits *float64, from string) Fix {
 	return Fix{Kind: "nodelocaldns",
 		Detail: "run NodeLocal DNSCache (a caching agent on every node, pods pointed at its link-local address): " +
 			"repeated names are answered on the node, only its misses reach CoreDNS",
-		Evidence:     "cache hit ratio " + percent(hits) + from + ": the repeats a node's cache would answer",
+		Evidence: "cache hit ratio " + percent(hits) + from + ": the cluster's repeats, of which a node's cache answers " +
+			"only its own node's: at most that share",
 		RemovesShare: hits,
+		UpperBound:   hits != nil,
 		Tradeoff: "a DaemonSet on every node (memory per node, one more thing to upgrade); a node's DNS fails with its cache " +
 			"unless it falls back; in return its queries skip conntrack (no UDP insert races, no conntrack entries)"}
 }

@@ -149,7 +149,7 @@ func dnsArrival(top Suspect) []Action {
 	why := fmt.Sprintf("its units' lookups made a DNS storm (%.0f queries/s at peak vs %.2g/s before)", d.PeakRps, d.BaselineRps)
 	for _, f := range d.Fixes {
 		if f.RemovesShare != nil && *f.RemovesShare > 0 {
-			why += fmt.Sprintf("; %s would take %.0f%% of them off CoreDNS (%s)", f.Kind, *f.RemovesShare*100, f.Evidence)
+			why += fmt.Sprintf("; %s would take %s%.0f%% of them off CoreDNS (%s)", f.Kind, f.UpTo(), *f.RemovesShare*100, f.Evidence)
 		}
 	}
 	a := Action{Action: "set", Target: top.Ref + " dnsConfig",

@@ -44,9 +44,10 @@ metrics (` + strings.Join(dns.Metrics, ", ") + `):
             the query types in it, and the fixes
   fixes     NodeLocal DNSCache, a lower ndots, CoreDNS autopath: each with the
             share of the queries it would take off CoreDNS, computed from the
-            evidence (the cache hit ratio: the repeats a node's cache would
-            answer; the NXDOMAIN share: the search-path tries), and its
-            trade-off
+            evidence (the NXDOMAIN share: the search-path tries; the cache
+            hit ratio, "up to": the cluster's repeats, of which a node's
+            cache answers only its own node's), and its trade-off; measured
+            shares rank before bounds
 
 Counters become rates between scrapes, a restarted CoreDNS's reset
 handled; a burst is placed to the scrape interval, no finer. A metric not
@@ -201,12 +202,15 @@ func writeDNSBursts(ew *errWriter, bursts []dns.Burst, top int) {
 
 func writeDNSFixes(ew *errWriter, fixes []dns.Fix) {
 	for _, fx := range fixes {
-		removes := "an unknown share"
+		removes, atLeast := "an unknown share", ""
 		if fx.RemovesShare != nil {
-			removes = fmt.Sprintf("%.1f%% (%s queries)", *fx.RemovesShare*100, humanInt(fx.RemovesQueries))
+			removes = fmt.Sprintf("%s%.1f%% (%s queries)", fx.UpTo(), *fx.RemovesShare*100, humanInt(fx.RemovesQueries))
 		}
-		ew.printf("   fix %-12s removes %s -> peak %.1f/s\n                    %s\n                    evidence: %s\n                    tradeoff: %s\n",
-			fx.Kind, removes, fx.SimulatedPeakRps, fx.Detail, fx.Evidence, fx.Tradeoff)
+		if fx.UpperBound {
+			atLeast = "at least "
+		}
+		ew.printf("   fix %-12s removes %s -> peak %s%.1f/s\n                    %s\n                    evidence: %s\n                    tradeoff: %s\n",
+			fx.Kind, removes, atLeast, fx.SimulatedPeakRps, fx.Detail, fx.Evidence, fx.Tradeoff)
 	}
 }
 
