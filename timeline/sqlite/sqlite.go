@@ -321,28 +321,26 @@ func (s *Store) Close() error { return s.db.Close() }
 func (s *Store) MemoryOutsideHeap() int64 { return 2 * s.pageCache }
 
 // identify reads what db holds: a timeline at some schema version (0 for a
-// new, empty file), or ErrNotTimeline. It only reads.
+// new, empty file), or ErrNotTimeline. It only reads, in one statement: one
+// snapshot of the file, for another process may be migrating it (its first
+// migration sets application_id and user_version together, and two reads
+// apart could see the one before it and the other after).
 func identify(ctx context.Context, db queryer) (version int, err error) {
-	var appID int
-	if err := db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+	var appID, tables int
+	err = db.QueryRowContext(ctx, `SELECT (SELECT application_id FROM pragma_application_id()),
+		(SELECT user_version FROM pragma_user_version()), (SELECT count(*) FROM sqlite_schema)`).Scan(&appID, &version, &tables)
+	if err != nil {
 		var se sqlite3.Error
 		if errors.As(err, &se) && se.Code == sqlite3.ErrNotADB {
 			return 0, fmt.Errorf("%w: not a SQLite file", ErrNotTimeline)
 		}
 		return 0, err
 	}
-	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return 0, err
-	}
 	switch {
 	case appID == ApplicationID:
 	case appID == 0 && version == 0:
-		var n int
-		if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&n); err != nil {
-			return 0, err
-		}
-		if n > 0 {
-			return 0, fmt.Errorf("%w: a SQLite file with %d other tables (application_id 0)", ErrNotTimeline, n)
+		if tables > 0 {
+			return 0, fmt.Errorf("%w: a SQLite file with %d other tables (application_id 0)", ErrNotTimeline, tables)
 		}
 	default:
 		return 0, fmt.Errorf("%w: SQLite application_id is %#x, want %#x", ErrNotTimeline, appID, ApplicationID)
