@@ -6,6 +6,7 @@ package commit
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/faultline/faultline/timeline"
@@ -35,14 +36,18 @@ type Periodic struct {
 	// waiting are the runs whose inputs were read (Done) and whose end is
 	// recorded once their items are committed.
 	waiting []waiting
-	Size    int
-	Every   time.Duration
+	// inTx says the run was begun in the open transaction (Continue): a
+	// rollback takes its row too.
+	inTx  bool
+	Size  int
+	Every time.Duration
 }
 
 // waiting is a run Done ended, to finish after the next commit.
 type waiting struct {
 	run    *timeline.IngestRun
 	saved  timeline.IngestRun
+	inTx   bool
 	store  Finisher
 	onDone func()
 }
@@ -110,22 +115,42 @@ func (p *Periodic) commit(ctx context.Context) error {
 	if err := b.Commit(ctx, p.run); err != nil {
 		b.Rollback()
 		Restore(p.run, &p.saved)
+		if p.inTx {
+			p.inTx = false
+			refile(ctx, p.store, p.run)
+		}
 		for _, w := range waits { // read, but not kept: failed
 			Restore(w.run, &w.saved)
 			w.run.Status, w.run.Error = timeline.RunFailed, err.Error()
+			if w.inTx {
+				refile(ctx, w.store, w.run)
+			}
 			w.store.FinishRun(ctx, w.run)
 			w.onDone()
 		}
 		return err
 	}
-	p.n, p.last, p.saved = 0, time.Now(), *p.run
-	for _, w := range waits {
-		if err := w.store.FinishRun(ctx, w.run); err != nil {
-			return err
-		}
+	p.n, p.last, p.saved, p.inTx = 0, time.Now(), *p.run, false
+	var errs []error
+	for _, w := range waits { // each is ended, whatever another's end did
+		errs = append(errs, w.store.FinishRun(ctx, w.run))
 		w.onDone()
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// refile records again a run whose row a rollback took (it was begun in
+// the transaction), where the store can begin runs: its end, failed, is
+// then written to a row that exists.
+func refile(ctx context.Context, store any, run *timeline.IngestRun) {
+	b, ok := store.(interface {
+		BeginRun(ctx context.Context, run *timeline.IngestRun) error
+	})
+	if !ok {
+		return
+	}
+	run.ID = 0
+	_ = b.BeginRun(ctx, run) // the failure is the commit's, already returned
 }
 
 // Continue begins run, the next input of the same command, in the open
@@ -144,7 +169,7 @@ func (p *Periodic) Continue(ctx context.Context, run *timeline.IngestRun) (bool,
 	if err := c.BeginRun(ctx, run); err != nil {
 		return true, err
 	}
-	p.run, p.saved = run, *run
+	p.run, p.saved, p.inTx = run, *run, true
 	return true, nil
 }
 
@@ -152,7 +177,14 @@ func (p *Periodic) Continue(ctx context.Context, run *timeline.IngestRun) (bool,
 // for the next input (Continue): the run's end is recorded, and onDone
 // called, after the commit that keeps its last items.
 func (p *Periodic) Done(store Finisher, src Source, err error, onDone func()) {
-	run := p.run
+	ended(p.run, src, err)
+	p.waiting = append(p.waiting, waiting{p.run, p.saved, p.inTx, store, onDone})
+	p.inTx = false // a waiting run now: the commit refiles it from there
+}
+
+// ended sets run's status, failed by err if set, and, once src is read to
+// its end, its hash and size.
+func ended(run *timeline.IngestRun, src Source, err error) {
 	run.Status = timeline.RunDone
 	if err != nil {
 		run.Status, run.Error = timeline.RunFailed, err.Error()
@@ -164,7 +196,6 @@ func (p *Periodic) Done(store Finisher, src Source, err error, onDone func()) {
 			run.Size = src.BytesRead()
 		}
 	}
-	p.waiting = append(p.waiting, waiting{run, p.saved, store, onDone})
 }
 
 // Restore sets run's counts back to those of saved: the progress of the
@@ -193,17 +224,7 @@ type Finisher interface {
 // run.
 func (p *Periodic) Finish(ctx context.Context, store Finisher, src Source, err error) error {
 	run := p.run
-	run.Status = timeline.RunDone
-	if err != nil {
-		run.Status, run.Error = timeline.RunFailed, err.Error()
-	}
-	if src != nil {
-		src.Drain()
-		run.SHA256 = src.SHA256()
-		if run.Size < 0 {
-			run.Size = src.BytesRead()
-		}
-	}
+	ended(run, src, err)
 	if cerr := p.Commit(ctx); cerr != nil && err == nil {
 		err = cerr
 		run.Status, run.Error = timeline.RunFailed, err.Error()

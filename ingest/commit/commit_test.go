@@ -115,10 +115,19 @@ func (b *carrierBatch) BeginRun(_ context.Context, run *timeline.IngestRun) erro
 type carrierStore struct {
 	fakeStore
 	finished []string // "ID status records" as FinishRun heard them
+	refiled  []string // the paths of the runs BeginRun recorded again
 }
 
 func (s *carrierStore) Batch(context.Context, int64) (timeline.Batch, error) {
 	return &carrierBatch{fakeBatch: fakeBatch{st: &s.fakeStore}}, nil
+}
+
+// BeginRun records a run again after a rollback took the row it was
+// begun with (refile).
+func (s *carrierStore) BeginRun(_ context.Context, run *timeline.IngestRun) error {
+	s.refiled = append(s.refiled, run.Path)
+	run.ID = int64(10 + len(s.refiled))
+	return nil
 }
 
 func (s *carrierStore) FinishRun(_ context.Context, run *timeline.IngestRun) error {
@@ -145,7 +154,7 @@ func TestPeriodicCarriesRuns(t *testing.T) {
 			for i := range 3 {
 				run := first
 				if i > 0 {
-					run = &timeline.IngestRun{}
+					run = &timeline.IngestRun{Path: fmt.Sprint(i + 1)}
 					if ok, err := p.Continue(ctx, run); !ok || err != nil {
 						t.Fatalf("Continue: %v %v, want a carried run", ok, err)
 					}
@@ -165,13 +174,24 @@ func TestPeriodicCarriesRuns(t *testing.T) {
 				t.Fatalf("Commit: %v, want failed %v", err, fail)
 			}
 			want := []string{"1 done 10", "2 done 10", "3 done 10"}
+			var refiled []string
 			if fail {
-				want = []string{"1 failed 0", "2 failed 0", "3 failed 0"}
+				// The runs begun in the transaction lost their rows with
+				// it: they are recorded again, failed.
+				want = []string{"1 failed 0", "11 failed 0", "12 failed 0"}
+				refiled = []string{"2", "3"}
+			}
+			if diff := cmp.Diff(refiled, st.refiled); diff != "" {
+				t.Errorf("runs recorded again (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(want, st.finished); diff != "" {
 				t.Errorf("runs ended (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff([]int64{1, 2, 3}, heard); diff != "" {
+			wantHeard := []int64{1, 2, 3}
+			if fail {
+				wantHeard = []int64{1, 11, 12}
+			}
+			if diff := cmp.Diff(wantHeard, heard); diff != "" {
 				t.Errorf("onDone heard (-want +got):\n%s", diff)
 			}
 		})
