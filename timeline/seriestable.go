@@ -2,6 +2,7 @@ package timeline
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -13,6 +14,19 @@ type Span struct {
 // Contains reports whether t lies in the span.
 func (sp Span) Contains(t time.Time) bool {
 	return (sp.Since.IsZero() || !t.Before(sp.Since)) && (sp.Until.IsZero() || t.Before(sp.Until))
+}
+
+// NS is the span's bounds in nanoseconds (BoundNS), an unbounded end as
+// the extreme: math.MinInt64 takes in the records with no time.
+func (sp Span) NS() (lo, hi int64) {
+	lo, hi = math.MinInt64, math.MaxInt64
+	if !sp.Since.IsZero() {
+		lo = BoundNS(sp.Since)
+	}
+	if !sp.Until.IsZero() {
+		hi = BoundNS(sp.Until)
+	}
+	return lo, hi
 }
 
 // MaxSpans is how many spans a PresenceQuery may ask about: a row's

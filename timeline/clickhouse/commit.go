@@ -189,7 +189,7 @@ func (b *batch) lookup(ctx context.Context, staged bool, keys []int64, lo, hi in
 	defer rows.Close()
 	for rows.Next() {
 		rw := &row{r: &timeline.Record{}, held: true}
-		if err := scanRecord(rows, &rw.key, rw.r); err != nil {
+		if err := scanRecord(rows, &rw.key, rw.r, nil); err != nil {
 			return fmt.Errorf("look up held records: %w", err)
 		}
 		if b.known(rw.r, rw.key) == nil {

@@ -2,6 +2,7 @@ package clickhouse
 
 import (
 	"context"
+	"testing"
 
 	"github.com/faultline/faultline/timeline/filtersql"
 )
@@ -53,3 +54,11 @@ func (s *Store) ShardOf(key int64) int { return shardOf(s.shards, intHash64(uint
 
 // IntHash64 is intHash64.
 var IntHash64 = intHash64
+
+// SetChunkRows sets the rows a chunked read aims at for the rest of the
+// test (chunks.go).
+func SetChunkRows(t testing.TB, n int64) {
+	old := chunkRows
+	chunkRows = n
+	t.Cleanup(func() { chunkRows = old })
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -23,8 +22,9 @@ const recordColumns = `id, time_ns, source, api_group, api_version, resource, su
 	verb, reason, user, user_agent, source_ip, code, type, level, latency_ns, stages, ` + auditIDSQL + `, uri, message, extra,
 	run_id, line`
 
-// scanRecord reads a row of key (if key is not nil) and recordColumns.
-func scanRecord(rows driver.Rows, key *int64, r *timeline.Record) error {
+// scanRecord reads a row of key (if key is not nil) and recordColumns;
+// the time column goes to ns too when ns is not nil.
+func scanRecord(rows driver.Rows, key *int64, r *timeline.Record, ns *int64) error {
 	var (
 		t, lat     int64
 		code       int32
@@ -40,6 +40,9 @@ func scanRecord(rows driver.Rows, key *int64, r *timeline.Record) error {
 	}
 	if err := rows.Scan(dst...); err != nil {
 		return err
+	}
+	if ns != nil {
+		*ns = t
 	}
 	r.Time, r.Source, r.Code = fromNS(t), timeline.SourceKind(source), int(code)
 	r.Latency, r.Stages = time.Duration(lat), timeline.Stage(stages)
@@ -65,16 +68,7 @@ func (s *Store) shardErr(ctx context.Context, err error) error {
 
 // timeRange is the WHERE condition of [since, until) on time_ns.
 func timeRange(since, until time.Time) string {
-	lo, hi := int64(math.MinInt64), int64(math.MaxInt64) // unbounded: the records with no time too
-	if !since.IsZero() {
-		lo = boundNS(since)
-	}
-	cond := fmt.Sprintf("time_ns >= %d", lo)
-	if !until.IsZero() {
-		hi = boundNS(until)
-		cond += fmt.Sprintf(" AND time_ns < %d", hi)
-	}
-	return cond
+	return nsRange(timeline.Span{Since: since, Until: until}.NS())
 }
 
 // recordQuery builds the query of q. residual reports that the rows it
@@ -98,22 +92,31 @@ func recordSelect(q timeline.Query, where string, residual bool) string {
 // form of its filter, and the current versions.
 func recordWhere(db string, q timeline.Query) (where string, residual bool) {
 	rng := timeRange(q.Since, q.Until)
-	where = rng
-	if q.Where != nil {
-		w, complete := compileWhere(q.Where.Expr())
-		if w != "" {
-			where += " AND (" + w + ")"
-		}
-		residual = !complete
-		if q.Bad != nil && filtersql.HasConjunct(q.Where.Expr(), "bad") {
-			// The classifier's bad set, as a key set: only its records
-			// are read (bad itself is checked again row by row).
-			if ids := badIDs(q.Bad); ids != "" {
-				where += " AND " + ids
-			}
+	filter, residual := recordFilter(q)
+	return rng + " AND (" + filter + ") AND " + current(db, rng), residual
+}
+
+// recordFilter is the SQL form of q's filter ("1" for none), with the
+// classifier's bad set as a key set when the filter asks for it. residual
+// reports that the rows it keeps must still be checked with q.Where.Match,
+// because part of the filter has no SQL form (compileWhere).
+func recordFilter(q timeline.Query) (filter string, residual bool) {
+	filter = "1"
+	if q.Where == nil {
+		return filter, false
+	}
+	w, complete := compileWhere(q.Where.Expr())
+	if w != "" {
+		filter = "(" + w + ")"
+	}
+	if q.Bad != nil && filtersql.HasConjunct(q.Where.Expr(), "bad") {
+		// The classifier's bad set, as a key set: only its records
+		// are read (bad itself is checked again row by row).
+		if ids := badIDs(q.Bad); ids != "" {
+			filter += " AND " + ids
 		}
 	}
-	return where + " AND " + current(db, rng), residual
+	return filter, !complete
 }
 
 func recordOrder(q timeline.Query) string {
@@ -154,47 +157,48 @@ func (s *Store) limitBound(ctx context.Context, q timeline.Query, where string) 
 // The server evaluates the filter's translated parts; a filter with parts
 // that have no SQL form is evaluated on each row read, with the same CEL
 // program, and a record on which it fails at run time does not match.
+// A read with a LIMIT the server can apply is one ordered query, bounded
+// in time first (limitBound); any other is read in chunks (chunks.go).
 func (s *Store) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeline.Record, error] {
 	return func(yield func(*timeline.Record, error) bool) {
-		where, residual := recordWhere(s.db, q)
-		if q.Limit > 0 && !residual {
-			bound, err := s.limitBound(ctx, q, where)
-			if err != nil {
-				yield(nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err)))
+		if q.Limit > 0 {
+			if _, residual := recordFilter(q); !residual {
+				s.limitedRecords(ctx, q, yield)
 				return
 			}
-			where += bound
 		}
-		query := recordSelect(q, where, residual)
-		rows, err := s.conn.Query(ctx, query)
-		if err != nil {
-			yield(nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err)))
+		s.chunkedRecords(ctx, q, yield)
+	}
+}
+
+// limitedRecords yields the first q.Limit records of q, whose filter has
+// a complete SQL form.
+func (s *Store) limitedRecords(ctx context.Context, q timeline.Query, yield func(*timeline.Record, error) bool) {
+	where, _ := recordWhere(s.db, q)
+	bound, err := s.limitBound(ctx, q, where)
+	if err != nil {
+		yield(nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err)))
+		return
+	}
+	rows, err := s.conn.Query(ctx, recordSelect(q, where+bound, false))
+	if err != nil {
+		yield(nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err)))
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r := &timeline.Record{}
+		if err := scanRecord(rows, nil, r, nil); err != nil {
+			yield(nil, fmt.Errorf("read record: %w", err))
 			return
 		}
-		defer rows.Close()
-		n := 0
-		for rows.Next() {
-			r := &timeline.Record{}
-			if err := scanRecord(rows, nil, r); err != nil {
-				yield(nil, fmt.Errorf("read record: %w", err))
-				return
-			}
-			r.Bad = q.Bad[r.ID]
-			if residual {
-				if ok, _ := q.Where.Match(r); !ok {
-					continue
-				}
-			}
-			if !yield(r, nil) {
-				return
-			}
-			if n++; q.Limit > 0 && n >= q.Limit {
-				return
-			}
+		r.Bad = q.Bad[r.ID]
+		if !yield(r, nil) {
+			return
 		}
-		if err := rows.Err(); err != nil {
-			yield(nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err)))
-		}
+	}
+	if err := rows.Err(); err != nil {
+		yield(nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err)))
 	}
 }
 

@@ -3,12 +3,14 @@ package clickhouse_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/clickhouse"
 	"github.com/faultline/faultline/timeline/clickhouse/clickhousetest"
 	"github.com/faultline/faultline/timeline/timelinetest"
 )
@@ -119,4 +121,78 @@ func readField(t *testing.T, s timeline.Store, q timeline.Query, field func(*tim
 		out = append(out, field(r))
 	}
 	return out
+}
+
+// TestChunkedReads: a read cut into chunks (of one row, of four, of all)
+// yields what the timeline in memory yields for the same query, forwards
+// and backwards, in windows, with filters the server evaluates, one it
+// cannot (annotations), and a limit on that one. A third of the requests
+// were written twice, their stages joined by a later batch: only their
+// current version is read, whether the chunk judges it by every rewrite
+// in its window or by those at the times of its own rows (a filter that
+// keeps fewer rows than the chunk has rewrites).
+func TestChunkedReads(t *testing.T) {
+	s := clickhousetest.New(t)
+	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	mem := &timelinetest.Mem{}
+	final := []timeline.Record{{Key: "timeless", AuditID: "a-none", Source: timeline.SourceEvent, Reason: "Timeless"}}
+	var received []timeline.Record
+	second := slices.Clone(final)
+	for i := range 30 {
+		r := timeline.Record{Key: fmt.Sprint("req-", i), AuditID: fmt.Sprint("a-", i), Time: t0.Add(time.Duration(i) * 7 * time.Second),
+			Source: timeline.SourceAudit, Verb: "get", Code: 200, Stages: timeline.StageResponseComplete}
+		if i%5 == 0 {
+			r.Code = 503
+		}
+		if i%4 == 0 {
+			r.Extra = []byte(`{"annotations":{"x":"y"}}`)
+		}
+		if i%3 == 0 {
+			first := r
+			first.Code, first.Stages = 0, timeline.StageRequestReceived
+			received = append(received, first)
+		}
+		second = append(second, r)
+		if i%3 == 0 {
+			r.Stages |= timeline.StageRequestReceived
+		}
+		final = append(final, r)
+	}
+	if err := s.StopMerges(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	timelinetest.AddRecords(t, s, received...)
+	timelinetest.AddRecords(t, s, second...)
+	if n, err := s.QueryString(context.Background(), "SELECT toString(count()) FROM record WHERE rewrite = 1"); err != nil || n != "10" {
+		t.Fatalf("rewritten rows: %s (%v), want 10", n, err)
+	}
+	for i := range final {
+		mem.Add(&final[i])
+	}
+	queries := map[string]timeline.Query{
+		"all":                          {},
+		"window":                       {Since: t0.Add(50 * time.Second), Until: t0.Add(150 * time.Second)},
+		"code == 503":                  {Where: timelinetest.MustFilter(t, `code == 503`)},
+		`stage == "RequestReceived"`:   {Where: timelinetest.MustFilter(t, `stage == "RequestReceived"`)},
+		`a-3 or a-4`:                   {Where: timelinetest.MustFilter(t, `auditID == "a-3" || auditID == "a-4"`)},
+		`a-3, RequestReceived`:         {Where: timelinetest.MustFilter(t, `auditID == "a-3" && stage == "RequestReceived"`)},
+		`annotations (residual)`:       {Where: timelinetest.MustFilter(t, `annotations["x"] == "y"`)},
+		`annotations, limit 3`:         {Where: timelinetest.MustFilter(t, `annotations["x"] == "y"`), Limit: 3},
+		`code == 503, window, limit 2`: {Where: timelinetest.MustFilter(t, `code == 503`), Since: t0.Add(30 * time.Second), Limit: 2},
+	}
+	for _, rows := range []int64{1, 4, 1 << 16} {
+		clickhouse.SetChunkRows(t, rows)
+		for name, q := range queries {
+			for _, desc := range []bool{false, true} {
+				q.Desc = desc
+				var want []string
+				for r := range mem.Records(context.Background(), q) {
+					want = append(want, r.AuditID)
+				}
+				if diff := cmp.Diff(want, timelinetest.Labels(t, s, q)); diff != "" {
+					t.Errorf("chunks of %d rows, %s, desc %v (-mem +clickhouse)\n%s", rows, name, desc, diff)
+				}
+			}
+		}
+	}
 }

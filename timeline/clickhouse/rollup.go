@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/faultline/faultline/timeline"
@@ -342,6 +343,17 @@ func (rd *summaryRead) use(class int64) {
 	rd.mu.Unlock()
 }
 
+// perShard is the context of a query whose GROUP BY keys hold the
+// Distributed table's shard key (statShard, or req_second's class and
+// second): every group lives on one shard, so each shard's groups are
+// final, HAVING included, and the initiator need not merge them. It takes
+// the merge of 1.4 M aggregate states (req_stat) off one thread: on the
+// 10 M-line benchmark log, 4.5 s to 2.4 s, the same rows; req_second 2.4
+// s to 1.5 s.
+func perShard(ctx context.Context) context.Context {
+	return ch.Context(ctx, ch.WithSettings(ch.Settings{"distributed_group_by_no_merge": 1}))
+}
+
 // query runs q and scans each row with scan.
 func (rd *summaryRead) query(ctx context.Context, q string, scan func(driver.Rows) error) error {
 	rows, err := rd.s.conn.Query(ctx, q)
@@ -363,7 +375,7 @@ func (rd *summaryRead) query(ctx context.Context, q string, scan func(driver.Row
 func (rd *summaryRead) seconds(ctx context.Context) error {
 	// Sorted here, not by the server: a day holds millions of cells, and
 	// 18.16 sorted 1.9 M of them in 0.9 s of the read's 2.2 s.
-	err := rd.query(ctx, `SELECT class, sec, sum(n) AS cnt FROM req_second WHERE `+rd.secs+`
+	err := rd.query(perShard(ctx), `SELECT class, sec, sum(n) AS cnt FROM req_second WHERE `+rd.secs+`
 		GROUP BY class, sec HAVING cnt > 0`, func(rows driver.Rows) error {
 		var r timeline.RequestSecond
 		if err := rows.Scan(&r.Class, &r.Sec, &r.Count); err != nil {
@@ -386,7 +398,7 @@ func (rd *summaryRead) seconds(ctx context.Context) error {
 // stats sums each cell's lives apart (epoch), keeps those that hold
 // requests, and folds the minutes.
 func (rd *summaryRead) stats(ctx context.Context) error {
-	return rd.query(ctx, `SELECT class, code, bucket, sum(cnt), sum(etcd), sum(unpaged), sum(hi), sum(lo),
+	return rd.query(perShard(ctx), `SELECT class, code, bucket, sum(cnt), sum(etcd), sum(unpaged), sum(hi), sum(lo),
 			max(lmax), max(amax)
 		FROM (SELECT class, code, bucket, sumMerge(sum_n) AS cnt, sumMerge(sum_etcd) AS etcd,
 				sumMerge(sum_unpaged) AS unpaged, sumMerge(sum_lat_hi) AS hi, sumMerge(sum_lat_lo) AS lo,

@@ -118,7 +118,7 @@ func presenceSQL(q timeline.PresenceQuery, dict []string) (string, []any) {
 	var bits, either []string
 	var args []any
 	for i, sp := range q.Spans {
-		lo, hi := spanNS(sp)
+		lo, hi := sp.NS()
 		args = append(args, lo, hi)
 		cond := spanCond(2*i+1, 2*i+2)
 		bits = append(bits, fmt.Sprintf("CASE WHEN %s THEN %d ELSE 0 END", cond, 1<<i))

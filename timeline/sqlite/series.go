@@ -667,7 +667,7 @@ func (s *Store) series(ctx context.Context, q timeline.SeriesQuery) ([]*timeline
 // metric the dictionary does not hold.
 func seriesSQL(q timeline.SeriesQuery, dict []string) (string, []any) {
 	var where []string
-	lo, hi := spanNS(timeline.Span{Since: q.Since, Until: q.Until})
+	lo, hi := timeline.Span{Since: q.Since, Until: q.Until}.NS()
 	args := []any{lo, hi}
 	if !q.Since.IsZero() || !q.Until.IsZero() {
 		where = append(where, spanCond(1, 2))
@@ -684,19 +684,6 @@ func seriesSQL(q timeline.SeriesQuery, dict []string) (string, []any) {
 		return query, nil
 	}
 	return query + " WHERE " + strings.Join(where, " AND "), args
-}
-
-// spanNS is a span's bounds in nanoseconds, unbounded ends as the
-// extremes.
-func spanNS(sp timeline.Span) (lo, hi int64) {
-	lo, hi = int64(math.MinInt64), int64(math.MaxInt64)
-	if !sp.Since.IsZero() {
-		lo = boundNS(sp.Since)
-	}
-	if !sp.Until.IsZero() {
-		hi = boundNS(sp.Until)
-	}
-	return lo, hi
 }
 
 // spanCond is true for a series with a sample in [?lo, ?hi), the
