@@ -3,6 +3,7 @@ package clickhouse
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -25,12 +26,16 @@ import (
 //     the rewrites at the times of its own rows (currentAt): 0.19 s instead
 //     of 1.61 s for a filter that keeps none.
 //
-// The plan (one query over the filter's columns, grouped by bucketNS of
-// time) gives each chunk its rows and rewrites. Memory stays bounded by a
-// chunk, about chunkRows records, plus one bucket's excess.
+// The plan (two counts by bucketNS of time) gives each chunk its rows and
+// rewrites. Memory stays bounded by a chunk, about chunkRows records: a
+// chunk of more than oversized rows (one bucket too full, such as many
+// records with no time) is read ordered by the server and streamed.
 var chunkRows int64 = 1 << 16 // a variable for the tests
 
 const bucketNS = int64(10e9) // 10 s
+
+// oversized is a chunk too large to hold and sort in memory.
+func oversized(c chunk) bool { return c.rows > 4*chunkRows }
 
 // chunk is a part [lo, hi) of a read's window, with the rows its filter
 // keeps (superseded versions included) and the rewrites it holds.
@@ -136,45 +141,54 @@ func (s *Store) chunkedRecords(ctx context.Context, q timeline.Query, yield func
 		slices.Reverse(chunks)
 	}
 	n := 0
+	emit := func(r *timeline.Record) bool {
+		n++
+		return yield(r, nil) && (q.Limit <= 0 || n < q.Limit)
+	}
 	for _, c := range chunks {
-		recs, err := s.readChunk(ctx, q, c, filter, residual)
+		var err error
+		if oversized(c) {
+			err = s.streamChunk(ctx, q, c, filter, residual, emit)
+		} else {
+			err = s.sortChunk(ctx, q, c, filter, residual, emit)
+		}
+		if errors.Is(err, errStop) {
+			return
+		}
 		if err != nil {
 			yield(nil, err)
 			return
 		}
-		for _, r := range recs {
-			if !yield(r, nil) {
-				return
-			}
-			if n++; q.Limit > 0 && n >= q.Limit {
-				return
-			}
-		}
 	}
 }
 
-// readChunk reads the records of q in chunk c, in q's order.
-func (s *Store) readChunk(ctx context.Context, q timeline.Query, c chunk, filter string, residual bool) ([]*timeline.Record, error) {
+// errStop is a chunk read ended because its reader stopped.
+var errStop = errors.New("stopped")
+
+// chunkQuery is the query of q's records in chunk c, unordered.
+func (s *Store) chunkQuery(c chunk, filter string) string {
 	rng := nsRange(c.lo, c.hi)
 	cur := current(s.db, rng)
 	if c.rows < c.rewrites {
 		cur = currentAt(s.db, rng, filter)
 	}
-	rows, err := s.conn.Query(ctx, "SELECT "+recordColumns+" FROM record WHERE "+rng+" AND ("+filter+") AND "+cur)
+	return "SELECT " + recordColumns + " FROM record WHERE " + rng + " AND (" + filter + ") AND " + cur
+}
+
+// eachRecord runs query and hands each record that matches q (residual:
+// checked with q.Where here too) and its time in nanoseconds to each,
+// until each returns false (errStop).
+func (s *Store) eachRecord(ctx context.Context, query string, q timeline.Query, residual bool, each func(*timeline.Record, int64) bool) error {
+	rows, err := s.conn.Query(ctx, query)
 	if err != nil {
-		return nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err))
+		return fmt.Errorf("query records: %w", s.shardErr(ctx, err))
 	}
 	defer rows.Close()
-	type timed struct {
-		ns int64
-		r  *timeline.Record
-	}
-	out := make([]timed, 0, min(c.rows, chunkRows))
 	for rows.Next() {
 		r := &timeline.Record{}
 		var t int64
 		if err := scanRecord(rows, nil, r, &t); err != nil {
-			return nil, fmt.Errorf("read record: %w", err)
+			return fmt.Errorf("read record: %w", err)
 		}
 		r.Bad = q.Bad[r.ID]
 		if residual {
@@ -182,10 +196,37 @@ func (s *Store) readChunk(ctx context.Context, q timeline.Query, c chunk, filter
 				continue
 			}
 		}
-		out = append(out, timed{t, r})
+		if !each(r, t) {
+			return errStop
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err))
+		return fmt.Errorf("query records: %w", s.shardErr(ctx, err))
+	}
+	return nil
+}
+
+// streamChunk hands the records of an oversized chunk to emit in q's
+// order, sorted by the server.
+func (s *Store) streamChunk(ctx context.Context, q timeline.Query, c chunk, filter string, residual bool, emit func(*timeline.Record) bool) error {
+	return s.eachRecord(ctx, s.chunkQuery(c, filter)+" ORDER BY "+recordOrder(q), q, residual,
+		func(r *timeline.Record, _ int64) bool { return emit(r) })
+}
+
+// sortChunk reads the records of chunk c, sorts them in q's order and
+// hands them to emit.
+func (s *Store) sortChunk(ctx context.Context, q timeline.Query, c chunk, filter string, residual bool, emit func(*timeline.Record) bool) error {
+	type timed struct {
+		ns int64
+		r  *timeline.Record
+	}
+	out := make([]timed, 0, c.rows)
+	err := s.eachRecord(ctx, s.chunkQuery(c, filter), q, residual, func(r *timeline.Record, ns int64) bool {
+		out = append(out, timed{ns, r})
+		return true
+	})
+	if err != nil {
+		return err
 	}
 	sign := 1
 	if q.Desc {
@@ -194,9 +235,10 @@ func (s *Store) readChunk(ctx context.Context, q timeline.Query, c chunk, filter
 	slices.SortFunc(out, func(a, b timed) int {
 		return sign * cmp.Or(cmp.Compare(a.ns, b.ns), cmp.Compare(a.r.ID, b.r.ID))
 	})
-	recs := make([]*timeline.Record, len(out))
-	for i, t := range out {
-		recs[i] = t.r
+	for _, t := range out {
+		if !emit(t.r) {
+			return errStop
+		}
 	}
-	return recs, nil
+	return nil
 }

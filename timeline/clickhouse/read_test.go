@@ -158,6 +158,13 @@ func TestChunkedReads(t *testing.T) {
 		}
 		final = append(final, r)
 	}
+	// Six in one 10-second bucket: with chunks of one row, a chunk too
+	// large to sort in memory, read ordered by the server.
+	for i := range 6 {
+		r := timeline.Record{Key: fmt.Sprint("burst-", i), AuditID: fmt.Sprint("b-", i), Time: t0.Add(300*time.Second + time.Duration(i)*time.Millisecond),
+			Source: timeline.SourceAudit, Verb: "list", Code: 503, Stages: timeline.StageResponseComplete}
+		second, final = append(second, r), append(final, r)
+	}
 	if err := s.StopMerges(context.Background()); err != nil {
 		t.Fatal(err)
 	}
