@@ -43,6 +43,10 @@ type Options struct {
 	// answer (the caller marks its output partial); without it such a
 	// query fails with a *ShardError.
 	AllowPartial bool
+	// RedactConfigMaps hashes every ConfigMap value and env literal, not
+	// only those that look like credentials; once a write used it, the
+	// store keeps it for every later writer (meta.go).
+	RedactConfigMaps bool
 }
 
 // DSNError is a store DSN that cannot be used.
@@ -70,14 +74,16 @@ func (e *ShardError) Unwrap() error { return e.Err }
 
 // Store is the ClickHouse timeline. It implements timeline.Store.
 type Store struct {
-	conn     driver.Conn // the server the DSN names: reads and writes through Distributed tables
-	db       string
-	cluster  string
-	shards   []shard
-	log      *slog.Logger
-	red      redact.Redactor
-	down     []*ShardError // shards that did not answer at Open (AllowPartial)
-	settings ch.Settings
+	conn    driver.Conn // the server the DSN names: reads and writes through Distributed tables
+	db      string
+	cluster string
+	shards  []shard
+	log     *slog.Logger
+	red     redact.Redactor
+	// pendingMeta are the facts the first write records (meta.go).
+	pendingMeta [][2]string
+	down        []*ShardError // shards that did not answer at Open (AllowPartial)
+	settings    ch.Settings
 
 	mu        sync.Mutex       // guards what follows
 	open      map[openKey]*row // requests written that await a final stage
@@ -209,17 +215,10 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	}
 	s := &Store{conn: loggedConn{conn, log}, db: c.db, cluster: c.cluster, shards: shards, log: log, down: down,
 		open: map[openKey]*row{}, settings: settings}
-	var once sync.Once
-	why := "no key"
-	if len(opt.Key) > 0 {
-		why = ""
+	if err := s.useKey(ctx, dsn, opt); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("open store %s: %w", c.addr, err)
 	}
-	s.red = redact.Redactor{Key: opt.Key, OnNoKey: func() {
-		once.Do(func() {
-			log.Warn("secret values, env literals and args are stored as \""+redact.NoKey+"\": changes to them will not show",
-				"store", dsn, "reason", why)
-		})
-	}}
 	return s, nil
 }
 

@@ -66,6 +66,14 @@ var schema = []table{
 		shardKey: "intHash64(id)",
 	},
 	{
+		// Facts every writer honours (meta.go); the first row of a key
+		// wins, so the engine keeps every row.
+		name:     "meta",
+		columns:  `k String, v String, at_ns Int64`,
+		engine:   "MergeTree() ORDER BY (k, at_ns)",
+		shardKey: "cityHash64(k)",
+	},
+	{
 		name:     "watch_cursor",
 		columns:  `name String, resource_version String, updated_ns Int64`,
 		engine:   "ReplacingMergeTree(updated_ns) ORDER BY name",

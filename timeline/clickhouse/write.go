@@ -153,6 +153,9 @@ const maxOpen = 1 << 17
 // (or Commit), then are judged in order against the rows held and what
 // changed is written.
 func (s *Store) Batch(ctx context.Context, run int64) (timeline.Batch, error) {
+	if err := s.recordMeta(ctx); err != nil {
+		return nil, err
+	}
 	return &batch{s: s, run: run}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 )
 
 // KeyEnv names the environment variable that points at another key file.
@@ -107,4 +108,26 @@ func Fingerprint(key []byte) string {
 	mac := hmac.New(sha256.New, key)
 	mac.Write([]byte("faultline.key.fingerprint"))
 	return hex.EncodeToString(mac.Sum(nil)[:8])
+}
+
+// NoKeyWarning is what a store logs, once, when it stores a value as
+// NoKey.
+const NoKeyWarning = "secret values, env literals and args are stored as \"" + NoKey + "\": changes to them will not show"
+
+// ForStore is the redactor of a store whose values were hashed by the key
+// whose fingerprint it recorded (recorded, "" for none yet). It hashes
+// with key, unless key is missing or is not the recorded one: then the
+// values that need a key become NoKey, and warn is called once, at the
+// first, with the reason. all is RedactConfigMaps.
+func ForStore(key []byte, recorded string, all bool, warn func(reason string)) Redactor {
+	why := ""
+	switch {
+	case len(key) == 0:
+		why = "no key"
+	case recorded != "" && recorded != Fingerprint(key):
+		why = "the key " + Fingerprint(key) + " is not the key " + recorded + " that hashed the values held"
+		key = nil
+	}
+	var once sync.Once
+	return Redactor{Key: key, RedactConfigMaps: all, OnNoKey: func() { once.Do(func() { warn(why) }) }}
 }

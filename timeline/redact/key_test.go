@@ -76,3 +76,33 @@ func TestFingerprint(t *testing.T) {
 		t.Errorf("fingerprints %q, %q", a, b)
 	}
 }
+
+func TestForStore(t *testing.T) {
+	key, other := bytes.Repeat([]byte{1}, KeySize), bytes.Repeat([]byte{2}, KeySize)
+	for _, tc := range []struct {
+		name     string
+		key      []byte
+		recorded string
+		wantKey  bool
+		wantWhy  string
+	}{
+		{"first key", key, "", true, ""},
+		{"its key", key, Fingerprint(key), true, ""},
+		{"no key", nil, Fingerprint(key), false, "no key"},
+		{"another key", other, Fingerprint(key), false,
+			"the key " + Fingerprint(other) + " is not the key " + Fingerprint(key) + " that hashed the values held"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var whys []string
+			r := ForStore(tc.key, tc.recorded, true, func(why string) { whys = append(whys, why) })
+			if (r.Key != nil) != tc.wantKey || !r.RedactConfigMaps {
+				t.Errorf("key set %v, RedactConfigMaps %v; want %v, true", r.Key != nil, r.RedactConfigMaps, tc.wantKey)
+			}
+			r.OnNoKey()
+			r.OnNoKey()
+			if want := []string{tc.wantWhy}; len(whys) != 1 || whys[0] != tc.wantWhy {
+				t.Errorf("warnings %q, want %q once", whys, want)
+			}
+		})
+	}
+}

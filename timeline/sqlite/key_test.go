@@ -1,43 +1,24 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/faultline/faultline/timeline"
-	"github.com/faultline/faultline/timeline/redact"
+	"github.com/faultline/faultline/timeline/timelinetest"
 )
 
-// addSecret stores one version of Secret ns/s holding value under key p and
-// returns the stored body.
-func addSecret(t *testing.T, s *Store, rv, value string) string {
-	t.Helper()
-	ctx := context.Background()
-	run := &timeline.IngestRun{Source: timeline.SourceObject, Path: "x"}
-	if err := s.BeginRun(ctx, run); err != nil {
-		t.Fatal(err)
+// openKeyed opens the timeline at file as each key check asks.
+func openKeyed(file string) timelinetest.OpenKeyed {
+	return func(t *testing.T, key []byte, all bool, log *slog.Logger) timelinetest.KeyedStore {
+		t.Helper()
+		s, err := Open(context.Background(), file, Options{Key: key, RedactConfigMaps: all, Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
 	}
-	b, err := s.Batch(ctx, run.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := timeline.ObjectVersion{
-		Object:          timeline.ObjectRef{Resource: "secrets", Kind: "Secret", Namespace: "ns", Name: "s", UID: "u1"},
-		ResourceVersion: rv, Time: time.Unix(5, 0),
-		Content: []byte(`{"kind":"Secret","metadata":{"name":"s","namespace":"ns"},"stringData":{"p":"` + value + `"}}`),
-	}
-	if _, err := b.AddVersion(ctx, &v); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Commit(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	return string(v.Content)
 }
 
 // TestKeyMissingOrForeign guards the rule that one timeline's values are
@@ -45,43 +26,15 @@ func addSecret(t *testing.T, s *Store, rv, value string) string {
 // still opens and reads, new values are stored as NoKey, and one warning
 // says so.
 func TestKeyMissingOrForeign(t *testing.T) {
-	ctx := context.Background()
-	file := filepath.Join(t.TempDir(), "t.db")
-	key := bytes.Repeat([]byte{2}, redact.KeySize)
-	s, err := Open(ctx, file, Options{Key: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := addSecret(t, s, "1", "hunter2")
-	s.Close()
-	if !strings.Contains(first, "hmac-sha256:") {
-		t.Fatalf("with the key: %s", first)
-	}
-	for _, tt := range []struct {
-		name string
-		key  []byte
-	}{{"no key", nil}, {"another key", bytes.Repeat([]byte{3}, redact.KeySize)}} {
-		t.Run(tt.name, func(t *testing.T) {
-			var log bytes.Buffer
-			s, err := Open(ctx, file, Options{Key: tt.key, Logger: slog.New(slog.NewTextHandler(&log, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			for i, v := range []string{"hunter3", "hunter4"} {
-				got := addSecret(t, s, tt.name+string(rune('a'+i)), v)
-				if !strings.Contains(got, redact.NoKey) || strings.Contains(got, "hmac-sha256:") {
-					t.Errorf("stored %s", got)
-				}
-			}
-			if n := strings.Count(log.String(), "level=WARN"); n != 1 {
-				t.Errorf("%d warnings, want 1:\n%s", n, log.String())
-			}
-			if fp, _ := s.KeyFingerprint(ctx); fp != redact.Fingerprint(key) {
-				t.Errorf("fingerprint = %q, want the first key's %q", fp, redact.Fingerprint(key))
-			}
-		})
-	}
+	timelinetest.CheckKeyMissingOrForeign(t, openKeyed(filepath.Join(t.TempDir(), "t.db")))
+}
+
+// TestRedactConfigMapsIsKept: the timeline keeps --redact-configmaps for
+// every later writer (meta.redact_configmaps).
+func TestRedactConfigMapsIsKept(t *testing.T) {
+	timelinetest.CheckRedactConfigMapsIsKept(t, func(t *testing.T) timelinetest.OpenKeyed {
+		return openKeyed(filepath.Join(t.TempDir(), "t.db"))
+	})
 }
 
 // TestOldSaltIsDeleted guards against the per-database salt of older

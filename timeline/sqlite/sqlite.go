@@ -437,16 +437,11 @@ func (s *Store) useKey(ctx context.Context, key []byte, readOnly, redactConfigMa
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("read key fingerprint: %w", err)
 	}
-	why := ""
-	switch {
-	case len(key) == 0:
-		why = "no key"
-	case fp != "" && fp != redact.Fingerprint(key):
-		why = "the key " + redact.Fingerprint(key) + " is not the key " + fp + " that hashed this timeline's values"
-		key = nil
-	}
+	s.red = redact.ForStore(key, fp, redactConfigMaps || all != "", func(why string) {
+		s.log.Warn(redact.NoKeyWarning, "file", s.path, "reason", why)
+	})
 	if !readOnly {
-		if fp == "" && len(key) > 0 {
+		if fp == "" && s.red.Key != nil {
 			if _, err := s.exec(ctx, "INSERT INTO meta (k, v) VALUES ('key_fingerprint', ?) ON CONFLICT (k) DO NOTHING", redact.Fingerprint(key)); err != nil {
 				return fmt.Errorf("record key fingerprint: %w", err)
 			}
@@ -455,13 +450,6 @@ func (s *Store) useKey(ctx context.Context, key []byte, readOnly, redactConfigMa
 			return fmt.Errorf("delete salt: %w", err)
 		}
 	}
-	var once sync.Once
-	s.red = redact.Redactor{Key: key, RedactConfigMaps: redactConfigMaps || all != "", OnNoKey: func() {
-		once.Do(func() {
-			s.log.Warn("secret values, env literals and args are stored as \""+redact.NoKey+"\": changes to them will not show",
-				"file", s.path, "reason", why)
-		})
-	}}
 	return nil
 }
 

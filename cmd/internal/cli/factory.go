@@ -109,11 +109,8 @@ func (f *Factory) storeFlag() string {
 
 // openClickHouse opens the ClickHouse store --store names.
 func (f *Factory) openClickHouse(ctx context.Context) (timeline.Store, error) {
-	if f.redactConfigMaps {
-		return nil, usagef("faultline --store "+f.storeDSN+" ingest ...",
-			"--redact-configmaps is not served by the ClickHouse store yet")
-	}
-	s, err := clickhouse.Open(ctx, f.storeDSN, clickhouse.Options{Logger: f.Logger(), Key: f.Key(), AllowPartial: f.allowPartial})
+	s, err := clickhouse.Open(ctx, f.storeDSN, clickhouse.Options{Logger: f.Logger(), Key: f.Key(), AllowPartial: f.allowPartial,
+		RedactConfigMaps: f.redactConfigMaps})
 	if err != nil {
 		return nil, err
 	}

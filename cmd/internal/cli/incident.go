@@ -3,7 +3,6 @@ package cli
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -27,7 +26,7 @@ type incidentLoader struct {
 	warnf  func(format string, args ...any) // a bad line or document, skipped
 	key    []byte                           // hashes secret values (sqlite.Options.Key)
 	// redactAll hashes every ConfigMap value and env literal
-	// (sqlite.Options.RedactConfigMaps).
+	// (sqlite.Options.RedactConfigMaps, clickhouse.Options.RedactConfigMaps).
 	redactAll bool
 }
 
@@ -45,10 +44,7 @@ func (l incidentLoader) sqliteAt(db string) opener {
 // created on every shard if need be.
 func (l incidentLoader) clickhouseAt(dsn string) opener {
 	return func(ctx context.Context) (timeline.Store, error) {
-		if l.redactAll {
-			return nil, errors.New("--redact-configmaps is not served by the ClickHouse store yet")
-		}
-		return clickhouse.Open(ctx, dsn, clickhouse.Options{Logger: l.logger, Key: l.key})
+		return clickhouse.Open(ctx, dsn, clickhouse.Options{Logger: l.logger, Key: l.key, RedactConfigMaps: l.redactAll})
 	}
 }
 

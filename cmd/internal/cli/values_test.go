@@ -14,14 +14,15 @@ import (
 
 	"github.com/faultline/faultline/fixtures"
 	"github.com/faultline/faultline/timeline"
-	"github.com/faultline/faultline/timeline/sqlite"
+	"github.com/faultline/faultline/timeline/clickhouse/clickhousetest"
 )
 
 // TestConfigMapRollbackShowsPreviousValue: after bad-config-rollout is
 // ingested, the version of ConfigMap ml/trainer-env before the bad change
 // holds the LR value in clear (the value whose sha256 expected.json names),
 // so a rollback can say what to roll back to; with --redact-configmaps it is
-// a keyed hash. The timeline file is 0600 either way.
+// a keyed hash. The timeline file is 0600 either way. The ClickHouse store
+// gives the same.
 func TestConfigMapRollbackShowsPreviousValue(t *testing.T) {
 	fx, err := fixtures.Load("bad-config-rollout")
 	if err != nil {
@@ -36,26 +37,34 @@ func TestConfigMapRollbackShowsPreviousValue(t *testing.T) {
 		t.Fatalf("expected.json's change is %s, want configmap/trainer-env/LR", change.Dimension)
 	}
 	for _, tt := range []struct {
-		name      string
-		redactAll bool
-		wantLR    string // "" : a keyed hash
+		name       string
+		redactAll  bool
+		clickhouse bool
+		wantLR     string // "" : a keyed hash
 	}{
-		{"by default", false, "0.001"},
-		{"with --redact-configmaps", true, ""},
+		{"by default", false, false, "0.001"},
+		{"with --redact-configmaps", true, false, ""},
+		{"on ClickHouse", false, true, "0.001"},
+		{"on ClickHouse with --redact-configmaps", true, true, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			work := t.TempDir()
-			db := filepath.Join(work, "faultline.db")
+			db := filepath.Join(t.TempDir(), "faultline.db")
 			load := incidentLoader{logger: slog.New(slog.DiscardHandler), now: time.Now, key: []byte("0123456789abcdef0123456789abcdef"),
 				warnf: t.Logf, redactAll: tt.redactAll}
-			if _, err := load.ingest(ctx, fx.FS, "", load.sqliteAt(db)); err != nil {
+			open := load.sqliteAt(db)
+			if tt.clickhouse {
+				open = load.clickhouseAt(clickhousetest.DSN(t))
+			}
+			if _, err := load.ingest(ctx, fx.FS, "", open); err != nil {
 				t.Fatal(err)
 			}
-			if fi, err := os.Stat(db); err != nil || fi.Mode().Perm() != 0o600 {
-				t.Errorf("timeline mode: %v, %v; want 0600", fi.Mode().Perm(), err)
+			if !tt.clickhouse {
+				if fi, err := os.Stat(db); err != nil || fi.Mode().Perm() != 0o600 {
+					t.Errorf("timeline mode: %v, %v; want 0600", fi.Mode().Perm(), err)
+				}
 			}
-			s, err := sqlite.Open(ctx, db, sqlite.Options{ReadOnly: true})
+			s, err := open(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
