@@ -96,6 +96,9 @@ type Store struct {
 	heldMax     int64
 	heldMaxRead bool
 	roll        *rollupState // the request rollup held; nil: not read yet
+	// rewrites are the rewrites held per bucket of time (rewritesIn); nil:
+	// not read since the last write.
+	rewrites map[int64]int64
 	// direct are connections to each shard, for writing records straight
 	// to its local table (shardwrite.go); opened at the first write.
 	direct []driver.Conn

@@ -78,6 +78,7 @@ func (b *batch) writeRows(ctx context.Context) error {
 		return nil
 	}
 	s := b.s
+	defer s.forgetRewrites()
 	parts := make([][]*row, len(s.shards))
 	for _, rw := range b.order {
 		i := shardOf(s.shards, intHash64(uint64(rw.key)))
