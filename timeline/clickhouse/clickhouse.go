@@ -74,16 +74,20 @@ func (e *ShardError) Unwrap() error { return e.Err }
 
 // Store is the ClickHouse timeline. It implements timeline.Store.
 type Store struct {
-	conn    driver.Conn // the server the DSN names: reads and writes through Distributed tables
-	db      string
-	cluster string
-	shards  []shard
-	log     *slog.Logger
-	red     redact.Redactor
-	// pendingMeta are the facts the first write records (meta.go).
+	conn     driver.Conn // the server the DSN names: reads and writes through Distributed tables
+	db       string
+	cluster  string
+	shards   []shard
+	log      *slog.Logger
+	red      redact.Redactor
+	down     []*ShardError // shards that did not answer at Open (AllowPartial)
+	settings ch.Settings
+
+	// metaMu guards pendingMeta, the facts the first write records
+	// (meta.go); held while they are written, apart from mu, which reads
+	// and writes take briefly.
+	metaMu      sync.Mutex
 	pendingMeta [][2]string
-	down        []*ShardError // shards that did not answer at Open (AllowPartial)
-	settings    ch.Settings
 
 	mu        sync.Mutex       // guards what follows
 	open      map[openKey]*row // requests written that await a final stage

@@ -75,8 +75,8 @@ func (s *Store) useKey(ctx context.Context, dsn string, opt Options) error {
 // recordMeta writes the facts useKey noted, once, before the first write
 // that depends on them.
 func (s *Store) recordMeta(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.metaMu.Lock()
+	defer s.metaMu.Unlock()
 	if len(s.pendingMeta) == 0 {
 		return nil
 	}

@@ -24,34 +24,24 @@ type KeyedStore interface {
 // with key (nil: none), logging to log, and with RedactConfigMaps all.
 type OpenKeyed func(t *testing.T, key []byte, all bool, log *slog.Logger) KeyedStore
 
-// AddVersion stores one version of obj with body and returns the body as
+// addVersion stores one version of obj with body and returns the body as
 // stored (redacted).
-func AddVersion(t *testing.T, s timeline.Appender, obj timeline.ObjectRef, rv, body string) string {
+func addVersion(t *testing.T, s timeline.Appender, obj timeline.ObjectRef, rv, body string) string {
 	t.Helper()
-	ctx := context.Background()
-	run := &timeline.IngestRun{Source: timeline.SourceObject, Path: "x"}
-	if err := s.BeginRun(ctx, run); err != nil {
-		t.Fatal(err)
-	}
-	b, err := s.Batch(ctx, run.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
 	v := timeline.ObjectVersion{Object: obj, ResourceVersion: rv, Time: time.Unix(5, 0), Content: []byte(body)}
-	if _, err := b.AddVersion(ctx, &v); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Commit(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	inBatch(t, s, &timeline.IngestRun{Source: timeline.SourceObject, Path: "x"}, func(ctx context.Context, b timeline.Batch) {
+		if _, err := b.AddVersion(ctx, &v); err != nil {
+			t.Fatal(err)
+		}
+	})
 	return string(v.Content)
 }
 
-// AddSecret stores a version rv of Secret ns/s holding value under key p
+// addSecret stores a version rv of Secret ns/s holding value under key p
 // and returns the body as stored.
-func AddSecret(t *testing.T, s timeline.Appender, rv, value string) string {
+func addSecret(t *testing.T, s timeline.Appender, rv, value string) string {
 	t.Helper()
-	return AddVersion(t, s, timeline.ObjectRef{Resource: "secrets", Kind: "Secret", Namespace: "ns", Name: "s", UID: "u1"}, rv,
+	return addVersion(t, s, timeline.ObjectRef{Resource: "secrets", Kind: "Secret", Namespace: "ns", Name: "s", UID: "u1"}, rv,
 		`{"kind":"Secret","metadata":{"name":"s","namespace":"ns"},"stringData":{"p":"`+value+`"}}`)
 }
 
@@ -59,7 +49,7 @@ func AddSecret(t *testing.T, s timeline.Appender, rv, value string) string {
 // key LR and returns the body as stored.
 func addConfigMap(t *testing.T, s timeline.Appender, rv, value string) string {
 	t.Helper()
-	return AddVersion(t, s, timeline.ObjectRef{Resource: "configmaps", Kind: "ConfigMap", Namespace: "ns", Name: "c", UID: "u2"}, rv,
+	return addVersion(t, s, timeline.ObjectRef{Resource: "configmaps", Kind: "ConfigMap", Namespace: "ns", Name: "c", UID: "u2"}, rv,
 		`{"kind":"ConfigMap","metadata":{"name":"c","namespace":"ns"},"data":{"LR":"`+value+`"}}`)
 }
 
@@ -71,7 +61,7 @@ func CheckKeyMissingOrForeign(t *testing.T, open OpenKeyed) {
 	ctx := context.Background()
 	key := bytes.Repeat([]byte{2}, redact.KeySize)
 	s := open(t, key, false, slog.New(slog.DiscardHandler))
-	first := AddSecret(t, s, "1", "hunter2")
+	first := addSecret(t, s, "1", "hunter2")
 	s.Close()
 	if !strings.Contains(first, "hmac-sha256:") {
 		t.Fatalf("with the key: %s", first)
@@ -85,7 +75,7 @@ func CheckKeyMissingOrForeign(t *testing.T, open OpenKeyed) {
 			s := open(t, tt.key, false, slog.New(slog.NewTextHandler(&log, nil)))
 			defer s.Close()
 			for i, v := range []string{"hunter3", "hunter4"} {
-				got := AddSecret(t, s, tt.name+string(rune('a'+i)), v)
+				got := addSecret(t, s, tt.name+string(rune('a'+i)), v)
 				if !strings.Contains(got, redact.NoKey) || strings.Contains(got, "hmac-sha256:") {
 					t.Errorf("stored %s", got)
 				}

@@ -164,8 +164,21 @@ func AddWhereRecords(tb testing.TB, s timeline.Appender) {
 // returns the run's id.
 func AddRecords(tb testing.TB, s timeline.Appender, recs ...timeline.Record) int64 {
 	tb.Helper()
-	ctx := context.Background()
 	run := &timeline.IngestRun{Source: timeline.SourceAudit, Path: "records.log"}
+	inBatch(tb, s, run, func(ctx context.Context, b timeline.Batch) {
+		for _, r := range recs {
+			if _, err := b.AddRecord(ctx, &r); err != nil {
+				tb.Fatalf("add %s: %v", r.Key, err)
+			}
+		}
+	})
+	return run.ID
+}
+
+// inBatch begins run on s and commits one batch, which add fills.
+func inBatch(tb testing.TB, s timeline.Appender, run *timeline.IngestRun, add func(context.Context, timeline.Batch)) {
+	tb.Helper()
+	ctx := context.Background()
 	if err := s.BeginRun(ctx, run); err != nil {
 		tb.Fatal(err)
 	}
@@ -173,15 +186,10 @@ func AddRecords(tb testing.TB, s timeline.Appender, recs ...timeline.Record) int
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for _, r := range recs {
-		if _, err := b.AddRecord(ctx, &r); err != nil {
-			tb.Fatalf("add %s: %v", r.Key, err)
-		}
-	}
+	add(ctx, b)
 	if err := b.Commit(ctx, nil); err != nil {
 		tb.Fatal(err)
 	}
-	return run.ID
 }
 
 // ReadAll reads every record, in the order Records yields them.
