@@ -14,6 +14,14 @@ var (
 	Quote        = quote
 )
 
+// SetMaxListedCells sets how many emptied cells a read of the rollup's
+// stats lists, until the test ends.
+func SetMaxListedCells(t testing.TB, n int) {
+	old := maxListedCells
+	maxListedCells = n
+	t.Cleanup(func() { maxListedCells = old })
+}
+
 // CompareStrings is compareSQL for strings.
 func CompareStrings(l, op, r string) string { return compareSQL(filtersql.KindString, l, op, r) }
 
