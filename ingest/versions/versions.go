@@ -159,8 +159,8 @@ func (e *Entry) record() (*timeline.Record, error) {
 	case "run":
 		ns, name, _ := strings.Cut(e.Job, "/")
 		r.Key = "run\x00" + e.Job + "\x00" + e.Run + "\x00" + e.Outcome
-		r.Verb = "run"
-		r.Object = timeline.ObjectRef{Group: "faultline.dev", Resource: "jobruns", Namespace: ns, Name: name}
+		r.Verb = timeline.VerbRun
+		r.Object = timeline.ObjectRef{Group: "faultline.dev", Resource: timeline.JobRunResource, Namespace: ns, Name: name}
 		r.Reason = e.Outcome
 		r.Message = e.Run
 	case "rollout":

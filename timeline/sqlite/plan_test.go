@@ -64,7 +64,7 @@ func planStatements(t testing.TB) []planStatement {
 	records("investigate: RBAC changes (access.go)",
 		`((resource in ["roles", "rolebindings"] && ns == "ml") || resource in ["clusterroles", "clusterrolebindings"]) && group == "rbac.authorization.k8s.io" && verb in ["update", "patch", "delete"] && code < 400`,
 		window, "record_resource")
-	records("identity: runs (runs.go): no index leads with source or verb", `source == "versions" && verb == "run"`, timeline.Query{}, "record_time_key")
+	records("identity: runs (runs.go), by resource and verb", `source == "versions" && resource == "jobruns" && verb == "run"`, timeline.Query{}, "record_resource")
 	records("bench: node lists failing", `verb == "list" && code >= 500 && user.startsWith("system:node:")`, timeline.Query{}, "record_error")
 	records("bench: 429s in a namespace", `code == 429 && ns == "llm-pretrain"`, timeline.Query{}, "record_error")
 	records("bench: one node's updates", `user == "system:node:node-0042" && verb == "update"`, timeline.Query{}, "record_user")
