@@ -480,7 +480,7 @@ func (rd *summaryRead) stats(ctx context.Context) error {
 		return err
 	}
 	cells := slices.Collect(maps.Keys(epochs))
-	folded := map[statKey]*timeline.RequestStat{}
+	folded := map[statKey]*foldedStat{}
 	switch {
 	case len(cells) > maxListedCells:
 		// Too many to list in a query: every cell life by life.
@@ -496,9 +496,10 @@ func (rd *summaryRead) stats(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, r := range folded {
-		rd.use(r.Class)
-		rd.out.Stats = append(rd.out.Stats, *r)
+	for _, f := range folded {
+		rd.use(f.Class)
+		f.LatencySumNs = rollup.JoinSum(f.hi, f.lo)
+		rd.out.Stats = append(rd.out.Stats, f.RequestStat)
 	}
 	slices.SortFunc(rd.out.Stats, func(a, b timeline.RequestStat) int {
 		return cmp.Or(cmp.Compare(a.Class, b.Class), cmp.Compare(a.Code, b.Code), cmp.Compare(a.LatencyBucket, b.LatencyBucket))
@@ -516,11 +517,18 @@ type statKey struct {
 	code, bucket int32
 }
 
+// foldedStat is a stat being folded, its latency sum in halves until the
+// end (rollup.JoinSum saturates; a sum of joined parts could wrap).
+type foldedStat struct {
+	timeline.RequestStat
+	hi, lo int64
+}
+
 // foldStats folds the cells of the window where cond holds into folded:
 // byLife sums each life of a cell apart and keeps those that hold
 // requests (grouped on the shards, which hold each cell whole); otherwise
 // every life counts.
-func (rd *summaryRead) foldStats(ctx context.Context, byLife bool, cond string, folded map[statKey]*timeline.RequestStat) error {
+func (rd *summaryRead) foldStats(ctx context.Context, byLife bool, cond string, folded map[statKey]*foldedStat) error {
 	group := "class, code, bucket"
 	if byLife {
 		ctx, group = perShard(ctx), "minute, class, code, bucket, epoch"
@@ -539,14 +547,15 @@ func (rd *summaryRead) foldStats(ctx context.Context, byLife bool, cond string, 
 			}
 			r := folded[k]
 			if r == nil {
-				r = &timeline.RequestStat{Class: k.class, Code: int(k.code), LatencyBucket: int(k.bucket),
-					LatencyMaxNs: latMax, APFQueueWaitMaxNs: apfMax}
+				r = &foldedStat{RequestStat: timeline.RequestStat{Class: k.class, Code: int(k.code),
+					LatencyBucket: int(k.bucket), LatencyMaxNs: latMax, APFQueueWaitMaxNs: apfMax}}
 				folded[k] = r
 			}
 			r.Count += n
 			r.EtcdLists += etcd
 			r.UnpagedLists += unpaged
-			r.LatencySumNs += rollup.JoinSum(hi, lo)
+			r.hi += hi
+			r.lo += lo
 			r.LatencyMaxNs = max(r.LatencyMaxNs, latMax)
 			r.APFQueueWaitMaxNs = max(r.APFQueueWaitMaxNs, apfMax)
 			return nil
