@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/filtersql"
 )
 
 // A read of records without a LIMIT is cut by time into chunks of about
@@ -43,6 +44,9 @@ type chunk struct {
 	lo, hi   int64
 	rows     int64
 	rewrites int64
+	// failed: the chunk's rows are read from the failed requests' copy
+	// (failedTable), which holds as many of them as record does.
+	failed bool
 }
 
 // nsRange is the WHERE condition of [lo, hi) on time_ns, hi MaxInt64 for
@@ -66,11 +70,26 @@ func nsRange(lo, hi int64) string {
 // with a constant column to tell them apart, was tried: a test shard of
 // 18.16 died of a segmentation fault during CI while such reads ran, and
 // that form is left out.)
-func (s *Store) plan(ctx context.Context, lo, hi int64, filter string) ([]chunk, error) {
+//
+// failing says that filter keeps failed requests only (filtersql.AtLeast):
+// then the rows are counted in the failed requests' copy too, and a chunk
+// is read from it when the two counts agree in each of its buckets. The
+// copy is filled after record by the same insert, so a row it missed (a
+// server that died between the two) makes its count lower, and the chunk
+// is read from record. (A bucket where the copy also holds a superseded
+// version that record's merges already dropped, on another shard, would
+// hide such a miss: two rare events in the same ten seconds.)
+func (s *Store) plan(ctx context.Context, lo, hi int64, filter string, failing bool) ([]chunk, error) {
 	rng := nsRange(lo, hi)
-	kept, err := s.bucketCounts(ctx, rng+" AND ("+filter+")")
+	kept, err := s.bucketCounts(ctx, "record", rng+" AND ("+filter+")")
 	if err != nil {
 		return nil, err
+	}
+	var copied map[int64]int64
+	if failing {
+		if copied, err = s.bucketCounts(ctx, "failed", rng+" AND ("+filter+")"); err != nil {
+			return nil, err
+		}
 	}
 	rewrites, err := s.rewritesIn(ctx, lo, hi)
 	if err != nil {
@@ -89,13 +108,40 @@ func (s *Store) plan(ctx context.Context, lo, hi int64, filter string) ([]chunk,
 	cur.hi = hi
 	out = append(out, cur)
 	for b, n := range rewrites {
-		// The last chunk that starts at or before the bucket (the first
-		// chunk starts at lo, which may fall inside its first bucket).
-		at := max(b, 0) * bucketNS
-		i, _ := slices.BinarySearchFunc(out, at, func(c chunk, t int64) int { return cmp.Compare(c.lo, t+1) })
-		out[max(i-1, 0)].rewrites += n
+		out[chunkOf(out, b)].rewrites += n
+	}
+	if failing {
+		for i := range out {
+			out[i].failed = true
+		}
+		for b := range merged(kept, copied) {
+			if kept[b] != copied[b] {
+				out[chunkOf(out, b)].failed = false
+			}
+		}
 	}
 	return slices.DeleteFunc(out, func(c chunk) bool { return c.rows == 0 }), nil
+}
+
+// chunkOf is the index of the chunk of bucket b: the last chunk that
+// starts at or before it (the first chunk starts at lo, which may fall
+// inside its first bucket).
+func chunkOf(chunks []chunk, b int64) int {
+	at := max(b, 0) * bucketNS
+	i, _ := slices.BinarySearchFunc(chunks, at, func(c chunk, t int64) int { return cmp.Compare(c.lo, t+1) })
+	return max(i-1, 0)
+}
+
+// merged is the set of the buckets of a and of b.
+func merged(a, b map[int64]int64) map[int64]bool {
+	out := make(map[int64]bool, len(a)+len(b))
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
 }
 
 // rewritesIn is the rewrites held per bucket of time, of the buckets that
@@ -112,7 +158,7 @@ func (s *Store) rewritesIn(ctx context.Context, lo, hi int64) (map[int64]int64, 
 	s.mu.Unlock()
 	if all == nil {
 		var err error
-		if all, err = s.bucketCounts(ctx, "rewrite = 1"); err != nil {
+		if all, err = s.bucketCounts(ctx, "record", "rewrite = 1"); err != nil {
 			return nil, err
 		}
 		s.mu.Lock()
@@ -145,11 +191,11 @@ func (s *Store) forgetRewrites() {
 	s.mu.Unlock()
 }
 
-// bucketCounts counts the records that match where by bucket of time: -1
-// for those with no time (and any before 1970).
-func (s *Store) bucketCounts(ctx context.Context, where string) (map[int64]int64, error) {
+// bucketCounts counts the rows of table (record, or failed) that match
+// where by bucket of time: -1 for those with no time (and any before 1970).
+func (s *Store) bucketCounts(ctx context.Context, table, where string) (map[int64]int64, error) {
 	rows, err := s.conn.Query(ctx, fmt.Sprintf(
-		"SELECT if(time_ns < 0, -1, intDiv(time_ns, %d)) AS b, count() FROM record WHERE %s GROUP BY b", bucketNS, where))
+		"SELECT if(time_ns < 0, -1, intDiv(time_ns, %d)) AS b, count() FROM %s WHERE %s GROUP BY b", bucketNS, table, where))
 	if err != nil {
 		return nil, err
 	}
@@ -170,8 +216,11 @@ func (s *Store) bucketCounts(ctx context.Context, where string) (map[int64]int64
 // are only those at the times of the rows filter keeps in rng, which are
 // all the rewrites of those rows' records (every version of a record has
 // its time and key).
-func currentAt(db, rng, filter string) string {
-	return current(db, rng+" AND time_ns IN (SELECT time_ns FROM "+db+".record_local WHERE "+rng+" AND ("+filter+"))")
+//
+// table is where the rows are read from (record, or failed): the times of
+// the rows it keeps are the same in both.
+func currentAt(db, table, rng, filter string) string {
+	return current(db, rng+" AND time_ns IN (SELECT time_ns FROM "+db+"."+table+"_local WHERE "+rng+" AND ("+filter+"))")
 }
 
 // chunkedRecords yields the records of q, which has no LIMIT in SQL, chunk
@@ -179,7 +228,7 @@ func currentAt(db, rng, filter string) string {
 func (s *Store) chunkedRecords(ctx context.Context, q timeline.Query, yield func(*timeline.Record, error) bool) {
 	filter, residual := recordFilter(q)
 	lo, hi := timeline.Span{Since: q.Since, Until: q.Until}.NS()
-	chunks, err := s.plan(ctx, lo, hi, filter)
+	chunks, err := s.plan(ctx, lo, hi, filter, s.failing(q))
 	if err != nil {
 		yield(nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err)))
 		return
@@ -212,14 +261,25 @@ func (s *Store) chunkedRecords(ctx context.Context, q timeline.Query, yield func
 // errStop is a chunk read ended because its reader stopped.
 var errStop = errors.New("stopped")
 
+// failing reports whether q's records can be read from the failed
+// requests' copy: the store keeps one, and q's filter keeps failed
+// requests only.
+func (s *Store) failing(q timeline.Query) bool {
+	return s.failed && q.Where != nil && filtersql.AtLeast(q.Where.Expr(), "code", failedCode)
+}
+
 // chunkQuery is the query of q's records in chunk c, unordered.
 func (s *Store) chunkQuery(c chunk, filter string) string {
+	table := "record"
+	if c.failed {
+		table = "failed"
+	}
 	rng := nsRange(c.lo, c.hi)
 	cur := current(s.db, rng)
 	if c.rows < c.rewrites {
-		cur = currentAt(s.db, rng, filter)
+		cur = currentAt(s.db, table, rng, filter)
 	}
-	return "SELECT " + recordColumns + " FROM record WHERE " + rng + " AND (" + filter + ") AND " + cur
+	return "SELECT " + recordColumns + " FROM " + table + " WHERE " + rng + " AND (" + filter + ") AND " + cur
 }
 
 // eachRecord runs query and hands each record that matches q (residual:

@@ -82,6 +82,8 @@ type Store struct {
 	red      redact.Redactor
 	down     []*ShardError // shards that did not answer at Open (AllowPartial)
 	settings ch.Settings
+	// failed: every shard keeps the failed requests' copy (failedTable).
+	failed bool
 
 	// metaMu guards pendingMeta, the facts the first write records
 	// (meta.go); held while they are written, apart from mu, which reads
@@ -203,15 +205,20 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", c.addr, err)
 	}
 	var down []*ShardError
+	failed := true
 	for _, sh := range shards {
-		err := createSchema(ctx, sh, c)
+		f, err := createSchema(ctx, sh, c)
 		var se *ShardError
 		switch {
 		case err == nil:
+			failed = failed && f
 		case opt.AllowPartial && errors.As(err, &se) && ping(ctx, sh.addr) != nil:
 			// Its tables were made when it was up; the answers leave
-			// its rows out, and say so (Unavailable).
+			// its rows out, and say so (Unavailable). Whether it keeps
+			// the failed requests' copy is not known: reads stay on
+			// record.
 			down = append(down, se)
+			failed = false
 		default:
 			return nil, err
 		}
@@ -221,7 +228,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", c.addr, err)
 	}
 	s := &Store{conn: loggedConn{conn, log}, db: c.db, cluster: c.cluster, shards: shards, log: log, down: down,
-		open: map[openKey]*row{}, settings: settings}
+		open: map[openKey]*row{}, settings: settings, failed: failed}
 	if err := s.useKey(ctx, dsn, opt); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("open store %s: %w", c.addr, err)

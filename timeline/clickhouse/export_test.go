@@ -2,6 +2,7 @@ package clickhouse
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/faultline/faultline/timeline/filtersql"
@@ -42,6 +43,9 @@ func (s *Store) StopMerges(ctx context.Context) error {
 			return err
 		}
 		err = c.Exec(ctx, "SYSTEM STOP MERGES "+s.db+".record_local")
+		if err == nil && s.failed {
+			err = c.Exec(ctx, "SYSTEM STOP MERGES "+s.db+".failed_local")
+		}
 		c.Close()
 		if err != nil {
 			return err
@@ -70,3 +74,23 @@ func SetChunkRows(t testing.TB, n int64) {
 	chunkRows = n
 	t.Cleanup(func() { chunkRows = old })
 }
+
+// OnShards runs a statement on every shard, %s in it the database.
+func (s *Store) OnShards(ctx context.Context, stmt string) error {
+	for _, sh := range s.shards {
+		c, err := connect(sh.addr, "default", nil)
+		if err != nil {
+			return err
+		}
+		err = c.Exec(ctx, fmt.Sprintf(stmt, s.db))
+		c.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// KeepsFailed reports whether the store reads failed requests from their
+// copy (failedTable).
+func (s *Store) KeepsFailed() bool { return s.failed }

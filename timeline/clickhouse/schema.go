@@ -3,6 +3,8 @@ package clickhouse
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
@@ -223,18 +225,56 @@ func columnNames(columns string) []string {
 	return names
 }
 
+// failedTable is a copy of the record rows of failed requests (code 400 or
+// above), every version, kept by failedView as they are written. A read
+// whose filter admits only such records (filtersql.AtLeast) reads it
+// instead of record: on the 10 M-line benchmark log such rows are about
+// one in forty, spread over every granule of record, so a read of them
+// from record decompresses nearly every column whole (SCHEMA.md). Its rows
+// are record's own, so the current versions are judged from record's
+// rewrites as for any read, and a plan uses it only for the buckets of
+// time where it holds as many rows as record does (plan).
+var failedTable = table{
+	name:     "failed",
+	columns:  schema[0].columns,
+	engine:   schema[0].engine,
+	shardKey: schema[0].shardKey,
+}
+
+// failedCode is the least code of a row failedTable holds.
+const failedCode = 400
+
+// failedView fills failedTable from every insert into record_local.
+var failedView = `CREATE MATERIALIZED VIEW IF NOT EXISTS %[1]s.failed_mv TO %[1]s.failed_local AS
+	SELECT * FROM %[1]s.record_local WHERE code >= ` + strconv.Itoa(failedCode)
+
 // createSchema creates the database and every table on one shard, local
 // tables and the Distributed tables over them; what exists is left alone.
-func createSchema(ctx context.Context, sh shard, c config) error {
+// It reports whether the shard keeps failedTable: a database whose record
+// table was made before it (by an older faultline) does not get one, as
+// the copy would miss the rows already held, and its reads stay on record.
+func createSchema(ctx context.Context, sh shard, c config) (failed bool, err error) {
 	// 18.16 creates LowCardinality columns only with this setting; later
 	// versions accept it and ignore it.
 	conn, err := connect(sh.addr, "default", ch.Settings{"allow_experimental_low_cardinality_type": 1})
 	if err != nil {
-		return &ShardError{Shard: sh.num, Addr: sh.addr, Err: err}
+		return false, &ShardError{Shard: sh.num, Addr: sh.addr, Err: err}
 	}
 	defer conn.Close()
-	stmts := []string{"CREATE DATABASE IF NOT EXISTS " + c.db}
-	for _, t := range schema {
+	if err := conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+c.db); err != nil {
+		return false, &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("create schema: %w", err)}
+	}
+	held, err := tablesOf(ctx, conn, c.db)
+	if err != nil {
+		return false, &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("check schema: %w", err)}
+	}
+	failed = held["failed_local"] || !held["record_local"]
+	tables := schema
+	if failed {
+		tables = append(slices.Clip(tables), failedTable)
+	}
+	var stmts []string
+	for _, t := range tables {
 		// LC in a column list is short for LowCardinality(String).
 		cols := strings.ReplaceAll(strings.Join(strings.Fields(t.columns), " "), " LC,", " LowCardinality(String),")
 		stmts = append(stmts,
@@ -242,15 +282,37 @@ func createSchema(ctx context.Context, sh shard, c config) error {
 			fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s AS %s.%s_local ENGINE = Distributed(%s, %s, %s_local, %s)",
 				c.db, t.name, c.db, t.name, c.cluster, c.db, t.name, t.shardKey))
 	}
-	for _, v := range views {
+	vs := views
+	if failed {
+		vs = append(slices.Clip(vs), failedView)
+	}
+	for _, v := range vs {
 		stmts = append(stmts, strings.Join(strings.Fields(fmt.Sprintf(v, c.db)), " "))
 	}
 	for _, q := range stmts {
 		if err := conn.Exec(ctx, q); err != nil {
-			return &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("create schema: %w", err)}
+			return false, &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("create schema: %w", err)}
 		}
 	}
-	return checkColumns(ctx, conn, sh, c.db)
+	return failed, checkColumns(ctx, conn, sh, c.db, tables)
+}
+
+// tablesOf is the set of the tables database db holds.
+func tablesOf(ctx context.Context, conn driver.Conn, db string) (map[string]bool, error) {
+	rows, err := conn.Query(ctx, "SELECT name FROM system.tables WHERE database = ?", db)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		out[name] = true
+	}
+	return out, rows.Err()
 }
 
 // SchemaError is a database made by another version of faultline: a table
@@ -269,7 +331,7 @@ func (e *SchemaError) Error() string {
 // have every column of the schema: CREATE TABLE IF NOT EXISTS leaves an
 // older table as it is, and ClickHouse 18.16 has no ADD COLUMN IF NOT
 // EXISTS.
-func checkColumns(ctx context.Context, conn driver.Conn, sh shard, db string) error {
+func checkColumns(ctx context.Context, conn driver.Conn, sh shard, db string, tables []table) error {
 	rows, err := conn.Query(ctx, "SELECT table, name FROM system.columns WHERE database = ?", db)
 	if err != nil {
 		return &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("check schema: %w", err)}
@@ -286,7 +348,7 @@ func checkColumns(ctx context.Context, conn driver.Conn, sh shard, db string) er
 	if err := rows.Err(); err != nil {
 		return &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("check schema: %w", err)}
 	}
-	for _, t := range schema {
+	for _, t := range tables {
 		for _, name := range columnNames(t.columns) {
 			for _, tab := range []string{t.name + "_local", t.name} {
 				if !have[[2]string{tab, name}] {

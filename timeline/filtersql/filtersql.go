@@ -231,3 +231,63 @@ func CompareTime(op string, t time.Time) TimeTest {
 	}
 	return TimeNone
 }
+
+// AtLeast reports whether every record e accepts has the integer variable
+// name at min or above, as "code >= 500 && verb == 'list'" has code at
+// 400 or above: a store may then read such records from a table that holds
+// only those. It reasons from the shape alone: a conjunction holds it when
+// one conjunct does, a disjunction when every branch does; a comparison
+// (either side), an equality, or "in" with a list of constants holds it
+// when its integer constants say so. Anything else, a constant of another
+// type included, does not: false never costs an answer, only a faster
+// read.
+func AtLeast(e ast.Expr, name string, min int64) bool {
+	if e.Kind() != ast.CallKind || e.AsCall().IsMemberFunction() || len(e.AsCall().Args()) != 2 {
+		return false
+	}
+	c := e.AsCall()
+	l, r := c.Args()[0], c.Args()[1]
+	switch fn := c.FunctionName(); fn {
+	case operators.LogicalAnd:
+		return AtLeast(l, name, min) || AtLeast(r, name, min)
+	case operators.LogicalOr:
+		return AtLeast(l, name, min) && AtLeast(r, name, min)
+	case operators.In:
+		if n, ok := Ident(l); !ok || n != name {
+			return false
+		}
+		vals, ok := List(r)
+		if !ok || len(vals) == 0 {
+			return len(vals) == 0 && ok // x in []: no record at all
+		}
+		for _, v := range vals {
+			if n, ok := v.(types.Int); !ok || int64(n) < min {
+				return false
+			}
+		}
+		return true
+	default:
+		op, ok := Ops[fn]
+		if !ok || op == "!=" {
+			return false
+		}
+		n, isIdent := Ident(l)
+		v, isConst := Constant(r)
+		if !isIdent || !isConst { // c op x is x op' c
+			n, isIdent = Ident(r)
+			v, isConst = Constant(l)
+			op = Mirror(op)
+		}
+		k, isInt := v.(types.Int)
+		if !isIdent || !isConst || !isInt || n != name {
+			return false
+		}
+		switch op {
+		case "=", ">=":
+			return int64(k) >= min
+		case ">":
+			return int64(k) >= min-1
+		}
+		return false
+	}
+}

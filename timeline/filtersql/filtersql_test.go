@@ -182,3 +182,62 @@ func TestCompareTime(t *testing.T) {
 		}
 	}
 }
+
+func TestAtLeast(t *testing.T) {
+	tests := []struct {
+		expr string
+		want bool
+	}{
+		{`code >= 400`, true},
+		{`code >= 500`, true},
+		{`code >= 399`, false},
+		{`code > 399`, true},
+		{`code > 398`, false},
+		{`400 <= code`, true},
+		{`399 < code`, true},
+		{`code < 600`, false},
+		{`600 > code`, false},
+		{`code == 429`, true},
+		{`429 == code`, true},
+		{`code == 200`, false},
+		{`code != 200`, false},
+		{`code == 429 || code == 503`, true},
+		{`code == 429 || code == 200`, false},
+		{`code in [401, 403, 500]`, true},
+		{`code in [401, 200]`, false},
+		{`code in []`, true},
+		{`verb == "list" && code >= 500`, true},
+		{`code >= 400 && (code == 429 || code >= 500 || (code in [401, 403] && user.startsWith("system:serviceaccount:")))`, true},
+		{`(code >= 500 && verb == "get") || (code == 429 && verb == "list")`, true},
+		{`(code >= 500 && verb == "get") || verb == "list"`, false},
+		{`!(code < 400)`, false}, // true of the records, but not of its shape: false is safe
+		{`latency >= duration("1s")`, false},
+		{`verb == "list"`, false},
+		{`bad`, false},
+	}
+	for _, tt := range tests {
+		e := expr(t, tt.expr)
+		got := AtLeast(e, "code", 400)
+		if got != tt.want {
+			t.Errorf("AtLeast(%s, code, 400) = %v, want %v", tt.expr, got, tt.want)
+		}
+		if !got {
+			continue
+		}
+		// What it claims holds of the records: no code below 400 matches.
+		f, err := timeline.CompileFilter(tt.expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for code := -1; code < 700; code++ {
+			for _, r := range []timeline.Record{
+				{Code: code, Verb: "list", User: "system:serviceaccount:ml:w"},
+				{Code: code, Verb: "get", User: "alice"},
+			} {
+				if ok, err := f.Match(&r); err == nil && ok && code < 400 {
+					t.Errorf("AtLeast(%s) holds, but a record with code %d matches it", tt.expr, code)
+				}
+			}
+		}
+	}
+}

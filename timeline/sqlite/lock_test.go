@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/timelinetest"
 )
 
 // workload returns n requests of two stages each, for ingester i.
@@ -139,24 +139,6 @@ func ingest(ctx context.Context, s *Store, recs []timeline.Record, n int) error 
 	return s.FinishRun(ctx, run)
 }
 
-// syncBuffer is a bytes.Buffer for a logger and a poller.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
 // TestWriterNotesTheWait: a writer held up by another says so, once, and
 // goes on when the lock is released, however long that takes.
 func TestWriterNotesTheWait(t *testing.T) {
@@ -167,7 +149,7 @@ func TestWriterNotesTheWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer first.Close()
-	var log syncBuffer
+	var log timelinetest.SyncBuffer
 	second, err := Open(ctx, file, Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)
