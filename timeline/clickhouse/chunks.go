@@ -114,8 +114,13 @@ func (s *Store) plan(ctx context.Context, lo, hi int64, filter string, failing b
 		for i := range out {
 			out[i].failed = true
 		}
-		for b := range merged(kept, copied) {
-			if kept[b] != copied[b] {
+		for b, n := range kept {
+			if copied[b] != n {
+				out[chunkOf(out, b)].failed = false
+			}
+		}
+		for b := range copied {
+			if _, ok := kept[b]; !ok {
 				out[chunkOf(out, b)].failed = false
 			}
 		}
@@ -130,18 +135,6 @@ func chunkOf(chunks []chunk, b int64) int {
 	at := max(b, 0) * bucketNS
 	i, _ := slices.BinarySearchFunc(chunks, at, func(c chunk, t int64) int { return cmp.Compare(c.lo, t+1) })
 	return max(i-1, 0)
-}
-
-// merged is the set of the buckets of a and of b.
-func merged(a, b map[int64]int64) map[int64]bool {
-	out := make(map[int64]bool, len(a)+len(b))
-	for k := range a {
-		out[k] = true
-	}
-	for k := range b {
-		out[k] = true
-	}
-	return out
 }
 
 // rewritesIn is the rewrites held per bucket of time, of the buckets that

@@ -192,9 +192,14 @@ var views = []string{
 // insert is the INSERT of every column of the named table, in schema
 // order.
 func insert(name string) string {
+	return "INSERT INTO " + name + " (" + strings.Join(columnNames(tableNamed(name).columns), ", ") + ")"
+}
+
+// tableNamed is the schema's table of that name.
+func tableNamed(name string) table {
 	for _, t := range schema {
 		if t.name == name {
-			return "INSERT INTO " + name + " (" + strings.Join(columnNames(t.columns), ", ") + ")"
+			return t
 		}
 	}
 	panic("no table " + name)
@@ -234,12 +239,11 @@ func columnNames(columns string) []string {
 // are record's own, so the current versions are judged from record's
 // rewrites as for any read, and a plan uses it only for the buckets of
 // time where it holds as many rows as record does (plan).
-var failedTable = table{
-	name:     "failed",
-	columns:  schema[0].columns,
-	engine:   schema[0].engine,
-	shardKey: schema[0].shardKey,
-}
+var failedTable = func() table {
+	t := tableNamed("record")
+	t.name = "failed"
+	return t
+}()
 
 // failedCode is the least code of a row failedTable holds.
 const failedCode = 400

@@ -257,10 +257,10 @@ func AtLeast(e ast.Expr, name string, min int64) bool {
 			return false
 		}
 		vals, ok := List(r)
-		if !ok || len(vals) == 0 {
-			return len(vals) == 0 && ok // x in []: no record at all
+		if !ok {
+			return false
 		}
-		for _, v := range vals {
+		for _, v := range vals { // x in [] keeps no record: true
 			if n, ok := v.(types.Int); !ok || int64(n) < min {
 				return false
 			}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -17,15 +16,10 @@ func TestJobRunInIdentity(t *testing.T) {
 	db := filepath.Join(dir, "t.db")
 	pods := filepath.Join(dir, "pods.json")
 	runs := filepath.Join(dir, "runs.jsonl")
-	write := func(path, text string) {
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(pods, `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"trainer-0",
+	writeFile(t, pods, `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"trainer-0",
 		"namespace":"ml","uid":"u-1","resourceVersion":"5","creationTimestamp":"2026-05-01T09:59:00Z"},
 		"spec":{"nodeName":"node-1","containers":[{"name":"c","image":"train:v1"}]}}]}`)
-	write(runs, `{"type":"run","job":"ml/train","run":"r-17","started":"2026-05-01T10:00:00Z",`+
+	writeFile(t, runs, `{"type":"run","job":"ml/train","run":"r-17","started":"2026-05-01T10:00:00Z",`+
 		`"consumed":["dataset/imagenet@v42"],"pods":["ml/trainer-0"]}`+"\n")
 	runOK(t, dir, "--db", db, "ingest", "objects", pods)
 	runOK(t, dir, "--db", db, "ingest", "versions", runs)

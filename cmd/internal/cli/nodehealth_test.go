@@ -14,10 +14,10 @@ import (
 func TestNodehealth(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "t.db")
-	a := writeNodeLog(t, filepath.Join(dir, "gpu-0086.log"),
+	a := writeFile(t, filepath.Join(dir, "gpu-0086.log"),
 		"2026-12-01T15:31:03Z NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen off the bus.\n"+
 			"2026-12-01T15:32:00Z NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen off the bus.\n")
-	b := writeNodeLog(t, filepath.Join(dir, "gpu-0087.log"),
+	b := writeFile(t, filepath.Join(dir, "gpu-0087.log"),
 		"2026-12-01T15:31:10Z eth0: Link is Down\n2026-12-01T15:31:11Z eth0: Link is Up\n")
 	if code, _, stderr := runCLI(t, "--db", db, "ingest", "nodelogs", a, b); code != 0 {
 		t.Fatalf("ingest: exit %d:\n%s", code, stderr)
@@ -43,7 +43,7 @@ func TestNodehealth(t *testing.T) {
 		t.Errorf("faults (-want +got):\n%s", diff)
 	}
 	empty := filepath.Join(dir, "empty.db")
-	writeNodeLog(t, filepath.Join(dir, "gpu-0088.log"), "2026-12-01T15:31:10Z usb 1-1: new device\n")
+	writeFile(t, filepath.Join(dir, "gpu-0088.log"), "2026-12-01T15:31:10Z usb 1-1: new device\n")
 	if code, _, stderr := runCLI(t, "--db", empty, "ingest", "nodelogs", filepath.Join(dir, "gpu-0088.log")); code != 0 {
 		t.Fatalf("ingest: exit %d:\n%s", code, stderr)
 	}

@@ -10,7 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func writeNodeLog(t *testing.T, path, text string) string {
+// writeFile writes text to path, making its folder, and returns path.
+func writeFile(t *testing.T, path, text string) string {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -27,10 +28,10 @@ func writeNodeLog(t *testing.T, path, text string) string {
 func TestIngestNodeLogs(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "t.db")
-	writeNodeLog(t, filepath.Join(dir, "logs", "gpu-0086", "dmesg.txt"),
+	writeFile(t, filepath.Join(dir, "logs", "gpu-0086", "dmesg.txt"),
 		"[ 3600.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python3, GPU has fallen off the bus.\n"+
 			"[ 3600.100000] usb 1-1: new high-speed USB device number 2 using xhci_hcd\n")
-	journal := writeNodeLog(t, filepath.Join(dir, "gpu-0087.journal.json"),
+	journal := writeFile(t, filepath.Join(dir, "gpu-0087.journal.json"),
 		`{"__REALTIME_TIMESTAMP":"1796139065000000","_HOSTNAME":"gpu-0087","_TRANSPORT":"stdout","SYSLOG_IDENTIFIER":"kubelet","MESSAGE":"E1201 15:31:05.000000 1234 kubelet.go:2697] \"Skipping pod synchronization\" err=\"PLEG is not healthy: pleg was last seen active 3m5s ago; threshold is 3m0s\""}`+"\n")
 	args := []string{"--db", db, "ingest", "nodelogs", "--boot-time", "2026-12-01T14:31:03Z", filepath.Join(dir, "logs"), journal}
 	code, stdout, stderr := runCLI(t, args...)
@@ -77,8 +78,8 @@ func TestIngestNodeLogs(t *testing.T) {
 func TestIngestNodeLogsTellsWhatToDo(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "t.db")
-	raw := writeNodeLog(t, filepath.Join(dir, "gpu-0086.dmesg"), "[ 12.500000] eth0: Link is Down\n")
-	kern := writeNodeLog(t, filepath.Join(dir, "kern.log"), "2026-12-01T15:31:03Z eth0: Link is Down\n")
+	raw := writeFile(t, filepath.Join(dir, "gpu-0086.dmesg"), "[ 12.500000] eth0: Link is Down\n")
+	kern := writeFile(t, filepath.Join(dir, "kern.log"), "2026-12-01T15:31:03Z eth0: Link is Down\n")
 	tests := []struct {
 		args []string
 		code int
