@@ -45,6 +45,9 @@ func (b *batch) place(ctx context.Context, r *timeline.Record) (timeline.AddResu
 		h := b.known(r, kh)
 		if h == nil && i > 0 && b.mayBeHeld(r) {
 			// A further key, looked up on its own: conflicts are rare.
+			if err := b.sendBefore(ctx, []int64{kh}); err != nil {
+				return 0, err
+			}
 			if err := b.lookup(ctx, r.Stages != 0, []int64{kh}, ns(r.Time), ns(r.Time)); err != nil {
 				return 0, err
 			}
@@ -151,6 +154,11 @@ func (b *batch) lookupFirstKeys(ctx context.Context) error {
 		lo, hi = min(lo, k.t), max(hi, k.t)
 	}
 	b.s.mu.Unlock()
+	for _, keys := range [][]int64{staged, whole} {
+		if err := b.sendBefore(ctx, keys); err != nil {
+			return err
+		}
+	}
 	for len(staged) > 0 {
 		n := min(len(staged), lookupChunk)
 		if err := b.lookup(ctx, true, staged[:n], lo, hi); err != nil {

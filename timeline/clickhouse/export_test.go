@@ -23,6 +23,14 @@ func SetMaxListedCells(t testing.TB, n int) {
 	t.Cleanup(func() { maxListedCells = old })
 }
 
+// SetFlushAt sets how many records a batch holds before it judges and
+// writes them, until the test ends.
+func SetFlushAt(t testing.TB, n int) {
+	old := flushAt
+	flushAt = n
+	t.Cleanup(func() { flushAt = old })
+}
+
 // CompareStrings is compareSQL for strings.
 func CompareStrings(l, op, r string) string { return compareSQL(filtersql.KindString, l, op, r) }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/faultline/faultline/timeline"
 	"github.com/faultline/faultline/timeline/redact"
 	"github.com/faultline/faultline/timeline/rollup"
@@ -162,7 +164,7 @@ func (s *Store) Batch(ctx context.Context, run int64) (timeline.Batch, error) {
 // flushAt is how many records or versions a batch holds before it judges
 // and writes them: a record holds its source line in memory (its strings
 // point into it) until then, so 100,000 of them held 400 MB.
-const flushAt = 20000
+var flushAt = 20000 // a variable for the tests
 
 type batch struct {
 	s        *Store
@@ -180,6 +182,13 @@ type batch struct {
 	whole  map[int64]*row
 	order  []*row // rows to write, in the order first seen
 	roll   rollup.Delta
+
+	// The inserts of record rows into each shard, appended to by the
+	// flushes and sent at commit (shardwrite.go), and the keys and count
+	// of the rows they hold.
+	pend    []driver.Batch
+	unsent  map[int64]bool
+	nUnsent int
 }
 
 // AddRecord takes r into the batch. What r is (a new record, a stage of a
@@ -213,6 +222,7 @@ func (b *batch) SetCursor(ctx context.Context, name, resourceVersion string) err
 }
 
 func (b *batch) Rollback() error {
+	b.abortRows()
 	b.recs, b.versions, b.cursors, b.ranks = nil, nil, nil, nil
 	b.samples = sampleBuf{}
 	b.staged, b.whole, b.order, b.roll = nil, nil, nil, rollup.Delta{}
@@ -257,7 +267,11 @@ func (b *batch) flush(ctx context.Context) error {
 // learned: never a run that claims rows not written.
 func (b *batch) Commit(ctx context.Context, progress *timeline.IngestRun) error {
 	ctx = context.WithoutCancel(ctx)
-	if err := b.flush(ctx); err != nil {
+	err := b.flush(ctx)
+	if err == nil {
+		err = b.sendRows(ctx)
+	}
+	if err != nil {
 		b.Rollback()
 		return fmt.Errorf("commit batch: %w", err)
 	}
