@@ -184,11 +184,10 @@ type batch struct {
 	roll   rollup.Delta
 
 	// The inserts of record rows into each shard, appended to by the
-	// flushes and sent at commit (shardwrite.go), and the keys and count
-	// of the rows they hold.
-	pend    []driver.Batch
-	unsent  map[int64]bool
-	nUnsent int
+	// flushes and sent at commit (shardwrite.go), and the keys of the rows
+	// they hold.
+	pend   []driver.Batch
+	unsent map[int64]bool
 }
 
 // AddRecord takes r into the batch. What r is (a new record, a stage of a
