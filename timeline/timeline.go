@@ -277,6 +277,9 @@ type Query struct {
 	// (outcome.Outcomes.BadRecordIDs): the records yielded carry Bad, and
 	// the filter field bad reads it. Nil: no record is bad.
 	Bad map[int64]bool
+	// Fields are the fields the caller uses (see FieldSet): the others may
+	// be left unread and read as zero. Zero: every field.
+	Fields FieldSet
 }
 
 // VersionQuery selects object versions. Empty strings match anything.

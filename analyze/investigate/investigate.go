@@ -740,22 +740,46 @@ func closer(a, b *outcome.Unit, t time.Time) bool {
 	return a.Ref < b.Ref
 }
 
+// lastGoodRecord is the latest record before before that is neither bad
+// nor a failed request, among the lastGoodReach records before it.
+//
+// The records are read newest first in growing windows (a minute, an hour,
+// then all before), the same records in the same order as one read of
+// them all: one read of "the last lastGoodReach records before T" costs a
+// columnar store a pass over every record before T to find where they
+// start, and the record sought is most often the first one read.
 func lastGoodRecord(ctx context.Context, s Store, out *outcome.Outcomes, before time.Time) (*outcome.Observation, error) {
-	for r, err := range s.Records(ctx, timeline.Query{Until: before, Desc: true, Limit: 1000}) {
-		if err != nil {
-			return nil, err
+	left, until := lastGoodReach, before
+	for _, back := range []time.Duration{time.Minute, time.Hour, 0} {
+		q := timeline.Query{Until: until, Desc: true, Limit: left,
+			Fields: out.BadNeeds() | timeline.FieldReason | timeline.FieldCode}
+		if back > 0 {
+			q.Since = before.Add(-back)
 		}
-		bad, err := out.IsBad(r)
-		if err != nil {
-			return nil, err
+		for r, err := range s.Records(ctx, q) {
+			if err != nil {
+				return nil, err
+			}
+			left--
+			bad, err := out.IsBad(r)
+			if err != nil {
+				return nil, err
+			}
+			if !bad && r.Code < 400 {
+				return &outcome.Observation{Time: r.Time, Source: r.Source, Object: r.Object, Reason: r.Reason,
+					Code: r.Code, RecordID: r.ID, Evidence: r.Evidence}, nil
+			}
 		}
-		if !bad && r.Code < 400 {
-			return &outcome.Observation{Time: r.Time, Source: r.Source, Object: r.Object, Reason: r.Reason,
-				Code: r.Code, RecordID: r.ID, Evidence: r.Evidence}, nil
+		if left == 0 || back == 0 {
+			break
 		}
+		until = q.Since
 	}
 	return nil, nil
 }
+
+// lastGoodReach is how many records before a time lastGoodRecord looks at.
+const lastGoodReach = 1000
 
 // Precursors: a job's first failure often comes seconds before the
 // avalanche it causes (one rank dies, its peers follow), too far ahead for

@@ -262,7 +262,7 @@ func (s *Store) failing(q timeline.Query) bool {
 }
 
 // chunkQuery is the query of q's records in chunk c, unordered.
-func (s *Store) chunkQuery(c chunk, filter string) string {
+func (s *Store) chunkQuery(q timeline.Query, c chunk, filter string, residual bool) string {
 	table := "record"
 	if c.failed {
 		table = "failed"
@@ -272,7 +272,7 @@ func (s *Store) chunkQuery(c chunk, filter string) string {
 	if c.rows < c.rewrites {
 		cur = currentAt(s.db, table, rng, filter)
 	}
-	return "SELECT " + recordColumns + " FROM " + table + " WHERE " + rng + " AND (" + filter + ") AND " + cur
+	return "SELECT " + readColumns(q, residual) + " FROM " + table + " WHERE " + rng + " AND (" + filter + ") AND " + cur
 }
 
 // eachRecord runs query and hands each record that matches q (residual:
@@ -295,6 +295,7 @@ func (s *Store) eachRecord(ctx context.Context, query string, q timeline.Query, 
 			if ok, _ := q.Where.Match(r); !ok {
 				continue
 			}
+			q.Fields.Keep(r)
 		}
 		if !each(r, t) {
 			return errStop
@@ -309,7 +310,7 @@ func (s *Store) eachRecord(ctx context.Context, query string, q timeline.Query, 
 // streamChunk hands the records of an oversized chunk to emit in q's
 // order, sorted by the server.
 func (s *Store) streamChunk(ctx context.Context, q timeline.Query, c chunk, filter string, residual bool, emit func(*timeline.Record) bool) error {
-	return s.eachRecord(ctx, s.chunkQuery(c, filter)+" ORDER BY "+recordOrder(q), q, residual,
+	return s.eachRecord(ctx, s.chunkQuery(q, c, filter, residual)+" ORDER BY "+recordOrder(q), q, residual,
 		func(r *timeline.Record, _ int64) bool { return emit(r) })
 }
 
@@ -321,7 +322,7 @@ func (s *Store) sortChunk(ctx context.Context, q timeline.Query, c chunk, filter
 		r  *timeline.Record
 	}
 	out := make([]timed, 0, c.rows)
-	err := s.eachRecord(ctx, s.chunkQuery(c, filter), q, residual, func(r *timeline.Record, ns int64) bool {
+	err := s.eachRecord(ctx, s.chunkQuery(q, c, filter, residual), q, residual, func(r *timeline.Record, ns int64) bool {
 		out = append(out, timed{ns, r})
 		return true
 	})

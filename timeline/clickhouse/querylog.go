@@ -16,7 +16,7 @@ type loggedConn struct {
 	log *slog.Logger
 }
 
-func (c loggedConn) done(start time.Time, query string, err error) {
+func (c loggedConn) done(start time.Time, query string, args []any, err error) {
 	if !c.log.Enabled(context.Background(), slog.LevelDebug) {
 		return
 	}
@@ -24,30 +24,30 @@ func (c loggedConn) done(start time.Time, query string, err error) {
 	if len(q) > 1000 {
 		q = q[:1000] + "…"
 	}
-	c.log.Debug("clickhouse query", "elapsed", time.Since(start).Round(time.Millisecond), "query", q, "err", err)
+	c.log.Debug("clickhouse query", "elapsed", time.Since(start).Round(time.Millisecond), "query", q, "args", args, "err", err)
 }
 
 func (c loggedConn) Query(ctx context.Context, query string, args ...any) (driver.Rows, error) {
 	start := time.Now()
 	rows, err := c.Conn.Query(ctx, query, args...)
 	if err != nil {
-		c.done(start, query, err)
+		c.done(start, query, args, err)
 		return nil, err
 	}
-	return &loggedRows{Rows: rows, c: c, start: start, query: query}, nil
+	return &loggedRows{Rows: rows, c: c, start: start, query: query, args: args}, nil
 }
 
 func (c loggedConn) QueryRow(ctx context.Context, query string, args ...any) driver.Row {
 	start := time.Now()
 	row := c.Conn.QueryRow(ctx, query, args...)
-	c.done(start, query, row.Err())
+	c.done(start, query, args, row.Err())
 	return row
 }
 
 func (c loggedConn) Exec(ctx context.Context, query string, args ...any) error {
 	start := time.Now()
 	err := c.Conn.Exec(ctx, query, args...)
-	c.done(start, query, err)
+	c.done(start, query, args, err)
 	return err
 }
 
@@ -58,6 +58,7 @@ type loggedRows struct {
 	c      loggedConn
 	start  time.Time
 	query  string
+	args   []any
 	logged bool
 }
 
@@ -65,7 +66,7 @@ func (r *loggedRows) Close() error {
 	err := r.Rows.Close()
 	if !r.logged {
 		r.logged = true
-		r.c.done(r.start, r.query, r.Rows.Err())
+		r.c.done(r.start, r.query, r.args, r.Rows.Err())
 	}
 	return err
 }

@@ -18,9 +18,50 @@ import (
 
 // recordColumns are the columns of a record row after its key, in the order
 // scanRecord reads them.
-const recordColumns = `id, time_ns, source, api_group, api_version, resource, subresource, kind, namespace, name, uid,
-	verb, reason, user, user_agent, source_ip, code, type, level, latency_ns, stages, ` + auditIDSQL + `, uri, message, extra,
-	run_id, line`
+var recordColumns = recordColumnsFor(0)
+
+// recordCols are recordColumns, each with the field it fills (0: every
+// read reads it) and the constant of its type that stands in for it in a
+// read that leaves the field out: the server reads no column for it.
+var recordCols = []filtersql.Column{
+	filtersql.Always("id"), filtersql.Always("time_ns"), filtersql.Always("source"), filtersql.Always("api_group"),
+	filtersql.Always("api_version"), filtersql.Always("resource"), filtersql.Always("subresource"), filtersql.Always("kind"),
+	filtersql.Always("namespace"), filtersql.Always("name"), filtersql.Always("uid"),
+	filtersql.Optional("verb", timeline.FieldVerb, "''"),
+	filtersql.Optional("reason", timeline.FieldReason, "''"),
+	filtersql.Optional("user", timeline.FieldUser, "''"),
+	filtersql.Optional("user_agent", timeline.FieldUserAgent, "''"),
+	filtersql.Optional("source_ip", timeline.FieldSourceIP, "''"),
+	filtersql.Optional("code", timeline.FieldCode, "toInt32(0)"),
+	filtersql.Optional("type", timeline.FieldType, "''"),
+	filtersql.Optional("level", timeline.FieldLevel, "''"),
+	filtersql.Optional("latency_ns", timeline.FieldLatency, "toInt64(0)"),
+	filtersql.Optional("stages", timeline.FieldStages, "toUInt8(0)"),
+	filtersql.Optional(auditIDSQL, timeline.FieldAuditID, "''"),
+	filtersql.Optional("uri", timeline.FieldURI, "''"),
+	filtersql.Optional("message", timeline.FieldMessage, "''"),
+	filtersql.Optional("extra", timeline.FieldExtra, "''"),
+	filtersql.Always("run_id"), filtersql.Always("line"),
+}
+
+// recordColumnsFor is recordColumns with the fields f leaves out (see
+// timeline.FieldSet) replaced by constants.
+func recordColumnsFor(f timeline.FieldSet) string { return filtersql.SelectList(recordCols, f) }
+
+// readColumns are the columns a read of q selects: those of q.Fields, and
+// those q.Where reads when rows must still be matched with it (residual).
+func readColumns(q timeline.Query, residual bool) string {
+	return recordColumnsFor(readFields(q, residual))
+}
+
+// readFields are the fields a read of q fills: q.Fields, and the fields
+// q.Where reads when rows must still be matched with it (residual).
+func readFields(q timeline.Query, residual bool) timeline.FieldSet {
+	if residual && q.Fields != 0 {
+		return q.Fields | q.Where.Needs()
+	}
+	return q.Fields
+}
 
 // scanRecord reads a row of key (if key is not nil) and recordColumns;
 // the time column goes to ns too when ns is not nil.
@@ -81,7 +122,7 @@ func recordQuery(db string, q timeline.Query) (query string, residual bool) {
 
 // recordSelect is the query of q's records that match where.
 func recordSelect(q timeline.Query, where string, residual bool) string {
-	query := "SELECT " + recordColumns + " FROM record WHERE " + where + " ORDER BY " + recordOrder(q)
+	query := "SELECT " + readColumns(q, residual) + " FROM record WHERE " + where + " ORDER BY " + recordOrder(q)
 	if q.Limit > 0 && !residual {
 		query += fmt.Sprintf(" LIMIT %d", q.Limit)
 	}

@@ -288,6 +288,11 @@ func TestBadKeySet(t *testing.T) {
 	timelinetest.CheckBadKeySet(t, s, timelinetest.ReadAll(t, s))
 }
 
+func TestFields(t *testing.T) {
+	s := openWhereStore(t)
+	timelinetest.CheckFields(t, s, timelinetest.ReadAll(t, s))
+}
+
 // TestStringOrderOnServer compares every ordering of the short strings of
 // the bytes 0, 1, 'a' and 0xff, as the server answers it (compareSQL) over
 // a column and a literal, and over two columns, with Go's order, which is

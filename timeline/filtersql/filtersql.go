@@ -2,7 +2,8 @@
 // (timeline.Filter) to SQL that does not depend on the store: it splits a
 // checked expression into conjuncts, folds constants as CEL itself would,
 // recognizes a chain of equalities and a list of constants, and says what a
-// comparison of the stored time with a constant comes to. Each store spells
+// comparison of the stored time with a constant comes to; and it lists a
+// read's columns with the fields it leaves out as constants. Each store spells
 // the SQL itself (timeline/sqlite, timeline/clickhouse); this package writes
 // none and runs none.
 package filtersql

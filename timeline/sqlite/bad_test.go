@@ -11,3 +11,9 @@ func TestBadKeySet(t *testing.T) {
 	s := openWhereStore(t)
 	timelinetest.CheckBadKeySet(t, s, timelinetest.ReadAll(t, s))
 }
+
+// TestFields: timelinetest.CheckFields.
+func TestFields(t *testing.T) {
+	s := openWhereStore(t)
+	timelinetest.CheckFields(t, s, timelinetest.ReadAll(t, s))
+}

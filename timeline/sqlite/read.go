@@ -18,10 +18,36 @@ import (
 // recordColumns lists what Records selects; interned columns come as ids,
 // resolved through the store's read cache (strs rows never change); encoded
 // ones (rowenc.go) are decoded by SQLite.
-var recordColumns = strings.Join([]string{"r.id", "r.time_ns", "r.source", "r.api_group", "r.api_version", "r.resource",
-	"r.subresource", "r.kind", "r.namespace", "r.name", idSQL("r.uid"), "r.verb", "r.reason",
-	"r.user", "r.user_agent", "r.source_ip", "r.code", "r.type", "r.level", "r.latency_ns",
-	"r.stages", idSQL("r.audit_id"), uriSQL("r"), "r.message", "r.run_id", "r.line", extraSQL("r")}, ", ")
+var recordColumns = recordColumnsFor(0)
+
+// recordCols are recordColumns, each with the field it fills (0: every
+// read reads it) and the constant that stands in for it in a read that
+// leaves the field out (timeline.FieldSet): an interned field's id 0 is
+// the empty string, and nothing is decoded.
+var recordCols = []filtersql.Column{
+	filtersql.Always("r.id"), filtersql.Always("r.time_ns"), filtersql.Always("r.source"), filtersql.Always("r.api_group"),
+	filtersql.Always("r.api_version"), filtersql.Always("r.resource"), filtersql.Always("r.subresource"), filtersql.Always("r.kind"),
+	filtersql.Always("r.namespace"), filtersql.Always("r.name"), filtersql.Always(idSQL("r.uid")),
+	filtersql.Optional("r.verb", timeline.FieldVerb, "0"),
+	filtersql.Optional("r.reason", timeline.FieldReason, "0"),
+	filtersql.Optional("r.user", timeline.FieldUser, "0"),
+	filtersql.Optional("r.user_agent", timeline.FieldUserAgent, "0"),
+	filtersql.Optional("r.source_ip", timeline.FieldSourceIP, "0"),
+	filtersql.Optional("r.code", timeline.FieldCode, "0"),
+	filtersql.Optional("r.type", timeline.FieldType, "0"),
+	filtersql.Optional("r.level", timeline.FieldLevel, "0"),
+	filtersql.Optional("r.latency_ns", timeline.FieldLatency, "0"),
+	filtersql.Optional("r.stages", timeline.FieldStages, "0"),
+	filtersql.Optional(idSQL("r.audit_id"), timeline.FieldAuditID, "''"),
+	filtersql.Optional(uriSQL("r"), timeline.FieldURI, "''"),
+	filtersql.Optional("r.message", timeline.FieldMessage, "''"),
+	filtersql.Always("r.run_id"), filtersql.Always("r.line"),
+	filtersql.Optional(extraSQL("r"), timeline.FieldExtra, "NULL"),
+}
+
+// recordColumnsFor is recordColumns with the fields f leaves out replaced
+// by constants.
+func recordColumnsFor(f timeline.FieldSet) string { return filtersql.SelectList(recordCols, f) }
 
 func (s *Store) scanRecord(ctx context.Context, rows *sql.Rows) (*timeline.Record, error) {
 	var (
@@ -113,7 +139,11 @@ func recordQuery(q timeline.Query) (query string, args []any, residual bool) {
 		}
 	}
 	var b strings.Builder
-	b.WriteString("SELECT " + recordColumns + " FROM record r")
+	fields := q.Fields
+	if residual && fields != 0 {
+		fields |= q.Where.Needs() // matched row by row
+	}
+	b.WriteString("SELECT " + recordColumnsFor(fields) + " FROM record r")
 	if len(where) > 0 {
 		b.WriteString(" WHERE " + strings.Join(where, " AND "))
 	}
@@ -152,6 +182,7 @@ func (s *Store) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeli
 				if ok, _ := q.Where.Match(r); !ok {
 					continue
 				}
+				q.Fields.Keep(r)
 			}
 			if !yield(r, nil) {
 				return

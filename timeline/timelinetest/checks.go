@@ -2,6 +2,7 @@ package timelinetest
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -119,5 +120,64 @@ func CheckBadKeySet(t *testing.T, s timeline.Reader, all []*timeline.Record) {
 	}
 	if got := labels(timeline.Query{Bad: bad}); len(got) != len(all) {
 		t.Errorf("with no filter, %d records, want %d", len(got), len(all))
+	}
+}
+
+// CheckFields: a read that names its fields (Query.Fields) yields the
+// records of a read of every field, in the same order, with the fields
+// left out at their zero values, whether the store evaluates its filter
+// whole (in SQL) or in part row by row, with a limit or without, in either
+// order. all is WhereRecords as s read them.
+func CheckFields(t *testing.T, s timeline.Reader, all []*timeline.Record) {
+	t.Helper()
+	sets := []timeline.FieldSet{
+		timeline.FieldCode,
+		timeline.FieldReason | timeline.FieldMessage | timeline.FieldCode,
+		timeline.FieldExtra | timeline.FieldURI | timeline.FieldAuditID,
+		timeline.FieldVerb | timeline.FieldUser | timeline.FieldUserAgent | timeline.FieldSourceIP,
+		timeline.FieldType | timeline.FieldLevel | timeline.FieldLatency | timeline.FieldStages,
+		timeline.AllFields &^ timeline.FieldExtra,
+	}
+	for _, where := range []string{"", "code >= 400", `verb == "get" || reason != ""`,
+		`stage == "ResponseComplete"`, `annotations["x"] == "y" || code >= 0`} {
+		var f *timeline.Filter
+		if where != "" {
+			f = MustFilter(t, where)
+		}
+		var want []*timeline.Record
+		for _, r := range all {
+			if f == nil || match(f, r) {
+				want = append(want, r)
+			}
+		}
+		for _, fields := range sets {
+			for _, desc := range []bool{false, true} {
+				for _, limit := range []int{0, 2} {
+					q := timeline.Query{Where: f, Fields: fields, Desc: desc, Limit: limit}
+					var exp []timeline.Record
+					for _, r := range want {
+						c := *r
+						fields.Keep(&c)
+						exp = append(exp, c)
+					}
+					if desc {
+						slices.Reverse(exp)
+					}
+					if limit > 0 && len(exp) > limit {
+						exp = exp[:limit]
+					}
+					var got []timeline.Record
+					for r, err := range s.Records(context.Background(), q) {
+						if err != nil {
+							t.Fatal(err)
+						}
+						got = append(got, *r)
+					}
+					if diff := cmp.Diff(exp, got); diff != "" {
+						t.Errorf("where %q, fields %014b, desc %v, limit %d (-want +got)\n%s", where, fields, desc, limit, diff)
+					}
+				}
+			}
+		}
 	}
 }

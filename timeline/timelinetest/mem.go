@@ -42,6 +42,11 @@ func (m *Mem) Records(_ context.Context, q timeline.Query) iter.Seq2[*timeline.R
 					continue
 				}
 			}
+			if q.Fields != 0 {
+				c := *r
+				q.Fields.Keep(&c)
+				r = &c
+			}
 			if !yield(r, nil) {
 				return
 			}
