@@ -94,3 +94,26 @@ func (f *Filter) Needs() FieldSet {
 	}
 	return out
 }
+
+// FieldsWhere asks a read for more fields on some of its records only:
+// those that match Where get Fields too (Query.FieldsWhere).
+type FieldsWhere struct {
+	Fields FieldSet
+	Where  *Filter
+}
+
+// Keep sets the fields of r that q does not fill to their zero values (see
+// FieldSet.Keep), with q.FieldsWhere's fields kept where its filter
+// matches r.
+func (q *Query) Keep(r *Record) {
+	if q.Fields == 0 {
+		return
+	}
+	f := q.Fields
+	if w := q.FieldsWhere; w != nil {
+		if ok, _ := w.Where.Match(r); ok {
+			f |= w.Fields
+		}
+	}
+	f.Keep(r)
+}

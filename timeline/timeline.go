@@ -280,6 +280,11 @@ type Query struct {
 	// Fields are the fields the caller uses (see FieldSet): the others may
 	// be left unread and read as zero. Zero: every field.
 	Fields FieldSet
+	// FieldsWhere, with Fields, fills more fields on the records that
+	// match its filter, and leaves them zero on the others: a wide field
+	// that the caller needs of a few records (a denial's extra JSON) is
+	// then read for those only where the store can tell them apart.
+	FieldsWhere *FieldsWhere
 }
 
 // VersionQuery selects object versions. Empty strings match anything.

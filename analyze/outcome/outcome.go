@@ -333,8 +333,8 @@ func badRecords(ctx context.Context, s Store, opt Options, bad *timeline.Filter)
 	var obs []Observation
 	seen := map[int64]bool{}
 	for _, q := range queries {
-		denials := map[int64]int{} // record ID -> index in obs
-		for r, err := range s.Records(ctx, timeline.Query{Since: opt.Since, Until: opt.Until, Where: q, Fields: badFields}) {
+		for r, err := range s.Records(ctx, timeline.Query{Since: opt.Since, Until: opt.Until, Where: q,
+			Fields: badFields, FieldsWhere: denialExtra}) {
 			if err != nil {
 				return nil, fmt.Errorf("bad records: %w", err)
 			}
@@ -344,50 +344,37 @@ func badRecords(ctx context.Context, s Store, opt Options, bad *timeline.Filter)
 				}
 				seen[r.ID] = true
 			}
+			o := Observation{Time: r.Time, Source: r.Source, Object: r.Object, Reason: r.Reason,
+				Message: r.Message, Code: r.Code, Bad: true, RecordID: r.ID, Evidence: r.Evidence}
 			// A denial is the pod's failure: it does not pass with a retry,
 			// as a 429 or a 5xx may (whether the pod survived those, its own
 			// state says).
 			if r.Code == 401 || r.Code == 403 {
-				denials[r.ID] = len(obs)
+				if pod := r.Pod(); pod != "" {
+					o.By = "Pod/" + pod
+				}
 			}
-			obs = append(obs, Observation{Time: r.Time, Source: r.Source, Object: r.Object, Reason: r.Reason,
-				Message: r.Message, Code: r.Code, Bad: true, RecordID: r.ID, Evidence: r.Evidence})
-		}
-		if err := denialPods(ctx, s, opt, q, denials, obs); err != nil {
-			return nil, err
+			obs = append(obs, o)
 		}
 	}
 	return obs, nil
 }
 
-// badFields are the fields of a bad record that its observation keeps.
-const badFields = timeline.FieldReason | timeline.FieldMessage | timeline.FieldCode
+// badFields are the fields of a bad record that its observation keeps;
+// denialExtra asks for the extra JSON of denials only, the one use of it
+// here (the pod), which a columnar store would otherwise read for every
+// bad record.
+var (
+	badFields   = timeline.FieldReason | timeline.FieldMessage | timeline.FieldCode
+	denialExtra = &timeline.FieldsWhere{Fields: timeline.FieldExtra, Where: mustFilter("code in [401, 403]")}
+)
 
-// denialPods sets By to the pod of the denials among obs (denials: record
-// ID to index), from the extra fields of their records, read apart: the
-// pod is the only use of extra here, and reading it for every bad record
-// costs a columnar store most of the read.
-func denialPods(ctx context.Context, s Store, opt Options, q *timeline.Filter, denials map[int64]int, obs []Observation) error {
-	if len(denials) == 0 {
-		return nil
-	}
-	f, err := timeline.CompileFilter("code in [401, 403] && (" + q.String() + ")")
+func mustFilter(expr string) *timeline.Filter {
+	f, err := timeline.CompileFilter(expr)
 	if err != nil {
-		return fmt.Errorf("denials: %w", err)
+		panic(err) // a constant: a bug
 	}
-	for r, err := range s.Records(ctx, timeline.Query{Since: opt.Since, Until: opt.Until, Where: f, Fields: timeline.FieldExtra}) {
-		if err != nil {
-			return fmt.Errorf("denials: %w", err)
-		}
-		i, ok := denials[r.ID]
-		if !ok {
-			continue
-		}
-		if pod := r.Pod(); pod != "" {
-			obs[i].By = "Pod/" + pod
-		}
-	}
-	return nil
+	return f
 }
 
 // fold folds the observations, oldest first, into units: a pod goes bad

@@ -272,7 +272,8 @@ func (s *Store) chunkQuery(q timeline.Query, c chunk, filter string, residual bo
 	if c.rows < c.rewrites {
 		cur = currentAt(s.db, table, rng, filter)
 	}
-	return "SELECT " + readColumns(q, residual) + " FROM " + table + " WHERE " + rng + " AND (" + filter + ") AND " + cur
+	cols, _ := readColumns(q, residual)
+	return "SELECT " + cols + " FROM " + table + " WHERE " + rng + " AND (" + filter + ") AND " + cur
 }
 
 // eachRecord runs query and hands each record that matches q (residual:
@@ -284,6 +285,7 @@ func (s *Store) eachRecord(ctx context.Context, query string, q timeline.Query, 
 		return fmt.Errorf("query records: %w", s.shardErr(ctx, err))
 	}
 	defer rows.Close()
+	_, keep := readColumns(q, residual)
 	for rows.Next() {
 		r := &timeline.Record{}
 		var t int64
@@ -295,7 +297,9 @@ func (s *Store) eachRecord(ctx context.Context, query string, q timeline.Query, 
 			if ok, _ := q.Where.Match(r); !ok {
 				continue
 			}
-			q.Fields.Keep(r)
+		}
+		if keep {
+			q.Keep(r)
 		}
 		if !each(r, t) {
 			return errStop

@@ -48,19 +48,23 @@ var recordCols = []filtersql.Column{
 // timeline.FieldSet) replaced by constants.
 func recordColumnsFor(f timeline.FieldSet) string { return filtersql.SelectList(recordCols, f) }
 
-// readColumns are the columns a read of q selects: those of q.Fields, and
-// those q.Where reads when rows must still be matched with it (residual).
-func readColumns(q timeline.Query, residual bool) string {
-	return recordColumnsFor(readFields(q, residual))
-}
-
-// readFields are the fields a read of q fills: q.Fields, and the fields
-// q.Where reads when rows must still be matched with it (residual).
-func readFields(q timeline.Query, residual bool) timeline.FieldSet {
-	if residual && q.Fields != 0 {
-		return q.Fields | q.Where.Needs()
+// readColumns are the columns a read of q selects (see timeline.FieldSet):
+// those of q.Fields; those q.Where reads when rows must still be matched
+// with it (residual); and q.FieldsWhere's, on the rows its filter keeps,
+// in SQL when the filter has a complete SQL form. keep reports that the
+// records read must still be cleared in Go (Query.Keep): their fields
+// were read whole, for the residual filter or for q.FieldsWhere's.
+func readColumns(q timeline.Query, residual bool) (cols string, keep bool) {
+	f, more, keep := filtersql.PlanFields(q, residual)
+	if more == 0 {
+		return recordColumnsFor(f), keep
 	}
-	return q.Fields
+	w := q.FieldsWhere
+	if cond, complete := compileWhere(w.Where.Expr()); complete && cond != "" {
+		cols, _ = filtersql.SelectListWhere(recordCols, f, more, "("+cond+")")
+		return cols, keep
+	}
+	return recordColumnsFor(f | more | w.Where.Needs()), true
 }
 
 // scanRecord reads a row of key (if key is not nil) and recordColumns;
@@ -122,7 +126,8 @@ func recordQuery(db string, q timeline.Query) (query string, residual bool) {
 
 // recordSelect is the query of q's records that match where.
 func recordSelect(q timeline.Query, where string, residual bool) string {
-	query := "SELECT " + readColumns(q, residual) + " FROM record WHERE " + where + " ORDER BY " + recordOrder(q)
+	cols, _ := readColumns(q, residual)
+	query := "SELECT " + cols + " FROM record WHERE " + where + " ORDER BY " + recordOrder(q)
 	if q.Limit > 0 && !residual {
 		query += fmt.Sprintf(" LIMIT %d", q.Limit)
 	}
@@ -227,11 +232,15 @@ func (s *Store) limitedRecords(ctx context.Context, q timeline.Query, yield func
 		return
 	}
 	defer rows.Close()
+	_, keep := readColumns(q, false)
 	for rows.Next() {
 		r := &timeline.Record{}
 		if err := scanRecord(rows, nil, r, nil); err != nil {
 			yield(nil, fmt.Errorf("read record: %w", err))
 			return
+		}
+		if keep {
+			q.Keep(r)
 		}
 		r.Bad = q.Bad[r.ID]
 		if !yield(r, nil) {

@@ -19,14 +19,28 @@ type Column struct {
 // SelectList is the comma-separated list of cols for a read of the fields
 // f (timeline.FieldSet; 0 reads every field).
 func SelectList(cols []Column, f timeline.FieldSet) string {
+	list, _ := SelectListWhere(cols, f, 0, "")
+	return list
+}
+
+// SelectListWhere is SelectList with the fields more (those f leaves out)
+// read on the rows where the SQL condition cond holds, and zero on the
+// others (timeline.Query.FieldsWhere). n is how many times the list holds
+// cond (a store binds its placeholders' arguments that many times).
+func SelectListWhere(cols []Column, f, more timeline.FieldSet, cond string) (list string, n int) {
 	out := make([]string, len(cols))
 	for i, c := range cols {
-		out[i] = c.Expr
-		if c.Field != 0 && !f.Has(c.Field) {
+		switch {
+		case c.Field == 0 || f.Has(c.Field):
+			out[i] = c.Expr
+		case more&c.Field != 0:
+			out[i] = "CASE WHEN " + cond + " THEN " + c.Expr + " ELSE " + c.Zero + " END"
+			n++
+		default:
 			out[i] = c.Zero
 		}
 	}
-	return strings.Join(out, ", ")
+	return strings.Join(out, ", "), n
 }
 
 // Always is a column every read reads.
@@ -36,4 +50,29 @@ func Always(expr string) Column { return Column{Expr: expr} }
 // the field out.
 func Optional(expr string, field timeline.FieldSet, zero string) Column {
 	return Column{Expr: expr, Field: field, Zero: zero}
+}
+
+// PlanFields plans the fields a store's read of q fills (see
+// timeline.FieldSet): f, those of q.Fields and, when rows must still be
+// matched with q.Where in Go (residual), those its filters read there;
+// more, those of q.FieldsWhere beyond f, to read where its filter holds.
+// keep reports that the records read must be cleared in Go (Query.Keep).
+// A store that cannot put q.FieldsWhere's filter in SQL reads more whole,
+// with the fields that filter reads, and clears in Go.
+func PlanFields(q timeline.Query, residual bool) (f, more timeline.FieldSet, keep bool) {
+	if q.Fields == 0 {
+		return 0, 0, false
+	}
+	f, keep = q.Fields, residual
+	w := q.FieldsWhere
+	if residual {
+		f |= q.Where.Needs()
+		if w != nil {
+			f |= w.Where.Needs() // for q.Keep
+		}
+	}
+	if w != nil {
+		more = w.Fields &^ f
+	}
+	return f, more, keep
 }

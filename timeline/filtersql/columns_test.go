@@ -24,3 +24,14 @@ func TestSelectList(t *testing.T) {
 		}
 	}
 }
+
+func TestSelectListWhere(t *testing.T) {
+	cols := []Column{{"id", 0, ""}, {"code", timeline.FieldCode, "0"}, {"extra", timeline.FieldExtra, "NULL"}}
+	got, n := SelectListWhere(cols, timeline.FieldCode, timeline.FieldExtra|timeline.FieldCode, "code = 403")
+	if diff := cmp.Diff("id, code, CASE WHEN code = 403 THEN extra ELSE NULL END", got); diff != "" {
+		t.Errorf("(-want +got)\n%s", diff)
+	}
+	if n != 1 {
+		t.Errorf("n = %d, want 1", n)
+	}
+}

@@ -107,6 +107,13 @@ func (s *Store) strOf(ctx context.Context, id int64) (string, error) {
 // recordQuery builds the SQL for q. residual reports whether rows must still
 // be checked with q.Where.Match, because part of the filter has no SQL form.
 func recordQuery(q timeline.Query) (query string, args []any, residual bool) {
+	query, args, residual, _ = recordRead(q)
+	return query, args, residual
+}
+
+// recordRead is recordQuery, and whether the records it reads must still
+// be cleared in Go (Query.Keep; see readColumns).
+func recordRead(q timeline.Query) (query string, args []any, residual, keep bool) {
 	var where []string
 	if !q.Since.IsZero() {
 		where = append(where, "r.time_ns >= ?")
@@ -139,11 +146,9 @@ func recordQuery(q timeline.Query) (query string, args []any, residual bool) {
 		}
 	}
 	var b strings.Builder
-	fields := q.Fields
-	if residual && fields != 0 {
-		fields |= q.Where.Needs() // matched row by row
-	}
-	b.WriteString("SELECT " + recordColumnsFor(fields) + " FROM record r")
+	cols, colArgs, keep := readColumns(q, residual)
+	args = append(colArgs, args...)
+	b.WriteString("SELECT " + cols + " FROM record r")
 	if len(where) > 0 {
 		b.WriteString(" WHERE " + strings.Join(where, " AND "))
 	}
@@ -155,7 +160,31 @@ func recordQuery(q timeline.Query) (query string, args []any, residual bool) {
 	if q.Limit > 0 && !residual {
 		fmt.Fprintf(&b, " LIMIT %d", q.Limit)
 	}
-	return b.String(), args, residual
+	return b.String(), args, residual, keep
+}
+
+// readColumns are the columns a read of q selects (see timeline.FieldSet),
+// with the arguments of their placeholders: those of q.Fields; those
+// q.Where reads when rows must still be matched with it (residual); and
+// q.FieldsWhere's, on the rows its filter keeps, in SQL when the filter
+// has a complete SQL form. keep reports that the records read must still
+// be cleared in Go (Query.Keep): their fields were read whole, for the
+// residual filter or for q.FieldsWhere's.
+func readColumns(q timeline.Query, residual bool) (cols string, args []any, keep bool) {
+	f, more, keep := filtersql.PlanFields(q, residual)
+	if more == 0 {
+		return recordColumnsFor(f), nil, keep
+	}
+	w := q.FieldsWhere
+	cond, condArgs, complete := compileWhere(w.Where.Expr())
+	if !complete || cond == "" {
+		return recordColumnsFor(f | more | w.Where.Needs()), nil, true
+	}
+	cols, n := filtersql.SelectListWhere(recordCols, f, more, "("+cond+")")
+	for range n {
+		args = append(args, condArgs...) // once for each time the list holds cond
+	}
+	return cols, args, keep
 }
 
 // Records yields the records matching q in time order (id breaks ties). A
@@ -163,7 +192,7 @@ func recordQuery(q timeline.Query) (query string, args []any, residual bool) {
 // fails at run time (a missing annotation key, say) does not match.
 func (s *Store) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeline.Record, error] {
 	return func(yield func(*timeline.Record, error) bool) {
-		query, args, residual := recordQuery(q)
+		query, args, residual, keep := recordRead(q)
 		rows, err := s.db.QueryContext(ctx, query, args...)
 		if err != nil {
 			yield(nil, fmt.Errorf("query records: %w", err))
@@ -182,7 +211,9 @@ func (s *Store) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeli
 				if ok, _ := q.Where.Match(r); !ok {
 					continue
 				}
-				q.Fields.Keep(r)
+			}
+			if keep {
+				q.Keep(r)
 			}
 			if !yield(r, nil) {
 				return

@@ -123,12 +123,24 @@ func CheckBadKeySet(t *testing.T, s timeline.Reader, all []*timeline.Record) {
 	}
 }
 
-// CheckFields: a read that names its fields (Query.Fields) yields the
-// records of a read of every field, in the same order, with the fields
-// left out at their zero values, whether the store evaluates its filter
-// whole (in SQL) or in part row by row, with a limit or without, in either
-// order. all is WhereRecords as s read them.
+// CheckFields: a read that names its fields (Query.Fields, and
+// Query.FieldsWhere for some records) yields the records of a read of
+// every field, in the same order, with the fields left out at their zero
+// values, whether the store evaluates its filters whole (in SQL) or in
+// part row by row, with a limit or without, in either order. all is
+// WhereRecords as s read them.
 func CheckFields(t *testing.T, s timeline.Reader, all []*timeline.Record) {
+	t.Helper()
+	checkFields(t, s, all, nil)
+	for _, where := range []string{"code >= 400", `verb == "get" && code != 200`, `stage == "ResponseComplete"`,
+		`annotations["x"] == "y" || code == 404`} {
+		for _, fields := range []timeline.FieldSet{timeline.FieldExtra, timeline.FieldExtra | timeline.FieldURI | timeline.FieldCode} {
+			checkFields(t, s, all, &timeline.FieldsWhere{Fields: fields, Where: MustFilter(t, where)})
+		}
+	}
+}
+
+func checkFields(t *testing.T, s timeline.Reader, all []*timeline.Record, more *timeline.FieldsWhere) {
 	t.Helper()
 	sets := []timeline.FieldSet{
 		timeline.FieldCode,
@@ -153,11 +165,15 @@ func CheckFields(t *testing.T, s timeline.Reader, all []*timeline.Record) {
 		for _, fields := range sets {
 			for _, desc := range []bool{false, true} {
 				for _, limit := range []int{0, 2} {
-					q := timeline.Query{Where: f, Fields: fields, Desc: desc, Limit: limit}
+					q := timeline.Query{Where: f, Fields: fields, FieldsWhere: more, Desc: desc, Limit: limit}
 					var exp []timeline.Record
 					for _, r := range want {
 						c := *r
-						fields.Keep(&c)
+						keep := fields
+						if more != nil && match(more.Where, r) {
+							keep |= more.Fields
+						}
+						keep.Keep(&c)
 						exp = append(exp, c)
 					}
 					if desc {
@@ -174,7 +190,7 @@ func CheckFields(t *testing.T, s timeline.Reader, all []*timeline.Record) {
 						got = append(got, *r)
 					}
 					if diff := cmp.Diff(exp, got); diff != "" {
-						t.Errorf("where %q, fields %014b, desc %v, limit %d (-want +got)\n%s", where, fields, desc, limit, diff)
+						t.Errorf("where %q, fields %014b, more %v, desc %v, limit %d (-want +got)\n%s", where, fields, more, desc, limit, diff)
 					}
 				}
 			}

@@ -44,7 +44,7 @@ func (m *Mem) Records(_ context.Context, q timeline.Query) iter.Seq2[*timeline.R
 			}
 			if q.Fields != 0 {
 				c := *r
-				q.Fields.Keep(&c)
+				q.Keep(&c)
 				r = &c
 			}
 			if !yield(r, nil) {
