@@ -483,39 +483,80 @@ func (s *Store) Versions(ctx context.Context, q timeline.VersionQuery) ([]timeli
 			args = append(args, f.val)
 		}
 	}
-	where = append(where, timeRange(q.Since, q.Until))
 	content := "content"
 	if q.NoContent {
 		content = "''"
 	}
-	rows, err := s.conn.Query(ctx, `SELECT api_group, api_version, resource, kind, namespace, name, uid, resource_version,
-		time_ns, hash, `+content+`, run_id, line, seen FROM `+final("object_version", strings.Join(where, " AND "))+
-		` ORDER BY time_ns, key`, args...)
+	cols := `key, rank, api_group, api_version, resource, kind, namespace, name, uid, resource_version, time_ns, hash, ` +
+		content + `, run_id, line, seen`
+	var query string
+	if q.Since.IsZero() && q.Until.IsZero() {
+		query = "SELECT " + cols + " FROM object_version WHERE " + strings.Join(append(where, "1"), " AND ")
+	} else {
+		// A version's best sighting may be outside the span when a worse
+		// one is in it: the span applies to the rows FINAL keeps.
+		where = append(where, timeRange(q.Since, q.Until))
+		query = "SELECT " + cols + " FROM " + final("object_version", strings.Join(where, " AND "))
+	}
+	rows, err := s.conn.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("query versions: %w", s.shardErr(ctx, err))
 	}
 	defer rows.Close()
-	var all []timeline.ObjectVersion
+	all, err := bestVersions(rows, q.NoContent)
+	if err != nil {
+		return nil, err
+	}
+	return timeline.ChooseVersions(all, q), nil
+}
+
+// bestVersions reads rows of object versions (key, rank, then the version)
+// and returns the best of each key, the row of the highest rank that a
+// merge of ReplacingMergeTree(rank) keeps, in order of time and key. The
+// writer never writes a rank it holds already (AddVersion); should two
+// writers have, the smaller hash wins, as SQLite's sightings choose.
+// Choosing in Go reads no column twice, where FINAL over a table of many
+// parts took 0.04-0.13 s more a read on the 10 M-line benchmark log.
+func bestVersions(rows driver.Rows, noContent bool) ([]timeline.ObjectVersion, error) {
+	type held struct {
+		key, t int64
+		rank   uint64
+		v      timeline.ObjectVersion
+	}
+	var all []held
+	at := map[int64]int{}
 	for rows.Next() {
 		var (
-			v    timeline.ObjectVersion
-			o    = &v.Object
-			t    int64
+			h    held
+			o    = &h.v.Object
 			body string
 			seen int8
 		)
-		if err := rows.Scan(&o.Group, &o.Version, &o.Resource, &o.Kind, &o.Namespace, &o.Name, &o.UID, &v.ResourceVersion,
-			&t, &v.Hash, &body, &v.Evidence.Run, &v.Evidence.Line, &seen); err != nil {
+		if err := rows.Scan(&h.key, &h.rank, &o.Group, &o.Version, &o.Resource, &o.Kind, &o.Namespace, &o.Name, &o.UID,
+			&h.v.ResourceVersion, &h.t, &h.v.Hash, &body, &h.v.Evidence.Run, &h.v.Evidence.Line, &seen); err != nil {
 			return nil, fmt.Errorf("read version: %w", err)
 		}
-		v.Time, v.Seen = fromNS(t), timeline.Sighting(seen)
-		if !q.NoContent {
-			v.Content = []byte(body)
+		h.v.Time, h.v.Seen = fromNS(h.t), timeline.Sighting(seen)
+		if !noContent {
+			h.v.Content = []byte(body)
 		}
-		all = append(all, v)
+		i, ok := at[h.key]
+		if !ok {
+			at[h.key] = len(all)
+			all = append(all, h)
+			continue
+		}
+		if h.rank > all[i].rank || (h.rank == all[i].rank && h.v.Hash < all[i].v.Hash) {
+			all[i] = h
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	return timeline.ChooseVersions(all, q), nil
+	slices.SortFunc(all, func(a, b held) int { return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.key, b.key)) })
+	out := make([]timeline.ObjectVersion, len(all))
+	for i := range all {
+		out[i] = all[i].v
+	}
+	return out, nil
 }
