@@ -348,7 +348,7 @@ func badRecords(ctx context.Context, s Store, opt Options, bad *timeline.Filter)
 				Message: r.Message, Code: r.Code, Bad: true, RecordID: r.ID, Evidence: r.Evidence}
 			// A denial is the pod's failure: it does not pass with a retry,
 			// as a 429 or a 5xx may (whether the pod survived those, its own
-			// state says).
+			// state says). The codes are denialExtra's: its extra is read.
 			if r.Code == 401 || r.Code == 403 {
 				if pod := r.Pod(); pod != "" {
 					o.By = "Pod/" + pod

@@ -239,10 +239,10 @@ func (s *Store) limitedRecords(ctx context.Context, q timeline.Query, yield func
 			yield(nil, fmt.Errorf("read record: %w", err))
 			return
 		}
+		r.Bad = q.Bad[r.ID] // before Keep: FieldsWhere may read it
 		if keep {
 			q.Keep(r)
 		}
-		r.Bad = q.Bad[r.ID]
 		if !yield(r, nil) {
 			return
 		}
@@ -489,16 +489,14 @@ func (s *Store) Versions(ctx context.Context, q timeline.VersionQuery) ([]timeli
 	}
 	cols := `key, rank, api_group, api_version, resource, kind, namespace, name, uid, resource_version, time_ns, hash, ` +
 		content + `, run_id, line, seen`
-	var query string
-	if q.Since.IsZero() && q.Until.IsZero() {
-		query = "SELECT " + cols + " FROM object_version WHERE " + strings.Join(append(where, "1"), " AND ")
-	} else {
+	cond := strings.Join(append(where, timeRange(q.Since, q.Until)), " AND ")
+	from := "object_version WHERE " + cond
+	if !q.Since.IsZero() || !q.Until.IsZero() {
 		// A version's best sighting may be outside the span when a worse
 		// one is in it: the span applies to the rows FINAL keeps.
-		where = append(where, timeRange(q.Since, q.Until))
-		query = "SELECT " + cols + " FROM " + final("object_version", strings.Join(where, " AND "))
+		from = final("object_version", cond)
 	}
-	rows, err := s.conn.Query(ctx, query, args...)
+	rows, err := s.conn.Query(ctx, "SELECT "+cols+" FROM "+from, args...)
 	if err != nil {
 		return nil, fmt.Errorf("query versions: %w", s.shardErr(ctx, err))
 	}

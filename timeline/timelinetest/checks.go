@@ -2,6 +2,7 @@ package timelinetest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -127,13 +128,14 @@ func CheckBadKeySet(t *testing.T, s timeline.Reader, all []*timeline.Record) {
 // Query.FieldsWhere for some records) yields the records of a read of
 // every field, in the same order, with the fields left out at their zero
 // values, whether the store evaluates its filters whole (in SQL) or in
-// part row by row, with a limit or without, in either order. all is
-// WhereRecords as s read them.
+// part row by row, with a limit or without, in either order; and the
+// classifier's mark (Query.Bad) is set before a FieldsWhere filter that
+// reads it is matched. all is WhereRecords as s read them.
 func CheckFields(t *testing.T, s timeline.Reader, all []*timeline.Record) {
 	t.Helper()
 	checkFields(t, s, all, nil)
 	for _, where := range []string{"code >= 400", `verb == "get" && code != 200`, `stage == "ResponseComplete"`,
-		`annotations["x"] == "y" || code == 404`} {
+		`annotations["x"] == "y" || code == 404`, "bad"} {
 		for _, fields := range []timeline.FieldSet{timeline.FieldExtra, timeline.FieldExtra | timeline.FieldURI | timeline.FieldCode} {
 			checkFields(t, s, all, &timeline.FieldsWhere{Fields: fields, Where: MustFilter(t, where)})
 		}
@@ -142,6 +144,18 @@ func CheckFields(t *testing.T, s timeline.Reader, all []*timeline.Record) {
 
 func checkFields(t *testing.T, s timeline.Reader, all []*timeline.Record, more *timeline.FieldsWhere) {
 	t.Helper()
+	// Marked bad: the first and last records, which a read with a limit
+	// of 2 yields in one order or the other, and the records with extra.
+	bad := map[int64]bool{all[0].ID: true, all[len(all)-1].ID: true}
+	for _, r := range all {
+		if len(r.Extra) > 0 {
+			bad[r.ID] = true
+		}
+	}
+	moreText := "none"
+	if more != nil {
+		moreText = fmt.Sprintf("%014b where %q", more.Fields, more.Where.String())
+	}
 	sets := []timeline.FieldSet{
 		timeline.FieldCode,
 		timeline.FieldReason | timeline.FieldMessage | timeline.FieldCode,
@@ -165,12 +179,13 @@ func checkFields(t *testing.T, s timeline.Reader, all []*timeline.Record, more *
 		for _, fields := range sets {
 			for _, desc := range []bool{false, true} {
 				for _, limit := range []int{0, 2} {
-					q := timeline.Query{Where: f, Fields: fields, FieldsWhere: more, Desc: desc, Limit: limit}
+					q := timeline.Query{Where: f, Fields: fields, FieldsWhere: more, Desc: desc, Limit: limit, Bad: bad}
 					var exp []timeline.Record
 					for _, r := range want {
 						c := *r
+						c.Bad = bad[c.ID]
 						keep := fields
-						if more != nil && match(more.Where, r) {
+						if more != nil && match(more.Where, &c) {
 							keep |= more.Fields
 						}
 						keep.Keep(&c)
@@ -190,7 +205,7 @@ func checkFields(t *testing.T, s timeline.Reader, all []*timeline.Record, more *
 						got = append(got, *r)
 					}
 					if diff := cmp.Diff(exp, got); diff != "" {
-						t.Errorf("where %q, fields %014b, more %v, desc %v, limit %d (-want +got)\n%s", where, fields, more, desc, limit, diff)
+						t.Errorf("where %q, fields %014b, more %s, desc %v, limit %d (-want +got)\n%s", where, fields, moreText, desc, limit, diff)
 					}
 				}
 			}
