@@ -92,7 +92,7 @@ type Store struct {
 	pendingMeta [][2]string
 
 	mu        sync.Mutex       // guards what follows
-	open      map[openKey]*row // requests written that await a final stage
+	open      openSet          // requests written that await a final stage (openreq.go)
 	nextID    int64            // the next record id; 0: not read yet
 	lastStamp int64            // the last stamp given
 	ranks     map[int64]uint64 // the versions held: key -> rank; nil: not read yet
@@ -228,7 +228,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", c.addr, err)
 	}
 	s := &Store{conn: loggedConn{conn, log}, db: c.db, cluster: c.cluster, shards: shards, log: log, down: down,
-		open: map[openKey]*row{}, settings: settings, failed: failed}
+		settings: settings, failed: failed}
 	if err := s.useKey(ctx, dsn, opt); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("open store %s: %w", c.addr, err)

@@ -143,7 +143,10 @@ func (b *batch) lookupFirstKeys(ctx context.Context) error {
 			continue
 		}
 		k := openKey{ns(r.Time), kh}
-		if h := b.s.open[k]; h != nil {
+		if b.staged[k] != nil {
+			continue // a further stage of one found before
+		}
+		if h, ok := b.s.open.get(k); ok {
 			b.staged[k] = h
 			continue
 		}

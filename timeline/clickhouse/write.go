@@ -146,11 +146,6 @@ func latest(s timeline.Stage) timeline.Stage {
 	return s
 }
 
-// maxOpen bounds the requests remembered across batches awaiting a final
-// stage; past it they are forgotten, and a late stage finds its request by
-// the next commit's lookup instead.
-const maxOpen = 1 << 17
-
 // Batch opens a write batch. Records wait in memory until flushAt of them
 // (or Commit), then are judged in order against the rows held and what
 // changed is written.
@@ -227,7 +222,7 @@ func (b *batch) Rollback() error {
 	b.staged, b.whole, b.order, b.roll = nil, nil, nil, rollup.Delta{}
 	b.delta = timeline.IngestRun{}
 	b.s.mu.Lock()
-	clear(b.s.open) // it may hold rows this batch joined stages into, never written
+	b.s.open.forget() // it may hold rows this batch wrote, never sent
 	b.s.mu.Unlock()
 	return nil
 }
@@ -309,14 +304,10 @@ func (b *batch) remember() {
 		}
 		k := openKey{ns(rw.r.Time), rw.key}
 		if rw.r.Stages&finalStages != 0 {
-			delete(s.open, k)
+			s.open.del(k)
 			continue
 		}
-		if len(s.open) >= maxOpen {
-			clear(s.open)
-		}
-		rw.dirty, rw.held = false, true
-		s.open[k] = rw
+		s.open.put(k, rw.r)
 	}
 }
 
