@@ -33,6 +33,9 @@ const (
 	maxWordBytes = 8 << 20
 )
 
+// maxScratch bounds the buffer pack reuses.
+const maxScratch = 64 << 10
+
 // openSet is the requests remembered, by time and key. Guarded by the
 // store's mu.
 type openSet struct {
@@ -74,8 +77,7 @@ func (o *openSet) forget() { o.m = nil }
 func (o *openSet) len() int { return len(o.m) }
 
 // The fields of a record in the order they are packed: the repeated
-// strings (as words), then the others (inline).
-// Extra, a repeated string too, is packed after them.
+// strings as words, then Extra (a word too), then the others inline.
 func wordFields(r *timeline.Record) [14]*string {
 	o := &r.Object
 	return [...]*string{(*string)(&r.Source), &o.Group, &o.Version, &o.Resource, &o.Subresource, &o.Kind,
@@ -102,7 +104,9 @@ func (o *openSet) pack(r *timeline.Record) string {
 		b = binary.AppendUvarint(b, uint64(len(*f)))
 		b = append(b, *f...)
 	}
-	o.scratch = b
+	if cap(b) <= maxScratch {
+		o.scratch = b // one line's record of a megabyte is not kept for the next
+	}
 	return string(b)
 }
 
@@ -178,13 +182,10 @@ func (d *unpacker) bytes() []byte {
 	return unsafe.Slice(unsafe.StringData(d.p[d.i:]), len(d.p)-d.i)
 }
 
+// varint reads what binary.AppendVarint wrote: a zig-zag uvarint.
 func (d *unpacker) varint() int64 {
-	v, n := binary.Varint(d.bytes())
-	if n <= 0 {
-		d.bad, n = true, 0
-	}
-	d.i += n
-	return v
+	u := d.uvarint()
+	return int64(u>>1) ^ -int64(u&1)
 }
 
 func (d *unpacker) uvarint() uint64 {

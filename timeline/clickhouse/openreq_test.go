@@ -2,6 +2,7 @@ package clickhouse
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +66,7 @@ func TestOpenSetDictionaryFull(t *testing.T) {
 	var o openSet
 	o.put(openKey{key: 1}, &timeline.Record{Verb: "get"})
 	for i := len(o.words); i < maxWords; i++ {
-		o.appendWord(nil, "w"+strings.Repeat("y", i%7)+string(rune('a'+i%26))+itoa(i))
+		o.appendWord(nil, "w"+strconv.Itoa(i))
 	}
 	if len(o.words) != maxWords {
 		t.Fatalf("%d words, want %d", len(o.words), maxWords)
@@ -143,7 +144,20 @@ func FuzzOpenSetUnpack(f *testing.F) {
 	})
 }
 
-func itoa(i int) string {
-	b, _ := json.Marshal(i)
-	return string(b)
+// A request of a megabyte packs and unpacks, and the buffer it grew is not
+// kept for the next.
+func TestOpenSetScratchBounded(t *testing.T) {
+	var o openSet
+	r := timeline.Record{Time: time.Unix(0, 0).UTC(), URI: strings.Repeat("u", 1<<20)}
+	o.put(openKey{}, &r)
+	if c := cap(o.scratch); c > maxScratch {
+		t.Errorf("a %d-byte buffer kept, want at most %d", c, maxScratch)
+	}
+	got, ok := o.get(openKey{})
+	if !ok {
+		t.Fatal("not found")
+	}
+	if diff := cmp.Diff(r, *got.r); diff != "" {
+		t.Errorf("(-put +got):\n%s", diff)
+	}
 }
