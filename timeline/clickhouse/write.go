@@ -161,12 +161,21 @@ func (s *Store) Batch(ctx context.Context, run int64) (timeline.Batch, error) {
 // point into it) until then, so 100,000 of them held 400 MB.
 var flushAt = 20000 // a variable for the tests
 
+// versionBytesAt is how many bytes of content the versions a batch holds
+// may reach before a flush writes them. Below it, and below flushAt
+// versions, they wait for the commit: a flush of records every 20,000
+// lines wrote a part of about a hundred versions to each shard, and the
+// servers merged each version about thirty times over (part_log, 10 M
+// lines: 543 parts a shard), as the table grows unpartitioned.
+var versionBytesAt = 16 << 20
+
 type batch struct {
 	s        *Store
 	run      int64
 	recs     []*timeline.Record
 	versions []*timeline.ObjectVersion
-	ranks    map[int64]uint64 // the versions of this batch: key -> rank
+	verBytes int              // the content of versions
+	ranks    map[int64]uint64 // the versions of this batch, not written yet: key -> rank
 	cursors  [][2]string
 	samples  sampleBuf          // series.go
 	delta    timeline.IngestRun // corrections to the run's tallies, learned by flushes
@@ -203,7 +212,7 @@ func (b *batch) AddRecord(ctx context.Context, r *timeline.Record) (timeline.Add
 	}
 	b.recs = append(b.recs, &c)
 	if len(b.recs) >= flushAt {
-		if err := b.flush(context.WithoutCancel(ctx)); err != nil {
+		if err := b.flush(context.WithoutCancel(ctx), false); err != nil {
 			return 0, fmt.Errorf("add record: %w", err)
 		}
 	}
@@ -217,7 +226,7 @@ func (b *batch) SetCursor(ctx context.Context, name, resourceVersion string) err
 
 func (b *batch) Rollback() error {
 	b.abortRows()
-	b.recs, b.versions, b.cursors, b.ranks = nil, nil, nil, nil
+	b.recs, b.versions, b.cursors, b.ranks, b.verBytes = nil, nil, nil, nil, 0
 	b.samples = sampleBuf{}
 	b.staged, b.whole, b.order, b.roll = nil, nil, nil, rollup.Delta{}
 	b.delta = timeline.IngestRun{}
@@ -229,21 +238,30 @@ func (b *batch) Rollback() error {
 
 // flush judges the records held in order against the rows held (a
 // re-ingest finds every one held: duplicates), gives new rows their ids,
-// and writes the rows, then the versions. A flush cut short leaves rows a
-// rerun finds held.
-func (b *batch) flush(ctx context.Context) error {
-	for _, step := range []func(context.Context) error{
-		func(ctx context.Context) error { return b.judgeAll(ctx, &b.delta) }, b.writeRows, b.writeVersions,
-	} {
-		if err := step(ctx); err != nil {
+// and writes the rows, then the versions when all is true or they are
+// many (flushAt, versionBytesAt). A flush cut short leaves rows a rerun
+// finds held; versions not written yet stay the batch's own, so a batch
+// rolled back leaves none claimed held.
+func (b *batch) flush(ctx context.Context, all bool) error {
+	if err := b.judgeAll(ctx, &b.delta); err != nil {
+		return err
+	}
+	if err := b.writeRows(ctx); err != nil {
+		return err
+	}
+	wrote := all || len(b.versions) >= flushAt || b.verBytes >= versionBytesAt
+	if wrote {
+		if err := b.writeVersions(ctx); err != nil {
 			return err
 		}
 	}
 	b.remember()
 	s := b.s
 	s.mu.Lock()
-	for k, rk := range b.ranks {
-		s.ranks[k] = rk
+	if wrote {
+		for k, rk := range b.ranks {
+			s.ranks[k] = rk
+		}
 	}
 	for _, rw := range b.order {
 		if rw.r.Stages != 0 {
@@ -251,7 +269,10 @@ func (b *batch) flush(ctx context.Context) error {
 		}
 	}
 	s.mu.Unlock()
-	b.recs, b.versions, b.ranks = nil, nil, nil
+	b.recs = nil
+	if wrote {
+		b.versions, b.ranks, b.verBytes = nil, nil, 0
+	}
 	b.staged, b.whole, b.order = nil, nil, nil
 	return nil
 }
@@ -261,7 +282,7 @@ func (b *batch) flush(ctx context.Context) error {
 // learned: never a run that claims rows not written.
 func (b *batch) Commit(ctx context.Context, progress *timeline.IngestRun) error {
 	ctx = context.WithoutCancel(ctx)
-	err := b.flush(ctx)
+	err := b.flush(ctx, true)
 	if err == nil {
 		err = b.sendRows(ctx)
 	}
