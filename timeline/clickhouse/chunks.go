@@ -234,21 +234,67 @@ func (s *Store) chunkedRecords(ctx context.Context, q timeline.Query, yield func
 		n++
 		return yield(r, nil) && (q.Limit <= 0 || n < q.Limit)
 	}
-	for _, c := range chunks {
-		var err error
+	// The next chunk is read while the records of this one are handed
+	// out: the reader's work on one chunk overlaps the servers' on the
+	// next (investigate's failed requests: two chunks, 88,622 rows, on the
+	// 10 M-line benchmark log). At most two chunks are held.
+	ctx, cancel := context.WithCancel(ctx)
+	var ahead <-chan readChunk // the read of the next chunk, begun
+	defer func() {
+		cancel()
+		if ahead != nil {
+			<-ahead // its query ends with ctx: nothing outlives the read
+		}
+	}()
+	for i, c := range chunks {
 		if oversized(c) {
-			err = s.streamChunk(ctx, q, c, filter, residual, emit)
-		} else {
-			err = s.sortChunk(ctx, q, c, filter, residual, emit)
+			err := s.streamChunk(ctx, q, c, filter, residual, emit)
+			if errors.Is(err, errStop) {
+				return
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			continue
 		}
-		if errors.Is(err, errStop) {
+		cur := ahead
+		if cur == nil {
+			cur = s.readAhead(ctx, q, c, filter, residual)
+		}
+		got := <-cur
+		ahead = nil
+		if got.err != nil {
+			yield(nil, got.err)
 			return
 		}
-		if err != nil {
-			yield(nil, err)
-			return
+		if i+1 < len(chunks) && !oversized(chunks[i+1]) {
+			ahead = s.readAhead(ctx, q, chunks[i+1], filter, residual)
+		}
+		for _, r := range got.recs {
+			if !emit(r) {
+				return
+			}
 		}
 	}
+}
+
+// readChunk is a chunk's records in q's order, or why they could not be
+// read.
+type readChunk struct {
+	recs []*timeline.Record
+	err  error
+}
+
+// readAhead reads chunk c's records in a goroutine of its own (sortChunk)
+// and hands them over on the channel it returns, once.
+func (s *Store) readAhead(ctx context.Context, q timeline.Query, c chunk, filter string, residual bool) <-chan readChunk {
+	out := make(chan readChunk, 1)
+	go func() {
+		recs, err := s.sortChunk(ctx, q, c, filter, residual)
+		out <- readChunk{recs, err}
+	}()
+	return out
 }
 
 // errStop is a chunk read ended because its reader stopped.
@@ -318,32 +364,30 @@ func (s *Store) streamChunk(ctx context.Context, q timeline.Query, c chunk, filt
 		func(r *timeline.Record, _ int64) bool { return emit(r) })
 }
 
-// sortChunk reads the records of chunk c, sorts them in q's order and
-// hands them to emit.
-func (s *Store) sortChunk(ctx context.Context, q timeline.Query, c chunk, filter string, residual bool, emit func(*timeline.Record) bool) error {
+// sortChunk reads the records of chunk c and sorts them in q's order.
+func (s *Store) sortChunk(ctx context.Context, q timeline.Query, c chunk, filter string, residual bool) ([]*timeline.Record, error) {
 	type timed struct {
 		ns int64
 		r  *timeline.Record
 	}
-	out := make([]timed, 0, c.rows)
+	read := make([]timed, 0, c.rows)
 	err := s.eachRecord(ctx, s.chunkQuery(q, c, filter, residual), q, residual, func(r *timeline.Record, ns int64) bool {
-		out = append(out, timed{ns, r})
+		read = append(read, timed{ns, r})
 		return true
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sign := 1
 	if q.Desc {
 		sign = -1
 	}
-	slices.SortFunc(out, func(a, b timed) int {
+	slices.SortFunc(read, func(a, b timed) int {
 		return sign * cmp.Or(cmp.Compare(a.ns, b.ns), cmp.Compare(a.r.ID, b.r.ID))
 	})
-	for _, t := range out {
-		if !emit(t.r) {
-			return errStop
-		}
+	out := make([]*timeline.Record, len(read))
+	for i, t := range read {
+		out[i] = t.r
 	}
-	return nil
+	return out, nil
 }
