@@ -194,11 +194,7 @@ func (b *batch) lookup(ctx context.Context, staged bool, keys []int64, lo, hi in
 	if err != nil || len(held) == 0 {
 		return err
 	}
-	where := "stages = 0 AND key IN (" + keyList(held) + ")"
-	if staged {
-		where = fmt.Sprintf("time_ns >= %d AND time_ns <= %d AND stages != 0 AND key IN (%s)", lo, hi, keyList(held))
-	}
-	rows, err := b.s.conn.Query(ctx, "SELECT key, "+recordColumns+" FROM "+final("record", where))
+	rows, err := b.s.conn.Query(ctx, "SELECT key, "+recordColumns+" FROM "+final("record", heldWhere(staged, held, lo, hi)))
 	if err != nil {
 		return fmt.Errorf("look up held records: %w", b.s.shardErr(ctx, err))
 	}
@@ -223,11 +219,7 @@ func (b *batch) lookup(ctx context.Context, staged bool, keys []int64, lo, hi in
 // It reads two columns and no FINAL: any version of a row tells that its
 // key is held.
 func (b *batch) probe(ctx context.Context, staged bool, keys []int64, lo, hi int64) (held []int64, hlo, hhi int64, err error) {
-	where := "stages = 0 AND key IN (" + keyList(keys) + ")"
-	if staged {
-		where = fmt.Sprintf("time_ns >= %d AND time_ns <= %d AND stages != 0 AND key IN (%s)", lo, hi, keyList(keys))
-	}
-	rows, err := b.s.conn.Query(ctx, "SELECT DISTINCT key, time_ns FROM record WHERE "+where)
+	rows, err := b.s.conn.Query(ctx, "SELECT DISTINCT key, time_ns FROM record WHERE "+heldWhere(staged, keys, lo, hi))
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("look up held records: %w", b.s.shardErr(ctx, err))
 	}
@@ -251,8 +243,9 @@ func (b *batch) probe(ctx context.Context, staged bool, keys []int64, lo, hi int
 	return held, hlo, hhi, nil
 }
 
-// keyList is keys as a list for IN.
-func keyList(keys []int64) string {
+// heldWhere is the condition of the rows held under keys: rows with
+// stages whose time is in [lo, hi] (staged), or rows without stages.
+func heldWhere(staged bool, keys []int64, lo, hi int64) string {
 	var in strings.Builder
 	for i, k := range keys {
 		if i > 0 {
@@ -260,7 +253,10 @@ func keyList(keys []int64) string {
 		}
 		in.WriteString(strconv.FormatInt(k, 10))
 	}
-	return in.String()
+	if staged {
+		return fmt.Sprintf("time_ns >= %d AND time_ns <= %d AND stages != 0 AND key IN (%s)", lo, hi, in.String())
+	}
+	return "stages = 0 AND key IN (" + in.String() + ")"
 }
 
 // assignIDs numbers the new rows after the highest id held, in the order
@@ -323,8 +319,8 @@ func (b *batch) AddVersion(ctx context.Context, v *timeline.ObjectVersion) (bool
 	}
 	b.versions = append(b.versions, &c)
 	b.verBytes += len(c.Content)
-	if len(b.versions) >= flushAt || b.verBytes >= versionBytesAt {
-		if err := b.flush(context.WithoutCancel(ctx), true); err != nil {
+	if b.versionsFull() {
+		if err := b.flush(context.WithoutCancel(ctx), false); err != nil {
 			return false, fmt.Errorf("add version: %w", err)
 		}
 	}

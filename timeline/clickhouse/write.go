@@ -249,7 +249,7 @@ func (b *batch) flush(ctx context.Context, all bool) error {
 	if err := b.writeRows(ctx); err != nil {
 		return err
 	}
-	wrote := all || len(b.versions) >= flushAt || b.verBytes >= versionBytesAt
+	wrote := all || b.versionsFull()
 	if wrote {
 		if err := b.writeVersions(ctx); err != nil {
 			return err
@@ -311,6 +311,12 @@ func (b *batch) Commit(ctx context.Context, progress *timeline.IngestRun) error 
 	}
 	b.delta, b.roll = timeline.IngestRun{}, rollup.Delta{}
 	return nil
+}
+
+// versionsFull reports whether the versions held are to be written
+// before the commit: flushAt of them, or versionBytesAt of content.
+func (b *batch) versionsFull() bool {
+	return len(b.versions) >= flushAt || b.verBytes >= versionBytesAt
 }
 
 // remember keeps the requests written by this batch that await a final
