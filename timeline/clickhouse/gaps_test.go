@@ -1,81 +1,14 @@
 package clickhouse_test
 
 import (
-	"context"
-	"fmt"
-	"math/rand/v2"
 	"testing"
-	"time"
 
-	"github.com/google/go-cmp/cmp"
-
-	"github.com/faultline/faultline/timeline"
 	"github.com/faultline/faultline/timeline/clickhouse/clickhousetest"
-	"github.com/faultline/faultline/timeline/sqlite/sqlitetest"
 	"github.com/faultline/faultline/timeline/timelinetest"
 )
 
-// TestGapsAsSQLite: the gaps the servers find from buckets of time are
-// the gaps SQLite finds between consecutive records, for spans of every
-// size: gaps of exactly the minimum and a nanosecond less, records at one
-// time, requests written twice (their stages joined later), records with
-// no time, and times either side of 1970, where a bucket must be floored
-// to stay as wide as the others.
-func TestGapsAsSQLite(t *testing.T) {
-	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(7, 19))
-	steps := []time.Duration{0, time.Nanosecond, time.Second, 10*time.Second - 1, 10 * time.Second, 10*time.Second + 1,
-		30 * time.Second, time.Minute - 1, time.Minute, 2 * time.Minute, 11 * time.Minute}
-	starts := map[timeline.SourceKind]time.Time{
-		timeline.SourceAudit: time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC),
-		timeline.SourceEvent: time.Unix(0, 0).Add(-3 * time.Minute).UTC(), // across 1970
-		timeline.SourceNode:  time.Unix(0, 0).Add(-2 * time.Hour).UTC(),   // before it
-	}
-	var first, joined []timeline.Record
-	for _, src := range []timeline.SourceKind{timeline.SourceAudit, timeline.SourceEvent, timeline.SourceNode} {
-		at := starts[src]
-		for i := range 200 {
-			at = at.Add(steps[rng.IntN(len(steps))])
-			r := timeline.Record{Key: fmt.Sprint(src, "-", i), Time: at, Source: src, Verb: "get", Code: 200,
-				Stages: timeline.StageResponseComplete}
-			if src == timeline.SourceAudit && i%4 == 0 {
-				r.Stages = timeline.StageRequestReceived
-				first = append(first, r)
-				r.Stages |= timeline.StageResponseComplete
-			}
-			joined = append(joined, r)
-		}
-	}
-	joined = append(joined, timeline.Record{Key: "timeless", Source: timeline.SourceEvent, Reason: "Timeless"})
-	// Across 1970, a gap of one second (versions) and one of a minute
-	// (objects), each from 0.6 of it before to 0.5 after: a bucket
-	// truncated toward zero would hold both ends.
-	epoch := time.Unix(0, 0).UTC()
-	for src, min := range map[timeline.SourceKind]time.Duration{timeline.SourceVersions: time.Second, timeline.SourceObject: time.Minute} {
-		for j, at := range []time.Time{epoch.Add(-min * 6 / 10), epoch.Add(min / 2)} {
-			joined = append(joined, timeline.Record{Key: fmt.Sprint("epoch-", src, "-", j), Time: at, Source: src,
-				Verb: "get", Code: 200, Stages: timeline.StageResponseComplete})
-		}
-	}
-	house, lite := clickhousetest.New(t), sqlitetest.New(t)
-	for _, s := range []timeline.Appender{house, lite} {
-		timelinetest.AddRecords(t, s, first...)
-		timelinetest.AddRecords(t, s, joined...)
-	}
-	for _, min := range []time.Duration{-time.Second, 0, time.Nanosecond, time.Second, 10 * time.Second, time.Minute, 5 * time.Minute, time.Hour} {
-		want, err := lite.Gaps(ctx, min)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if min == 10*time.Second && len(want) < 10 {
-			t.Fatalf("SQLite finds %d gaps of 10 s: the records test less than they should", len(want))
-		}
-		got, err := house.Gaps(ctx, min)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
-			t.Errorf("gaps of at least %v (-sqlite +clickhouse)\n%s", min, diff)
-		}
-	}
+// TestGaps: the gaps the servers find from buckets of time are the gaps
+// between consecutive records (timelinetest.CheckGaps).
+func TestGaps(t *testing.T) {
+	timelinetest.CheckGaps(t, clickhousetest.New(t))
 }

@@ -325,28 +325,19 @@ func (s *Store) Gaps(ctx context.Context, min time.Duration) ([]timeline.Gap, er
 		return nil, fmt.Errorf("list gaps: %w", s.shardErr(ctx, err))
 	}
 	defer rows.Close()
-	var (
-		gaps []timeline.Gap
-		prev int64
-		last string
-		any  bool
-	)
+	g := timeline.GapFinder{Min: min}
 	for rows.Next() {
 		var src string
 		var lo, hi int64
 		if err := rows.Scan(&src, &lo, &hi); err != nil {
 			return nil, fmt.Errorf("list gaps: %w", err)
 		}
-		if any && src == last && lo-prev >= int64(min) {
-			gaps = append(gaps, timeline.Gap{Source: timeline.SourceKind(src), Start: fromNS(prev), End: fromNS(lo)})
-		}
-		prev, last, any = hi, src, true
+		g.Add(timeline.SourceKind(src), lo, hi)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list gaps: %w", s.shardErr(ctx, err))
 	}
-	slices.SortStableFunc(gaps, func(a, b timeline.Gap) int { return cmp.Compare(a.Source, b.Source) })
-	return gaps, nil
+	return g.Gaps(), nil
 }
 
 // CountRecords counts the records in [since, until) per source kind.

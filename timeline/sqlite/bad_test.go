@@ -17,3 +17,8 @@ func TestFields(t *testing.T) {
 	s := openWhereStore(t)
 	timelinetest.CheckFields(t, s, timelinetest.ReadAll(t, s))
 }
+
+// TestGaps: timelinetest.CheckGaps.
+func TestGaps(t *testing.T) {
+	timelinetest.CheckGaps(t, openTest(t))
+}
