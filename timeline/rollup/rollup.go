@@ -67,6 +67,42 @@ func (a Class) Compare(b Class) int {
 		strings.Compare(a.Scope, b.Scope), strings.Compare(a.User, b.User), strings.Compare(a.UserAgent, b.UserAgent))
 }
 
+// Clone returns q with its strings copied, in one allocation, out of
+// whatever they point into. A record's strings share its decoded line's
+// buffer, so a copy kept past the batch (a cache of classes, or of open
+// requests) would otherwise keep every such line whole.
+func (q Request) Clone() Request {
+	c := &q.Class
+	fields := [...]*string{&c.Verb, &c.Group, &c.Resource, &c.Subresource, &c.Scope, &c.User, &c.UserAgent, &q.User}
+	cloneAll(fields[:])
+	return q
+}
+
+// Clone returns a with its strings copied, as Request.Clone.
+func (a Class) Clone() Class {
+	fields := [...]*string{&a.Verb, &a.Group, &a.Resource, &a.Subresource, &a.Scope, &a.User, &a.UserAgent}
+	cloneAll(fields[:])
+	return a
+}
+
+// cloneAll points each string at a copy of its bytes in one new string.
+func cloneAll(fields []*string) {
+	n := 0
+	for _, f := range fields {
+		n += len(*f)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, f := range fields {
+		b.WriteString(*f)
+	}
+	all := b.String()
+	for _, f := range fields {
+		m := len(*f)
+		*f, all = all[:m], all[m:]
+	}
+}
+
 // Request is what the rollup needs of a record's fixed fields.
 type Request struct {
 	Class   Class

@@ -69,7 +69,7 @@ func (b *batch) classID(ctx context.Context, k rollup.Class) (int64, error) {
 	if len(c.m) >= maxCachedStrs {
 		clear(c.m)
 	}
-	c.m[k] = id
+	c.m[k.Clone()] = id // not the batch's records' strings (rollup.Request.Clone)
 	c.mu.Unlock()
 	return id, nil
 }

@@ -1,6 +1,9 @@
 package sqlite
 
-import "sync"
+import (
+	"strings"
+	"sync"
+)
 
 // maxCachedStrs bounds the string-id cache, so memory stays flat however many
 // distinct names a source holds; past it the cache starts again.
@@ -24,7 +27,9 @@ func (c *strCache) put(s string, id int64) {
 	if len(c.m) >= maxCachedStrs {
 		clear(c.m)
 	}
-	c.m[s] = id
+	// A copy: s may share a decoded line's buffer, which the cache would
+	// otherwise keep whole for as long as it keeps s.
+	c.m[strings.Clone(s)] = id
 	c.mu.Unlock()
 }
 

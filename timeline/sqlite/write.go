@@ -340,6 +340,12 @@ func (b *batch) added(r *timeline.Record, ids []int64, ok openKey, res sql.Resul
 		if err != nil {
 			return 0, fmt.Errorf("add record: %w", err)
 		}
+		if rq != nil {
+			// The cache outlives the batch: it keeps a copy of the
+			// class, not the line the record was decoded from.
+			keep := rq.Clone()
+			rq = &keep
+		}
 		b.s.open.put(ok, &openRequest{id: id, stages: r.Stages, code: r.Code, latency: int64(r.Latency),
 			ident: identOf(ids), rq: rq})
 	}
