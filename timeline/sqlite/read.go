@@ -282,18 +282,18 @@ func (s *Store) Runs(ctx context.Context) ([]timeline.IngestRun, error) {
 // consecutive records.
 //
 // SQLite groups the times by source and by bucket of min
-// (timeline.GapBucket) in one scan of the table and returns each bucket's
+// (timeline.GapFinder) in one scan of the table and returns each bucket's
 // first and last time; the gaps lie between them. The earlier read, every
 // time of a source in order through the time index, fetched each row's
 // source from the table: `faultline sources` took 8.9-9.8 s on 10 M
 // records so, 3.5-4.0 s with the buckets (SCHEMA.md). A min of zero or
 // less (every pair of records a gap) reads every time.
 func (s *Store) Gaps(ctx context.Context, min time.Duration) ([]timeline.Gap, error) {
-	query := `SELECT (SELECT s FROM strs WHERE id = source) AS src, time_ns, time_ns FROM record WHERE time_ns != ?1
+	query := `SELECT coalesce((SELECT s FROM strs WHERE id = source), '') AS src, time_ns, time_ns FROM record WHERE time_ns != ?1
 		ORDER BY src, time_ns`
 	args := []any{int64(noTime)}
 	if min > 0 {
-		query = `SELECT (SELECT s FROM strs WHERE id = source) AS src, min(time_ns), max(time_ns),
+		query = `SELECT coalesce((SELECT s FROM strs WHERE id = source), '') AS src, min(time_ns), max(time_ns),
 			CASE WHEN time_ns < 0 THEN (time_ns + 1) / ?2 - 1 ELSE time_ns / ?2 END AS b
 			FROM record WHERE time_ns != ?1 GROUP BY source, b ORDER BY src, b`
 		args = append(args, int64(min))
