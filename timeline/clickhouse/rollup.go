@@ -100,7 +100,7 @@ func (s *Store) writeRollup(ctx context.Context, d *rollup.Delta) error {
 		if !ok {
 			id = st.nextClass
 			st.nextClass++
-			st.classes[c] = id
+			st.classes[c.Clone()] = id // kept past the batch: not its lines' strings
 			added = append(added, timeline.RequestClass{ID: id, Verb: c.Verb, Group: c.Group, Resource: c.Resource,
 				Subresource: c.Subresource, Scope: c.Scope, User: c.User, UserAgent: c.UserAgent})
 		}
