@@ -1,10 +1,6 @@
 package timeline
 
-import (
-	"cmp"
-	"slices"
-	"time"
-)
+import "time"
 
 // GapFinder finds the gaps of at least Min between spans of records, given
 // in order of source, then time: one span per record (lo = hi), or, when
@@ -32,8 +28,6 @@ func (g *GapFinder) Add(src SourceKind, lo, hi int64) {
 	g.prev, g.last, g.any = hi, src, true
 }
 
-// Gaps is the gaps found, by source kind, then time.
-func (g *GapFinder) Gaps() []Gap {
-	slices.SortStableFunc(g.gaps, func(a, b Gap) int { return cmp.Compare(a.Source, b.Source) })
-	return g.gaps
-}
+// Gaps is the gaps found, in the order of the spans: by source kind, then
+// time.
+func (g *GapFinder) Gaps() []Gap { return g.gaps }

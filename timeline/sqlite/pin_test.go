@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -16,31 +15,15 @@ import (
 // decoded line's buffer, and a cache of 2^17 requests that each kept its
 // line would hold hundreds of megabytes.
 func TestCachesLeaveTheLine(t *testing.T) {
-	ctx := context.Background()
 	s := openTest(t)
 	line := strings.Repeat("x", 64) + "list|batch|jobs|ml|job-7|system:serviceaccount:ml:runner|runner/v2|/apis/batch/v1/namespaces/ml/jobs"
 	f := strings.Split(line[64:], "|")
 	r := timeline.Record{Key: "audit-1", Time: time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC), Source: timeline.SourceAudit,
 		Verb: f[0], Object: timeline.ObjectRef{Group: f[1], Resource: f[2], Namespace: f[3], Name: f[4]},
 		User: f[5], UserAgent: f[6], URI: f[7], AuditID: "audit-1", Stages: timeline.StageRequestReceived}
-	run := &timeline.IngestRun{Source: timeline.SourceAudit, Path: "a.log"}
-	if err := s.BeginRun(ctx, run); err != nil {
-		t.Fatal(err)
-	}
-	b, err := s.Batch(ctx, run.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
 	done := r // a request seen whole, which the rollup counts
 	done.Key, done.AuditID, done.Stages, done.Code = "audit-2", "audit-2", timeline.StageRequestReceived|timeline.StageResponseComplete, 200
-	for _, r := range []*timeline.Record{&r, &done} {
-		if _, err := b.AddRecord(ctx, r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := b.Commit(ctx, run); err != nil {
-		t.Fatal(err)
-	}
+	timelinetest.AddRecords(t, s, r, done)
 	var kept []string
 	for k := range s.cache.m {
 		kept = append(kept, k)

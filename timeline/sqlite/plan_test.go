@@ -78,9 +78,9 @@ func planStatements(t testing.TB) []planStatement {
 		"SELECT (r.time_ns - ?) / ? AS b, count(*) FROM record r WHERE r.time_ns >= ? AND r.time_ns < ? GROUP BY b",
 		"record_time_key", lo, int64(time.Second), lo, hi)
 	add("bounds (read.go)", "SELECT min(time_ns) FROM record WHERE time_ns > ?", "record_time_key", int64(noTime))
-	add("gaps: first and last time of each bucket (read.go)", `SELECT coalesce((SELECT s FROM strs WHERE id = source), '') AS src, min(time_ns), max(time_ns),
-			CASE WHEN time_ns < 0 THEN (time_ns + 1) / ?2 - 1 ELSE time_ns / ?2 END AS b
-			FROM record WHERE time_ns != ?1 GROUP BY source, b ORDER BY src, b`, "", int64(noTime), int64(time.Minute))
+	add("gaps: first and last time of each bucket (read.go)", `SELECT coalesce((SELECT s FROM strs WHERE id = source), '') AS src, min(time_ns) AS lo, max(time_ns)
+			FROM record WHERE time_ns != ?1
+			GROUP BY source, CASE WHEN time_ns < 0 THEN (time_ns + 1) / ?2 - 1 ELSE time_ns / ?2 END ORDER BY src, lo`, "", int64(noTime), int64(time.Minute))
 	add("live objects: deletions (read.go)", `SELECT r.uid FROM record r
 		WHERE r.resource = (SELECT id FROM strs WHERE s = ?) AND r.verb = (SELECT id FROM strs WHERE s = 'deleted')
 		AND r.api_group = (SELECT id FROM strs WHERE s = ?)`, "record_resource", "pods", "")

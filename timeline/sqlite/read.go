@@ -293,9 +293,11 @@ func (s *Store) Gaps(ctx context.Context, min time.Duration) ([]timeline.Gap, er
 		ORDER BY src, time_ns`
 	args := []any{int64(noTime)}
 	if min > 0 {
-		query = `SELECT coalesce((SELECT s FROM strs WHERE id = source), '') AS src, min(time_ns), max(time_ns),
-			CASE WHEN time_ns < 0 THEN (time_ns + 1) / ?2 - 1 ELSE time_ns / ?2 END AS b
-			FROM record WHERE time_ns != ?1 GROUP BY source, b ORDER BY src, b`
+		// A source's buckets are disjoint spans of time: ordered by
+		// their first times, they are in time order.
+		query = `SELECT coalesce((SELECT s FROM strs WHERE id = source), '') AS src, min(time_ns) AS lo, max(time_ns)
+			FROM record WHERE time_ns != ?1
+			GROUP BY source, CASE WHEN time_ns < 0 THEN (time_ns + 1) / ?2 - 1 ELSE time_ns / ?2 END ORDER BY src, lo`
 		args = append(args, int64(min))
 	}
 	rows, err := s.db.QueryContext(ctx, query, args...)
@@ -306,12 +308,8 @@ func (s *Store) Gaps(ctx context.Context, min time.Duration) ([]timeline.Gap, er
 	g := timeline.GapFinder{Min: min}
 	for rows.Next() {
 		var src string
-		var lo, hi, b int64
-		dest := []any{&src, &lo, &hi}
-		if min > 0 {
-			dest = append(dest, &b)
-		}
-		if err := rows.Scan(dest...); err != nil {
+		var lo, hi int64
+		if err := rows.Scan(&src, &lo, &hi); err != nil {
 			return nil, fmt.Errorf("list gaps: %w", err)
 		}
 		g.Add(timeline.SourceKind(src), lo, hi)
