@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/faultline/faultline/timeline"
 	"github.com/faultline/faultline/timeline/filtersql"
@@ -78,20 +79,27 @@ func nsRange(lo, hi int64) string {
 // server that died between the two) makes its count lower, and the chunk
 // is read from record. (A bucket where the copy also holds a superseded
 // version that record's merges already dropped, on another shard, would
-// hide such a miss: two rare events in the same ten seconds.)
+// hide such a miss: two rare events in the same ten seconds.) A copy that
+// judges its current versions by itself (copyAlone) must also hold every
+// marked rewrite: those are counted in both too, and must agree as well.
 func (s *Store) plan(ctx context.Context, lo, hi int64, filter string, failing bool) ([]chunk, error) {
 	rng := nsRange(lo, hi)
 	kept, err := s.bucketCounts(ctx, "record", rng+" AND ("+filter+")")
 	if err != nil {
 		return nil, err
 	}
-	var copied map[int64]int64
+	var copied, copiedMarks map[int64]int64
 	if failing {
 		if copied, err = s.bucketCounts(ctx, "failed", rng+" AND ("+filter+")"); err != nil {
 			return nil, err
 		}
+		if s.failed == copyAlone {
+			if copiedMarks, err = s.bucketCounts(ctx, "failed", rng+" AND rewrite = "+strconv.Itoa(markedRewrite)); err != nil {
+				return nil, err
+			}
+		}
 	}
-	rewrites, err := s.rewritesIn(ctx, lo, hi)
+	rewrites, marks, err := s.rewritesIn(ctx, lo, hi)
 	if err != nil {
 		return nil, err
 	}
@@ -114,15 +122,21 @@ func (s *Store) plan(ctx context.Context, lo, hi int64, filter string, failing b
 		for i := range out {
 			out[i].failed = true
 		}
-		for b, n := range kept {
-			if copied[b] != n {
-				out[chunkOf(out, b)].failed = false
+		short := func(want, got map[int64]int64) {
+			for b, n := range want {
+				if got[b] != n {
+					out[chunkOf(out, b)].failed = false
+				}
+			}
+			for b := range got {
+				if _, ok := want[b]; !ok {
+					out[chunkOf(out, b)].failed = false
+				}
 			}
 		}
-		for b := range copied {
-			if _, ok := kept[b]; !ok {
-				out[chunkOf(out, b)].failed = false
-			}
+		short(kept, copied)
+		if s.failed == copyAlone {
+			short(marks, copiedMarks)
 		}
 	}
 	return slices.DeleteFunc(out, func(c chunk) bool { return c.rows == 0 }), nil
@@ -137,34 +151,63 @@ func chunkOf(chunks []chunk, b int64) int {
 	return max(i-1, 0)
 }
 
-// rewritesIn is the rewrites held per bucket of time, of the buckets that
-// meet [lo, hi). The counts of the whole table are read once and kept
-// until the store writes records again (forgetRewrites): a plan needs them
-// only to choose how each chunk finds its current versions (current or
-// currentAt, which keep the same rows), so counts that another writer made
-// stale cost time, never answers. investigate plans five reads of the whole
-// timeline: on the 10 M-line benchmark log each count took 0.1 s of the
-// server's two cores.
-func (s *Store) rewritesIn(ctx context.Context, lo, hi int64) (map[int64]int64, error) {
+// rewritesIn is record's rewrites held per bucket of time, and those of
+// them marked (markedRewrite), of the buckets that meet [lo, hi). The
+// counts of the whole table are read once and kept until the store writes
+// records again (forgetRewrites). A plan needs the rewrites only to choose
+// how each chunk finds its current versions (current or currentAt, which
+// keep the same rows), so counts that another writer made stale cost
+// time, never answers; the marks only to check the failed requests' copy
+// against, and a copy that another writer's marks made different is not
+// read. investigate plans five reads of the whole timeline: on the 10 M-line
+// benchmark log each count took 0.1 s of the server's two cores.
+func (s *Store) rewritesIn(ctx context.Context, lo, hi int64) (rewrites, marks map[int64]int64, err error) {
 	s.mu.Lock()
-	all := s.rewrites
+	all, marked := s.rewrites, s.marked
 	s.mu.Unlock()
 	if all == nil {
-		var err error
-		if all, err = s.bucketCounts(ctx, "record", "rewrite = 1"); err != nil {
-			return nil, err
+		if all, marked, err = s.rewriteCounts(ctx); err != nil {
+			return nil, nil, err
 		}
 		s.mu.Lock()
-		s.rewrites = all
+		s.rewrites, s.marked = all, marked
 		s.mu.Unlock()
 	}
-	out := map[int64]int64{}
-	for b, n := range all {
-		if bucketMeets(b, lo, hi) {
-			out[b] = n
+	within := func(all map[int64]int64) map[int64]int64 {
+		out := map[int64]int64{}
+		for b, n := range all {
+			if bucketMeets(b, lo, hi) {
+				out[b] = n
+			}
+		}
+		return out
+	}
+	return within(all), within(marked), nil
+}
+
+// rewriteCounts counts record's rewrites by bucket of time (as
+// bucketCounts), all of them and the marked ones, in one read.
+func (s *Store) rewriteCounts(ctx context.Context) (all, marked map[int64]int64, err error) {
+	rows, err := s.conn.Query(ctx, fmt.Sprintf(
+		"SELECT if(time_ns < 0, -1, intDiv(time_ns, %d)) AS b, rewrite, count() FROM record WHERE rewrite != 0 GROUP BY b, rewrite", bucketNS))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	all, marked = map[int64]int64{}, map[int64]int64{}
+	for rows.Next() {
+		var b int64
+		var rw uint8
+		var n uint64
+		if err := rows.Scan(&b, &rw, &n); err != nil {
+			return nil, nil, err
+		}
+		all[b] += int64(n)
+		if rw == markedRewrite {
+			marked[b] += int64(n)
 		}
 	}
-	return out, nil
+	return all, marked, rows.Err()
 }
 
 // bucketMeets reports whether bucket b (-1: no time, or before 1970)
@@ -180,7 +223,7 @@ func bucketMeets(b, lo, hi int64) bool {
 // wrote records.
 func (s *Store) forgetRewrites() {
 	s.mu.Lock()
-	s.rewrites = nil
+	s.rewrites, s.marked = nil, nil
 	s.mu.Unlock()
 }
 
@@ -304,7 +347,7 @@ var errStop = errors.New("stopped")
 // requests' copy: the store keeps one, and q's filter keeps failed
 // requests only.
 func (s *Store) failing(q timeline.Query) bool {
-	return s.failed && q.Where != nil && filtersql.AtLeast(q.Where.Expr(), "code", failedCode)
+	return s.failed != noCopy && q.Where != nil && filtersql.AtLeast(q.Where.Expr(), "code", failedCode)
 }
 
 // chunkQuery is the query of q's records in chunk c, unordered.
@@ -315,7 +358,10 @@ func (s *Store) chunkQuery(q timeline.Query, c chunk, filter string, residual bo
 	}
 	rng := nsRange(c.lo, c.hi)
 	cur := current(s.db, rng)
-	if c.rows < c.rewrites {
+	switch {
+	case c.failed && s.failed == copyAlone:
+		cur = currentIn(s.db+".failed_local", rng)
+	case c.rows < c.rewrites:
 		cur = currentAt(s.db, table, rng, filter)
 	}
 	cols, _ := readColumns(q, residual)

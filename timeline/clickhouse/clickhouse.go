@@ -82,8 +82,9 @@ type Store struct {
 	red      redact.Redactor
 	down     []*ShardError // shards that did not answer at Open (AllowPartial)
 	settings ch.Settings
-	// failed: every shard keeps the failed requests' copy (failedTable).
-	failed bool
+	// failed is how every shard keeps the failed requests' copy
+	// (failedTable): the least of the shards' kinds.
+	failed copyKind
 
 	// metaMu guards pendingMeta, the facts the first write records
 	// (meta.go); held while they are written, apart from mu, which reads
@@ -102,9 +103,10 @@ type Store struct {
 	heldMax     int64
 	heldMaxRead bool
 	roll        *rollupState // the request rollup held; nil: not read yet
-	// rewrites are the rewrites held per bucket of time (rewritesIn); nil:
-	// not read since the last write.
-	rewrites map[int64]int64
+	// rewrites and marked are the rewrites held per bucket of time, and
+	// those of them marked (rewritesIn); nil: not read since the last
+	// write.
+	rewrites, marked map[int64]int64
 	// direct are connections to each shard, for writing records straight
 	// to its local table (shardwrite.go); opened at the first write.
 	direct []driver.Conn
@@ -205,20 +207,20 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", c.addr, err)
 	}
 	var down []*ShardError
-	failed := true
+	failed := copyAlone
 	for _, sh := range shards {
-		f, err := createSchema(ctx, sh, c)
+		k, err := createSchema(ctx, sh, c)
 		var se *ShardError
 		switch {
 		case err == nil:
-			failed = failed && f
+			failed = min(failed, k)
 		case opt.AllowPartial && errors.As(err, &se) && ping(ctx, sh.addr) != nil:
 			// Its tables were made when it was up; the answers leave
 			// its rows out, and say so (Unavailable). Whether it keeps
 			// the failed requests' copy is not known: reads stay on
 			// record.
 			down = append(down, se)
-			failed = false
+			failed = noCopy
 		default:
 			return nil, err
 		}

@@ -204,6 +204,7 @@ func (b *batch) lookup(ctx context.Context, staged bool, keys []int64, lo, hi in
 		if err := scanRecord(rows, &rw.key, rw.r, nil); err != nil {
 			return fmt.Errorf("look up held records: %w", err)
 		}
+		rw.heldFailed = rw.r.Code >= failedCode
 		if b.known(rw.r, rw.key) == nil {
 			b.put(rw)
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+
 	"github.com/faultline/faultline/timeline/filtersql"
 )
 
@@ -51,7 +53,7 @@ func (s *Store) StopMerges(ctx context.Context) error {
 			return err
 		}
 		err = c.Exec(ctx, "SYSTEM STOP MERGES "+s.db+".record_local")
-		if err == nil && s.failed {
+		if err == nil && s.failed != noCopy {
 			err = c.Exec(ctx, "SYSTEM STOP MERGES "+s.db+".failed_local")
 		}
 		c.Close()
@@ -86,7 +88,8 @@ func SetChunkRows(t testing.TB, n int64) {
 // OnShards runs a statement on every shard, %s in it the database.
 func (s *Store) OnShards(ctx context.Context, stmt string) error {
 	for _, sh := range s.shards {
-		c, err := connect(sh.addr, "default", nil)
+		// As createSchema: a view over LowCardinality columns needs it.
+		c, err := connect(sh.addr, "default", ch.Settings{"allow_experimental_low_cardinality_type": 1})
 		if err != nil {
 			return err
 		}
@@ -101,4 +104,8 @@ func (s *Store) OnShards(ctx context.Context, stmt string) error {
 
 // KeepsFailed reports whether the store reads failed requests from their
 // copy (failedTable).
-func (s *Store) KeepsFailed() bool { return s.failed }
+func (s *Store) KeepsFailed() bool { return s.failed != noCopy }
+
+// CopyAlone reports whether the store's copy of the failed requests
+// judges their current versions by itself.
+func (s *Store) CopyAlone() bool { return s.failed == copyAlone }

@@ -19,9 +19,13 @@ import (
 // TestFailedCopy: a read whose filter keeps failed requests only reads them
 // from their copy and answers as a read of every record does: every
 // version is there (a request joined across batches, with its early stage
-// failed or not), and the current one is chosen from record's rewrites. A
-// copy that misses rows in a bucket is not read there; a database made
-// before the copy existed gets none, and its reads stay on record.
+// failed or not, its final one failed or not), and the current one is
+// chosen from the copy's own rewrites, since the copy also holds every
+// rewrite that follows a failed version. A copy that misses rows, or such
+// a rewrite, in a bucket is not read there; a copy made before those
+// rewrites were marked judges its current versions from record's; a
+// database made before the copy existed gets none, and its reads stay on
+// record.
 func TestFailedCopy(t *testing.T) {
 	ctx := context.Background()
 	dsn := clickhousetest.DSN(t)
@@ -36,22 +40,23 @@ func TestFailedCopy(t *testing.T) {
 		return s
 	}
 	s := open()
-	if !s.KeepsFailed() {
-		t.Fatal("a new database keeps no copy of the failed requests")
+	if !s.KeepsFailed() || !s.CopyAlone() {
+		t.Fatalf("a new database: keeps a copy of the failed requests %v, judged alone %v; want both", s.KeepsFailed(), s.CopyAlone())
 	}
 	if err := s.StopMerges(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 	mem := &timelinetest.Mem{}
-	var first, second []timeline.Record
+	var first, second, third []timeline.Record
 	for i := range 40 {
 		r := timeline.Record{Key: fmt.Sprint("req-", i), AuditID: fmt.Sprint("a-", i), Time: t0.Add(time.Duration(i) * 3 * time.Second),
 			Source: timeline.SourceAudit, Verb: []string{"get", "list"}[i%2], Code: []int{200, 503, 429, 404, 500}[i%5],
 			Stages: timeline.StageResponseComplete}
 		// Joined across batches: the final stage comes in the second,
-		// after an early stage with no code (1) or with the same code
-		// (2, a request that failed as it started).
+		// after an early stage with no code (1), with the same code (2,
+		// a request that failed as it started) or with a failure the
+		// final stage may not repeat (3: req-15 and req-35 succeed).
 		second = append(second, r)
 		switch i % 4 {
 		case 1:
@@ -64,11 +69,42 @@ func TestFailedCopy(t *testing.T) {
 			early.Stages = timeline.StageResponseStarted
 			first = append(first, early)
 			r.Stages |= early.Stages
+		case 3:
+			early := r
+			early.Code, early.Stages = 504, timeline.StageResponseStarted
+			first = append(first, early)
+			r.Stages |= early.Stages
 		}
+		mem.Add(&r)
+	}
+	// Three versions in three batches, the third found by a lookup (a
+	// store opened again remembers no open request): a success, a
+	// failure, a success (chain-0), and a failure, a success, a failure
+	// (chain-1).
+	for i := range 2 {
+		r := timeline.Record{Key: fmt.Sprint("chain-", i), AuditID: fmt.Sprint("c-", i), Time: t0.Add(200*time.Second + time.Duration(i)*time.Second),
+			Source: timeline.SourceAudit, Verb: "get", Stages: timeline.StageRequestReceived, Code: []int{200, 500}[i]}
+		first = append(first, r)
+		r.Stages, r.Code = timeline.StageResponseStarted, []int{503, 200}[i]
+		second = append(second, r)
+		r.Stages, r.Code = timeline.StageResponseComplete, []int{200, 500}[i]
+		third = append(third, r)
+		r.Stages = timeline.StageRequestReceived | timeline.StageResponseStarted | timeline.StageResponseComplete
 		mem.Add(&r)
 	}
 	timelinetest.AddRecords(t, s, first...)
 	timelinetest.AddRecords(t, s, second...)
+	s = open()
+	timelinetest.AddRecords(t, s, third...)
+	// Marked: the final stages after a failed early one (req-3, 7, ...
+	// 39, and the eight of req-2, 6, ... 38 that failed as they
+	// started), chain-0's third version (found by the lookup) and
+	// chain-1's second; chain-1's third follows a success.
+	for _, table := range []string{"record", "failed"} {
+		if n, err := s.QueryString(ctx, "SELECT toString(count()) FROM "+table+" WHERE rewrite = 2"); err != nil || n != "20" {
+			t.Errorf("marked rewrites in %s: %s (%v), want 20", table, n, err)
+		}
+	}
 	logs.Take()
 	queries := map[string]string{
 		"code >= 500":             `code >= 500`,
@@ -80,7 +116,10 @@ func TestFailedCopy(t *testing.T) {
 		"not failed (no copy)":    `code < 400`,
 		"negated (no copy known)": `!(code < 400)`,
 	}
-	check := func(label string, wantCopy bool) {
+	// check compares every query with the timeline in memory, and which
+	// table the read took (unless readsCopy is nil); judgedBy is the
+	// local table whose rewrites judge the copy's current versions.
+	check := func(label string, readsCopy *bool, judgedBy string) {
 		t.Helper()
 		for _, rows := range []int64{1, 3, 1 << 16} {
 			clickhouse.SetChunkRows(t, rows)
@@ -96,21 +135,59 @@ func TestFailedCopy(t *testing.T) {
 				}
 				fromCopy := false // a read of records, not a count
 				for _, line := range strings.Split(logs.Take(), "\n") {
-					fromCopy = fromCopy || strings.Contains(line, `query="SELECT id, `) && strings.Contains(line, " FROM failed WHERE")
+					if !strings.Contains(line, `query="SELECT id, `) || !strings.Contains(line, " FROM failed WHERE") {
+						continue
+					}
+					fromCopy = true
+					if !strings.Contains(line, "."+judgedBy+" WHERE") {
+						t.Errorf("%s, chunks of %d rows, %s: the copy's current versions not judged from %s: %s", label, rows, name, judgedBy, line)
+					}
 				}
-				if want := wantCopy && !strings.Contains(name, "no copy"); fromCopy != want {
+				if readsCopy == nil {
+					continue
+				}
+				if want := *readsCopy && !strings.Contains(name, "no copy"); fromCopy != want {
 					t.Errorf("%s, chunks of %d rows, %s: read from the copy %v, want %v", label, rows, name, fromCopy, want)
 				}
 			}
 		}
 	}
-	check("copy whole", true)
+	yes, no := true, false
+	check("copy whole", &yes, "failed_local")
 
 	// A copy that lost its rows is not read: its counts differ.
 	if err := s.OnShards(ctx, "TRUNCATE TABLE %s.failed_local"); err != nil {
 		t.Fatal(err)
 	}
-	check("copy emptied", false)
+	check("copy emptied", &no, "failed_local")
+
+	// A copy that holds the failed versions but not the rewrites after
+	// them (a server that died between the table and the view) is not
+	// read where it misses one: judged alone, it would take req-15's
+	// failed early stage for its current version.
+	if err := s.OnShards(ctx, "INSERT INTO %[1]s.failed_local SELECT * FROM %[1]s.record_local WHERE code >= 400"); err != nil {
+		t.Fatal(err)
+	}
+	check("copy without its marked rewrites", nil, "failed_local")
+
+	// A database whose copy was made before the marks (by an older
+	// faultline) keeps it, and judges its current versions from
+	// record's rewrites.
+	if err := s.OnShards(ctx, "DROP TABLE %s.failed_mv2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.OnShards(ctx, "CREATE MATERIALIZED VIEW %[1]s.failed_mv TO %[1]s.failed_local AS SELECT * FROM %[1]s.record_local WHERE code >= 400"); err != nil {
+		t.Fatal(err)
+	}
+	s = open()
+	if !s.KeepsFailed() || s.CopyAlone() {
+		t.Fatalf("a database with a copy made before the marks: keeps it %v, judged alone %v; want true, false", s.KeepsFailed(), s.CopyAlone())
+	}
+	if err := s.StopMerges(ctx); err != nil {
+		t.Fatal(err)
+	}
+	logs.Take()
+	check("copy made before the marks", &yes, "record_local")
 
 	// A database whose record table was made without the copy (by an
 	// older faultline) gets none.
@@ -127,7 +204,7 @@ func TestFailedCopy(t *testing.T) {
 		t.Fatal("a database made without the copy got one")
 	}
 	logs.Take()
-	check("database made without the copy", false)
+	check("database made without the copy", &no, "")
 	if n, err := s.QueryString(ctx, "SELECT toString(count()) FROM system.tables WHERE database = currentDatabase() AND name LIKE 'failed%'"); err != nil || n != "0" {
 		t.Errorf("tables of the copy in a database made without it: %s (%v), want 0", n, err)
 	}

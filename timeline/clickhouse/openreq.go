@@ -58,7 +58,7 @@ func (o *openSet) get(k openKey) (*row, bool) {
 		delete(o.m, k)
 		return nil, false
 	}
-	return &row{r: r, key: k.key, held: true}, true
+	return &row{r: r, key: k.key, held: true, heldFailed: r.Code >= failedCode}, true
 }
 
 func (o *openSet) put(k openKey, r *timeline.Record) {

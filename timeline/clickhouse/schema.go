@@ -235,10 +235,18 @@ func columnNames(columns string) []string {
 // whose filter admits only such records (filtersql.AtLeast) reads it
 // instead of record: on the 10 M-line benchmark log such rows are about
 // one in forty, spread over every granule of record, so a read of them
-// from record decompresses nearly every column whole (SCHEMA.md). Its rows
-// are record's own, so the current versions are judged from record's
-// rewrites as for any read, and a plan uses it only for the buckets of
-// time where it holds as many rows as record does (plan).
+// from record decompresses nearly every column whole (SCHEMA.md). A plan
+// uses it only for the buckets of time where it holds as many rows as
+// record does (plan).
+//
+// The copy also takes every rewrite that follows a failed version
+// (rewrite = markedRewrite): the version that superseded a failure, even
+// one that succeeded. So the current version of a request the copy holds
+// is the copy's own version with the most stages, and the copy judges its
+// current versions from its own rewrites, without reading record's
+// (copyAlone). A copy made before the marks (failedViewUnmarked, by an
+// older faultline) lacks them: its current versions are judged from
+// record's rewrites (copyByRecord).
 var failedTable = func() table {
 	t := tableNamed("record")
 	t.name = "failed"
@@ -248,33 +256,70 @@ var failedTable = func() table {
 // failedCode is the least code of a row failedTable holds.
 const failedCode = 400
 
-// failedView fills failedTable from every insert into record_local.
-var failedView = `CREATE MATERIALIZED VIEW IF NOT EXISTS %[1]s.failed_mv TO %[1]s.failed_local AS
+// The rewrite column of a record row: the first version of a record is
+// written unmarked; a later one is a rewrite, marked markedRewrite when the
+// version it supersedes had failed (failedCode or above).
+const (
+	plainRewrite  = 1
+	markedRewrite = 2
+)
+
+// failedView fills failedTable from every insert into record_local: the
+// failed versions, and the rewrites that supersede one.
+var failedView = `CREATE MATERIALIZED VIEW IF NOT EXISTS %[1]s.failed_mv2 TO %[1]s.failed_local AS
+	SELECT * FROM %[1]s.record_local WHERE code >= ` + strconv.Itoa(failedCode) + ` OR rewrite = ` + strconv.Itoa(markedRewrite)
+
+// failedViewUnmarked is the view an older faultline made: the failed
+// versions only. It is created again (if missing) only in a database
+// that has it, alongside its copy.
+var failedViewUnmarked = `CREATE MATERIALIZED VIEW IF NOT EXISTS %[1]s.failed_mv TO %[1]s.failed_local AS
 	SELECT * FROM %[1]s.record_local WHERE code >= ` + strconv.Itoa(failedCode)
+
+// copyKind is how far a database's failed requests' copy can be read.
+type copyKind int
+
+const (
+	// noCopy: the database keeps no copy (its record table was made
+	// before the copy existed), or a shard's is unknown (down).
+	noCopy copyKind = iota
+	// copyByRecord: the copy holds the failed versions only, and its
+	// current versions are judged from record's rewrites.
+	copyByRecord
+	// copyAlone: the copy also holds the rewrites that supersede a failed
+	// version, and judges its current versions by itself.
+	copyAlone
+)
 
 // createSchema creates the database and every table on one shard, local
 // tables and the Distributed tables over them; what exists is left alone.
-// It reports whether the shard keeps failedTable: a database whose record
+// It reports how the shard keeps failedTable: a database whose record
 // table was made before it (by an older faultline) does not get one, as
-// the copy would miss the rows already held, and its reads stay on record.
-func createSchema(ctx context.Context, sh shard, c config) (failed bool, err error) {
+// the copy would miss the rows already held, and its reads stay on record;
+// one whose copy was made before the marked rewrites keeps it as it is
+// (copyByRecord), as the copy would miss the marked rewrites already held.
+func createSchema(ctx context.Context, sh shard, c config) (kind copyKind, err error) {
 	// 18.16 creates LowCardinality columns only with this setting; later
 	// versions accept it and ignore it.
 	conn, err := connect(sh.addr, "default", ch.Settings{"allow_experimental_low_cardinality_type": 1})
 	if err != nil {
-		return false, &ShardError{Shard: sh.num, Addr: sh.addr, Err: err}
+		return noCopy, &ShardError{Shard: sh.num, Addr: sh.addr, Err: err}
 	}
 	defer conn.Close()
 	if err := conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+c.db); err != nil {
-		return false, &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("create schema: %w", err)}
+		return noCopy, &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("create schema: %w", err)}
 	}
 	held, err := tablesOf(ctx, conn, c.db)
 	if err != nil {
-		return false, &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("check schema: %w", err)}
+		return noCopy, &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("check schema: %w", err)}
 	}
-	failed = held["failed_local"] || !held["record_local"]
+	switch {
+	case held["failed_mv2"] || !held["record_local"]:
+		kind = copyAlone
+	case held["failed_local"]:
+		kind = copyByRecord
+	}
 	tables := schema
-	if failed {
+	if kind != noCopy {
 		tables = append(slices.Clip(tables), failedTable)
 	}
 	var stmts []string
@@ -287,18 +332,21 @@ func createSchema(ctx context.Context, sh shard, c config) (failed bool, err err
 				c.db, t.name, c.db, t.name, c.cluster, c.db, t.name, t.shardKey))
 	}
 	vs := views
-	if failed {
+	switch kind {
+	case copyAlone:
 		vs = append(slices.Clip(vs), failedView)
+	case copyByRecord:
+		vs = append(slices.Clip(vs), failedViewUnmarked)
 	}
 	for _, v := range vs {
 		stmts = append(stmts, strings.Join(strings.Fields(fmt.Sprintf(v, c.db)), " "))
 	}
 	for _, q := range stmts {
 		if err := conn.Exec(ctx, q); err != nil {
-			return false, &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("create schema: %w", err)}
+			return noCopy, &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("create schema: %w", err)}
 		}
 	}
-	return failed, checkColumns(ctx, conn, sh, c.db, tables)
+	return kind, checkColumns(ctx, conn, sh, c.db, tables)
 }
 
 // tablesOf is the set of the tables database db holds.
@@ -378,16 +426,25 @@ func final(table, where string) string {
 // range and merges them, where most rows have one version only.
 //
 // A record has one version unless a later stage joined it after it was
-// written; each later version is written marked rewrite = 1, with more
-// stages. So a row is current when no rewrite shares its (time_ns, key),
-// or when it is the rewrite with the most stages. A merge keeps the row with the most stages, itself a rewrite when
-// there was more than one version, so the rule holds before, during and
-// after merges. Every version of a record lives on one shard (the shard key
-// is its key): each shard judges its own rows, from its local table.
-func current(db, rng string) string {
-	local := db + ".record_local"
-	return fmt.Sprintf("((time_ns, key) NOT IN (SELECT time_ns, key FROM %[1]s WHERE %[2]s AND rewrite = 1)"+
-		" OR (time_ns, key, stages) IN (SELECT time_ns, key, max(stages) FROM %[1]s WHERE %[2]s AND rewrite = 1 GROUP BY time_ns, key))",
+// written; each later version is written marked a rewrite (rewrite != 0),
+// with more stages. So a row is current when no rewrite shares its
+// (time_ns, key), or when it is the rewrite with the most stages. A merge
+// keeps the row with the most stages, itself a rewrite when there was
+// more than one version, so the rule holds before, during and after
+// merges. Every version of a record lives on one shard (the shard key is
+// its key): each shard judges its own rows, from its local table.
+func current(db, rng string) string { return currentIn(db+".record_local", rng) }
+
+// currentIn is current, judged from the rewrites of local, a shard's local
+// table: record_local, or failed_local for the rows of a copy that holds
+// every version after a failed one (copyAlone). The latest version of a
+// request either failed, and is copied, or is copied when the version
+// before it failed (markedRewrite), or follows an unfailed version, as
+// does every version after the last that the copy holds: so the copy's
+// latest version failed exactly when the request's current one did.
+func currentIn(local, rng string) string {
+	return fmt.Sprintf("((time_ns, key) NOT IN (SELECT time_ns, key FROM %[1]s WHERE %[2]s AND rewrite != 0)"+
+		" OR (time_ns, key, stages) IN (SELECT time_ns, key, max(stages) FROM %[1]s WHERE %[2]s AND rewrite != 0 GROUP BY time_ns, key))",
 		local, rng)
 }
 

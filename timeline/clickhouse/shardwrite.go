@@ -175,8 +175,11 @@ func (b *batch) appendShard(ctx context.Context, i int, rows []*row) (err error)
 	for _, rw := range rows {
 		r, o := rw.r, &rw.r.Object
 		var rewrite uint8
-		if rw.held {
-			rewrite = 1
+		switch {
+		case rw.held && rw.heldFailed:
+			rewrite = markedRewrite
+		case rw.held:
+			rewrite = plainRewrite
 		}
 		auditUUID, auditID := splitAuditID(r.AuditID)
 		if err := ins.Append(rw.key, rewrite, auditUUID, r.ID, ns(r.Time), string(r.Source), o.Group, o.Version, o.Resource, o.Subresource,

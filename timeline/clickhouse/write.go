@@ -94,8 +94,10 @@ type row struct {
 	key   int64
 	dirty bool // to be written: new, or a stage joined
 	// held says a version of the row is in the database already: the
-	// next version written is marked a rewrite (see current).
-	held bool
+	// next version written is marked a rewrite (see current), and
+	// heldFailed that this version had failed: the next is then a marked
+	// rewrite, which the failed requests' copy takes (failedView).
+	held, heldFailed bool
 	// rq is the request's rollup class, once counted (rollup.go); nil
 	// before, or for a record the rollup does not count.
 	rq *rollup.Request
