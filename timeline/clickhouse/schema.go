@@ -241,10 +241,10 @@ func columnNames(columns string) []string {
 //
 // The copy also takes every rewrite that follows a failed version
 // (rewrite = markedRewrite): the version that superseded a failure, even
-// one that succeeded. So the current version of a request the copy holds
-// is the copy's own version with the most stages, and the copy judges its
-// current versions from its own rewrites, without reading record's
-// (copyAlone). A copy made before the marks (failedViewUnmarked, by an
+// one that succeeded. So the latest version the copy holds of a request
+// failed exactly when the request's current version did (currentIn), and
+// the copy judges its current versions from its own rewrites, without
+// reading record's (copyAlone). A copy made before the marks (failedViewUnmarked, by an
 // older faultline) lacks them: its current versions are judged from
 // record's rewrites (copyByRecord).
 var failedTable = func() table {
