@@ -122,7 +122,9 @@ func (s *Store) plan(ctx context.Context, lo, hi int64, filter string, failing b
 		for i := range out {
 			out[i].failed = true
 		}
-		short := func(want, got map[int64]int64) {
+		// distrust reads from record the chunks of the buckets where
+		// the copy's counts (got) differ from record's (want).
+		distrust := func(want, got map[int64]int64) {
 			for b, n := range want {
 				if got[b] != n {
 					out[chunkOf(out, b)].failed = false
@@ -134,9 +136,9 @@ func (s *Store) plan(ctx context.Context, lo, hi int64, filter string, failing b
 				}
 			}
 		}
-		short(kept, copied)
+		distrust(kept, copied)
 		if s.failed == copyAlone {
-			short(marks, copiedMarks)
+			distrust(marks, copiedMarks)
 		}
 	}
 	return slices.DeleteFunc(out, func(c chunk) bool { return c.rows == 0 }), nil

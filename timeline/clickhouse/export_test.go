@@ -102,6 +102,10 @@ func (s *Store) OnShards(ctx context.Context, stmt string) error {
 	return nil
 }
 
+// FailedViewUnmarked is the copy's view as an older faultline made it;
+// %[1]s in it is the database (OnShards).
+var FailedViewUnmarked = failedViewUnmarked
+
 // KeepsFailed reports whether the store reads failed requests from their
 // copy (failedTable).
 func (s *Store) KeepsFailed() bool { return s.failed != noCopy }

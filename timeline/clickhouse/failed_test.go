@@ -176,7 +176,7 @@ func TestFailedCopy(t *testing.T) {
 	if err := s.OnShards(ctx, "DROP TABLE %s.failed_mv2"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.OnShards(ctx, "CREATE MATERIALIZED VIEW %[1]s.failed_mv TO %[1]s.failed_local AS SELECT * FROM %[1]s.record_local WHERE code >= 400"); err != nil {
+	if err := s.OnShards(ctx, clickhouse.FailedViewUnmarked); err != nil {
 		t.Fatal(err)
 	}
 	s = open()

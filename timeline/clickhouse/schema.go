@@ -244,9 +244,9 @@ func columnNames(columns string) []string {
 // one that succeeded. So the latest version the copy holds of a request
 // failed exactly when the request's current version did (currentIn), and
 // the copy judges its current versions from its own rewrites, without
-// reading record's (copyAlone). A copy made before the marks (failedViewUnmarked, by an
-// older faultline) lacks them: its current versions are judged from
-// record's rewrites (copyByRecord).
+// reading record's (copyAlone). A copy made before the marks
+// (failedViewUnmarked, by an older faultline) lacks them: its current
+// versions are judged from record's rewrites (copyByRecord).
 var failedTable = func() table {
 	t := tableNamed("record")
 	t.name = "failed"
@@ -266,14 +266,20 @@ const (
 
 // failedView fills failedTable from every insert into record_local: the
 // failed versions, and the rewrites that supersede one.
-var failedView = `CREATE MATERIALIZED VIEW IF NOT EXISTS %[1]s.failed_mv2 TO %[1]s.failed_local AS
-	SELECT * FROM %[1]s.record_local WHERE code >= ` + strconv.Itoa(failedCode) + ` OR rewrite = ` + strconv.Itoa(markedRewrite)
+var failedView = failedViewOf("failed_mv2", " OR rewrite = "+strconv.Itoa(markedRewrite))
 
 // failedViewUnmarked is the view an older faultline made: the failed
 // versions only. It is created again (if missing) only in a database
 // that has it, alongside its copy.
-var failedViewUnmarked = `CREATE MATERIALIZED VIEW IF NOT EXISTS %[1]s.failed_mv TO %[1]s.failed_local AS
-	SELECT * FROM %[1]s.record_local WHERE code >= ` + strconv.Itoa(failedCode)
+var failedViewUnmarked = failedViewOf("failed_mv", "")
+
+// failedViewOf is the statement of a view named name that copies into
+// failedTable the failed rows of record_local, and those that also meet
+// or (a condition after OR, or nothing); %[1]s in it is the database.
+func failedViewOf(name, or string) string {
+	return "CREATE MATERIALIZED VIEW IF NOT EXISTS %[1]s." + name + " TO %[1]s.failed_local AS " +
+		"SELECT * FROM %[1]s.record_local WHERE code >= " + strconv.Itoa(failedCode) + or
+}
 
 // copyKind is how far a database's failed requests' copy can be read.
 type copyKind int
