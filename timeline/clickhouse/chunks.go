@@ -8,7 +8,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 
 	"github.com/faultline/faultline/timeline"
 	"github.com/faultline/faultline/timeline/filtersql"
@@ -73,33 +72,30 @@ func nsRange(lo, hi int64) string {
 // that form is left out.)
 //
 // failing says that filter keeps failed requests only (filtersql.AtLeast):
-// then the rows are counted in the failed requests' copy too, and a chunk
-// is read from it when the two counts agree in each of its buckets. The
-// copy is filled after record by the same insert, so a row it missed (a
-// server that died between the two) makes its count lower, and the chunk
-// is read from record. (A bucket where the copy also holds a superseded
+// then a chunk is read from the failed requests' copy where the copy is
+// known to hold what record does.
+//
+// A copy that judges its current versions by itself (copyAlone) is
+// checked bucket by bucket with digests (copyDigests): where they agree,
+// it holds the current version of every request with a version it takes,
+// whatever either table's merges have dropped. When they agree in every
+// bucket, the rows are counted in the copy, a small table, and not in
+// record. The copy is filled after record by the same insert, so a row it
+// missed (a server that died between the two) makes the digests differ
+// and the buckets it falls in are read from record.
+//
+// A copy made before the marks (copyByRecord) is checked by counts of the
+// rows filter keeps in each table: a chunk is read from it when they agree
+// in each of its buckets. (A bucket where the copy also holds a superseded
 // version that record's merges already dropped, on another shard, would
-// hide such a miss: two rare events in the same ten seconds.) A copy that
-// judges its current versions by itself (copyAlone) must also hold every
-// marked rewrite: those are counted in both too, and must agree as well.
+// hide a missed row there: two rare events in the same ten seconds. The
+// counts also differ until both tables are merged alike.)
 func (s *Store) plan(ctx context.Context, lo, hi int64, filter string, failing bool) ([]chunk, error) {
-	rng := nsRange(lo, hi)
-	kept, err := s.bucketCounts(ctx, "record", rng+" AND ("+filter+")")
+	kept, copied, differ, err := s.planCounts(ctx, lo, hi, filter, failing)
 	if err != nil {
 		return nil, err
 	}
-	var copied, copiedMarks map[int64]int64
-	if failing {
-		if copied, err = s.bucketCounts(ctx, "failed", rng+" AND ("+filter+")"); err != nil {
-			return nil, err
-		}
-		if s.failed == copyAlone {
-			if copiedMarks, err = s.bucketCounts(ctx, "failed", rng+" AND rewrite = "+strconv.Itoa(markedRewrite)); err != nil {
-				return nil, err
-			}
-		}
-	}
-	rewrites, marks, err := s.rewritesIn(ctx, lo, hi)
+	rewrites, err := s.rewritesIn(ctx, lo, hi)
 	if err != nil {
 		return nil, err
 	}
@@ -122,26 +118,51 @@ func (s *Store) plan(ctx context.Context, lo, hi int64, filter string, failing b
 		for i := range out {
 			out[i].failed = true
 		}
-		// distrust reads from record the chunks of the buckets where
-		// the copy's counts (got) differ from record's (want).
-		distrust := func(want, got map[int64]int64) {
-			for b, n := range want {
-				if got[b] != n {
-					out[chunkOf(out, b)].failed = false
-				}
-			}
-			for b := range got {
-				if _, ok := want[b]; !ok {
-					out[chunkOf(out, b)].failed = false
-				}
-			}
+		// distrust reads from record the chunk of bucket b.
+		distrust := func(b int64) { out[chunkOf(out, b)].failed = false }
+		for _, b := range differ {
+			distrust(b)
 		}
-		distrust(kept, copied)
-		if s.failed == copyAlone {
-			distrust(marks, copiedMarks)
+		if s.failed == copyByRecord {
+			for b, n := range kept {
+				if copied[b] != n {
+					distrust(b)
+				}
+			}
+			for b := range copied {
+				if _, ok := kept[b]; !ok {
+					distrust(b)
+				}
+			}
 		}
 	}
 	return slices.DeleteFunc(out, func(c chunk) bool { return c.rows == 0 }), nil
+}
+
+// planCounts reads what plan needs but the rewrites: the rows filter
+// keeps per bucket of time, counted in record, or in the copy when it is
+// read whole; the copy's counts too when they are its check
+// (copyByRecord); the buckets whose digests differ (copyAlone).
+func (s *Store) planCounts(ctx context.Context, lo, hi int64, filter string, failing bool) (kept, copied map[int64]int64, differ []int64, err error) {
+	rng := nsRange(lo, hi)
+	counted := "record"
+	if failing && s.failed == copyAlone {
+		if differ, err = s.copyDiffers(ctx, lo, hi); err != nil {
+			return nil, nil, nil, err
+		}
+		if len(differ) == 0 {
+			counted = "failed"
+		}
+	}
+	if kept, err = s.bucketCounts(ctx, counted, rng+" AND ("+filter+")"); err != nil {
+		return nil, nil, nil, err
+	}
+	if failing && s.failed == copyByRecord {
+		if copied, err = s.bucketCounts(ctx, "failed", rng+" AND ("+filter+")"); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return kept, copied, differ, nil
 }
 
 // chunkOf is the index of the chunk of bucket b: the last chunk that
@@ -153,63 +174,132 @@ func chunkOf(chunks []chunk, b int64) int {
 	return max(i-1, 0)
 }
 
-// rewritesIn is record's rewrites held per bucket of time, and those of
-// them marked (markedRewrite), of the buckets that meet [lo, hi). The
-// counts of the whole table are read once and kept until the store writes
-// records again (forgetRewrites). A plan needs the rewrites only to choose
-// how each chunk finds its current versions (current or currentAt, which
-// keep the same rows), so counts that another writer made stale cost
-// time, never answers; the marks only to check the failed requests' copy
-// against, and a copy that another writer's marks made different is not
-// read. investigate plans five reads of the whole timeline: on the 10 M-line
-// benchmark log each count took 0.1 s of the server's two cores.
-func (s *Store) rewritesIn(ctx context.Context, lo, hi int64) (rewrites, marks map[int64]int64, err error) {
+// rewritesIn is record's rewrites held per bucket of time, of the buckets
+// that meet [lo, hi). The counts of the whole table are read once and kept
+// until the store writes records again (forgetRewrites). A plan needs the
+// rewrites only to choose how each chunk finds its current versions
+// (current or currentAt, which keep the same rows), so counts that another
+// writer made stale cost time, never answers. investigate plans five reads
+// of the whole timeline: on the 10 M-line benchmark log each count took
+// 0.1 s of the server's two cores.
+func (s *Store) rewritesIn(ctx context.Context, lo, hi int64) (map[int64]int64, error) {
 	s.mu.Lock()
-	all, marked := s.rewrites, s.marked
+	all := s.rewrites
 	s.mu.Unlock()
 	if all == nil {
-		if all, marked, err = s.rewriteCounts(ctx); err != nil {
-			return nil, nil, err
+		var err error
+		if all, err = s.bucketCounts(ctx, "record", "rewrite != 0"); err != nil {
+			return nil, err
 		}
 		s.mu.Lock()
-		s.rewrites, s.marked = all, marked
+		s.rewrites = all
 		s.mu.Unlock()
 	}
-	within := func(all map[int64]int64) map[int64]int64 {
-		out := map[int64]int64{}
-		for b, n := range all {
-			if bucketMeets(b, lo, hi) {
-				out[b] = n
-			}
+	out := map[int64]int64{}
+	for b, n := range all {
+		if bucketMeets(b, lo, hi) {
+			out[b] = n
 		}
-		return out
 	}
-	return within(all), within(marked), nil
+	return out, nil
 }
 
-// rewriteCounts counts record's rewrites by bucket of time (as
-// bucketCounts), all of them and the marked ones, in one read.
-func (s *Store) rewriteCounts(ctx context.Context) (all, marked map[int64]int64, err error) {
-	rows, err := s.conn.Query(ctx, fmt.Sprintf(
-		"SELECT if(time_ns < 0, -1, intDiv(time_ns, %d)) AS b, rewrite, count() FROM record WHERE rewrite != 0 GROUP BY b, rewrite", bucketNS))
+// A digest sums up, per bucket of time, the requests that have a version
+// the failed requests' copy takes (copiedSQL): how many, and the sum of a
+// hash of each one's time, key and most stages. In record, the rows kept
+// are those the copy takes; in the copy, all of its rows.
+//
+// Every version of a request after the first one the copy takes is
+// marked, and taken too (failedTable). So in record, a request with a
+// version taken has its current version (the most stages) taken as well,
+// and a merge, which drops only superseded versions, leaves the request's
+// most stages as they were; in the copy likewise. The two tables' digests
+// of a bucket agree, in any state of their merges, exactly when the copy
+// holds the current version of every such request of the bucket (but for
+// a collision of 64-bit sums): where they agree, the copy's latest version
+// of each request is the current one, and a read from the copy, judged by
+// its own rewrites, answers as one from record.
+//
+// Versions an older writer wrote (marked only right after a failure) can
+// leave a request's current version unmarked after a copied one: once
+// record's merges drop the copied versions, the digests differ there, and
+// the bucket is read from record, correct but slower.
+type digest struct{ requests, sum uint64 }
+
+// copyDigests reads the digests of table (record or failed) per bucket of
+// time, of the times in where. The GROUP BY keys hold the shard key, so
+// each shard's groups are final (perShard).
+func (s *Store) copyDigests(ctx context.Context, table, where string) (map[int64]digest, error) {
+	rows, err := s.conn.Query(perShard(ctx), fmt.Sprintf(
+		"SELECT b, count(), sum(h) FROM (SELECT if(time_ns < 0, -1, intDiv(time_ns, %d)) AS b, "+
+			"cityHash64(time_ns, key, max(stages)) AS h FROM %s WHERE %s AND %s GROUP BY time_ns, key) GROUP BY b",
+		bucketNS, table, where, copiedSQL))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer rows.Close()
-	all, marked = map[int64]int64{}, map[int64]int64{}
+	out := map[int64]digest{}
 	for rows.Next() {
 		var b int64
-		var rw uint8
-		var n uint64
-		if err := rows.Scan(&b, &rw, &n); err != nil {
-			return nil, nil, err
+		var d digest
+		if err := rows.Scan(&b, &d.requests, &d.sum); err != nil {
+			return nil, err
 		}
-		all[b] += int64(n)
-		if rw == markedRewrite {
-			marked[b] += int64(n)
+		out[b] = d
+	}
+	return out, rows.Err()
+}
+
+// copyDiffers is the buckets meeting [lo, hi) where the failed requests'
+// copy and record have different digests. record's digests of the whole
+// table are read once and kept until the store writes records again
+// (forgetRewrites): on the 10 M-line benchmark log about 0.15 s of the
+// servers, where the copy's, read for each plan, take a tenth of that. A
+// copy that another writer filled since differs, and is not read.
+func (s *Store) copyDiffers(ctx context.Context, lo, hi int64) ([]int64, error) {
+	s.mu.Lock()
+	want := s.digests
+	s.mu.Unlock()
+	if want == nil {
+		var err error
+		if want, err = s.copyDigests(ctx, "record", "1"); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		s.digests = want
+		s.mu.Unlock()
+	}
+	got, err := s.copyDigests(ctx, "failed", bucketRange(lo, hi))
+	if err != nil {
+		return nil, err
+	}
+	var differ []int64
+	for b, d := range want {
+		if bucketMeets(b, lo, hi) && got[b] != d {
+			differ = append(differ, b)
 		}
 	}
-	return all, marked, rows.Err()
+	for b := range got {
+		if _, ok := want[b]; !ok && bucketMeets(b, lo, hi) {
+			differ = append(differ, b)
+		}
+	}
+	return differ, nil
+}
+
+// bucketRange is the condition on time_ns of the whole buckets that meet
+// [lo, hi).
+func bucketRange(lo, hi int64) string {
+	blo, bhi := int64(math.MinInt64), int64(math.MaxInt64)
+	if lo >= 0 {
+		blo = lo / bucketNS * bucketNS
+	}
+	if hi <= 0 {
+		bhi = 0 // the bucket of no time, and of times before 1970
+	} else if end := (hi-1)/bucketNS*bucketNS + bucketNS; end > 0 && hi != math.MaxInt64 {
+		bhi = end
+	}
+	return nsRange(blo, bhi)
 }
 
 // bucketMeets reports whether bucket b (-1: no time, or before 1970)
@@ -221,11 +311,11 @@ func bucketMeets(b, lo, hi int64) bool {
 	return b*bucketNS < hi && lo < (b+1)*bucketNS
 }
 
-// forgetRewrites drops the rewrite counts rewritesIn keeps: the store
-// wrote records.
+// forgetRewrites drops the rewrite counts rewritesIn keeps, and record's
+// digests copyDiffers keeps: the store wrote records.
 func (s *Store) forgetRewrites() {
 	s.mu.Lock()
-	s.rewrites, s.marked = nil, nil
+	s.rewrites, s.digests = nil, nil
 	s.mu.Unlock()
 }
 
@@ -383,7 +473,7 @@ func (s *Store) eachRecord(ctx context.Context, query string, q timeline.Query, 
 	for rows.Next() {
 		r := &timeline.Record{}
 		var t int64
-		if err := scanRecord(rows, nil, r, &t); err != nil {
+		if err := scanRecord(rows, r, &t); err != nil {
 			return fmt.Errorf("read record: %w", err)
 		}
 		r.Bad = q.Bad[r.ID]

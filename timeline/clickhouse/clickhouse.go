@@ -103,10 +103,11 @@ type Store struct {
 	heldMax     int64
 	heldMaxRead bool
 	roll        *rollupState // the request rollup held; nil: not read yet
-	// rewrites and marked are the rewrites held per bucket of time, and
-	// those of them marked (rewritesIn); nil: not read since the last
-	// write.
-	rewrites, marked map[int64]int64
+	// rewrites are the rewrites held per bucket of time (rewritesIn), and
+	// digests record's digests of the failed requests' copy (copyDiffers);
+	// nil: not read since the last write.
+	rewrites map[int64]int64
+	digests  map[int64]digest
 	// direct are connections to each shard, for writing records straight
 	// to its local table (shardwrite.go); opened at the first write.
 	direct []driver.Conn

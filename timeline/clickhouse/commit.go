@@ -194,17 +194,18 @@ func (b *batch) lookup(ctx context.Context, staged bool, keys []int64, lo, hi in
 	if err != nil || len(held) == 0 {
 		return err
 	}
-	rows, err := b.s.conn.Query(ctx, "SELECT key, "+recordColumns+" FROM "+final("record", heldWhere(staged, held, lo, hi)))
+	rows, err := b.s.conn.Query(ctx, "SELECT key, rewrite, "+recordColumns+" FROM "+final("record", heldWhere(staged, held, lo, hi)))
 	if err != nil {
 		return fmt.Errorf("look up held records: %w", b.s.shardErr(ctx, err))
 	}
 	defer rows.Close()
 	for rows.Next() {
 		rw := &row{r: &timeline.Record{}, held: true}
-		if err := scanRecord(rows, &rw.key, rw.r, nil); err != nil {
+		var rewrite uint8
+		if err := scanRecord(rows, rw.r, nil, &rw.key, &rewrite); err != nil {
 			return fmt.Errorf("look up held records: %w", err)
 		}
-		rw.heldFailed = rw.r.Code >= failedCode
+		rw.heldCopied = copiedRow(rw.r.Code, rewrite)
 		if b.known(rw.r, rw.key) == nil {
 			b.put(rw)
 		}

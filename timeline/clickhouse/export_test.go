@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/faultline/faultline/timeline/filtersql"
 )
@@ -62,6 +64,51 @@ func (s *Store) StopMerges(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// MergeFinal merges local (record_local, or failed_local) into one part
+// per partition on every shard, as its background merges would in time,
+// and stops its merges again. OPTIMIZE does nothing, and says nothing,
+// while a background merge runs on the same parts: it is asked to say so
+// (optimize_throw_if_noop) and tried again until the parts are merged.
+func (s *Store) MergeFinal(ctx context.Context, local string) error {
+	for _, sh := range s.shards {
+		c, err := connect(sh.addr, "default", ch.Settings{"optimize_throw_if_noop": 1})
+		if err != nil {
+			return err
+		}
+		err = mergeFinal(ctx, c, s.db, local)
+		c.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func mergeFinal(ctx context.Context, c driver.Conn, db, local string) error {
+	if err := c.Exec(ctx, "SYSTEM START MERGES "+db+"."+local); err != nil {
+		return err
+	}
+	var err error
+	for range 100 {
+		if err = c.Exec(ctx, "OPTIMIZE TABLE "+db+"."+local+" FINAL"); err == nil {
+			var unmerged uint64
+			err = c.QueryRow(ctx, "SELECT count() FROM (SELECT partition FROM system.parts WHERE active AND database = ? "+
+				"AND table = ? GROUP BY partition HAVING count() > 1)", db, local).Scan(&unmerged)
+			if err == nil && unmerged == 0 {
+				break
+			}
+			if err == nil {
+				err = fmt.Errorf("%s.%s: %d partitions of more than one part", db, local, unmerged)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		return err
+	}
+	return c.Exec(ctx, "SYSTEM STOP MERGES "+db+"."+local)
 }
 
 // CountRows counts the rows of the record table, every version.

@@ -21,9 +21,10 @@ import (
 // version is there (a request joined across batches, with its early stage
 // failed or not, its final one failed or not), and the current one is
 // chosen from the copy's own rewrites, since the copy also holds every
-// rewrite that follows a failed version. A copy that misses rows, or such
-// a rewrite, in a bucket is not read there; a copy made before those
-// rewrites were marked judges its current versions from record's; a
+// version after the first one it takes. A copy that misses rows, or such
+// a version, in a bucket is not read there; one that holds them is read
+// whichever of the two tables has merged; a copy made before those
+// versions were marked judges its current versions from record's; a
 // database made before the copy existed gets none, and its reads stay on
 // record.
 func TestFailedCopy(t *testing.T) {
@@ -77,32 +78,41 @@ func TestFailedCopy(t *testing.T) {
 		}
 		mem.Add(&r)
 	}
-	// Three versions in three batches, the third found by a lookup (a
-	// store opened again remembers no open request): a success, a
-	// failure, a success (chain-0), and a failure, a success, a failure
-	// (chain-1).
-	for i := range 2 {
+	// Three versions in three batches: a success, a failure, a success
+	// (chain-0), a failure, a success, a failure (chain-1), the third
+	// found by a lookup (a store opened again remembers no open request);
+	// and a failure, a success, a success (chain-2), the third found among
+	// the requests the store remembers open.
+	var between []timeline.Record
+	for i := range 3 {
 		r := timeline.Record{Key: fmt.Sprint("chain-", i), AuditID: fmt.Sprint("c-", i), Time: t0.Add(200*time.Second + time.Duration(i)*time.Second),
-			Source: timeline.SourceAudit, Verb: "get", Stages: timeline.StageRequestReceived, Code: []int{200, 500}[i]}
+			Source: timeline.SourceAudit, Verb: "get", Stages: timeline.StageRequestReceived, Code: []int{200, 500, 500}[i]}
 		first = append(first, r)
-		r.Stages, r.Code = timeline.StageResponseStarted, []int{503, 200}[i]
+		r.Stages, r.Code = timeline.StageResponseStarted, []int{503, 200, 200}[i]
 		second = append(second, r)
-		r.Stages, r.Code = timeline.StageResponseComplete, []int{200, 500}[i]
-		third = append(third, r)
+		r.Stages, r.Code = timeline.StageResponseComplete, []int{200, 500, 200}[i]
+		if i == 2 {
+			between = append(between, r)
+		} else {
+			third = append(third, r)
+		}
 		r.Stages = timeline.StageRequestReceived | timeline.StageResponseStarted | timeline.StageResponseComplete
 		mem.Add(&r)
 	}
 	timelinetest.AddRecords(t, s, first...)
 	timelinetest.AddRecords(t, s, second...)
+	timelinetest.AddRecords(t, s, between...)
 	s = open()
 	timelinetest.AddRecords(t, s, third...)
-	// Marked: the final stages after a failed early one (req-3, 7, ...
-	// 39, and the eight of req-2, 6, ... 38 that failed as they
-	// started), chain-0's third version (found by the lookup) and
-	// chain-1's second; chain-1's third follows a success.
+	// Marked, as every version after the first one the copy takes: the
+	// final stages after a failed early one (req-3, 7, ... 39, and the
+	// eight of req-2, 6, ... 38 that failed as they started), chain-0's
+	// third version (found by the lookup), chain-1's second and third
+	// (the third after a marked success, found by the lookup), chain-2's
+	// second and third (after a marked success, remembered open).
 	for _, table := range []string{"record", "failed"} {
-		if n, err := s.QueryString(ctx, "SELECT toString(count()) FROM "+table+" WHERE rewrite = 2"); err != nil || n != "20" {
-			t.Errorf("marked rewrites in %s: %s (%v), want 20", table, n, err)
+		if n, err := s.QueryString(ctx, "SELECT toString(count()) FROM "+table+" WHERE rewrite = 2"); err != nil || n != "23" {
+			t.Errorf("marked rewrites in %s: %s (%v), want 23", table, n, err)
 		}
 	}
 	logs.Take()
@@ -133,9 +143,17 @@ func TestFailedCopy(t *testing.T) {
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("%s, chunks of %d rows, %s (-mem +clickhouse)\n%s", label, rows, name, diff)
 				}
-				fromCopy := false // a read of records, not a count
+				// The reads of records, not the counts: from the copy,
+				// from record.
+				fromCopy, fromRecord := false, false
 				for _, line := range strings.Split(logs.Take(), "\n") {
-					if !strings.Contains(line, `query="SELECT id, `) || !strings.Contains(line, " FROM failed WHERE") {
+					if !strings.Contains(line, `query="SELECT id, `) {
+						continue
+					}
+					if strings.Contains(line, " FROM record WHERE") {
+						fromRecord = true
+					}
+					if !strings.Contains(line, " FROM failed WHERE") {
 						continue
 					}
 					fromCopy = true
@@ -146,8 +164,10 @@ func TestFailedCopy(t *testing.T) {
 				if readsCopy == nil {
 					continue
 				}
-				if want := *readsCopy && !strings.Contains(name, "no copy"); fromCopy != want {
-					t.Errorf("%s, chunks of %d rows, %s: read from the copy %v, want %v", label, rows, name, fromCopy, want)
+				// want: every chunk read from the copy; or none.
+				if want := *readsCopy && !strings.Contains(name, "no copy"); fromCopy != want || want && fromRecord {
+					t.Errorf("%s, chunks of %d rows, %s: read from the copy %v and from record %v, want the copy alone %v",
+						label, rows, name, fromCopy, fromRecord, want)
 				}
 			}
 		}
@@ -169,6 +189,30 @@ func TestFailedCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("copy without its marked rewrites", nil, "failed_local")
+
+	// The copy whole again. Merges drop superseded versions, each table's
+	// when it runs them: the copy is read in any state of either.
+	if err := s.OnShards(ctx, "TRUNCATE TABLE %s.failed_local"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.OnShards(ctx, "INSERT INTO %[1]s.failed_local SELECT * FROM %[1]s.record_local WHERE code >= 400 OR rewrite = 2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MergeFinal(ctx, "record_local"); err != nil {
+		t.Fatal(err)
+	}
+	// Merged, record holds one version a request; the copy, unmerged,
+	// still holds their early ones (which a count of rows tells apart).
+	for table, want := range map[string]string{"record": "1", "failed": "0"} {
+		if got, err := s.QueryString(ctx, "SELECT toString(count() = uniqExact(time_ns, key)) FROM "+table); err != nil || got != want {
+			t.Fatalf("%s holds one version a request: %s (%v), want %s", table, got, err, want)
+		}
+	}
+	check("record merged, the copy not", &yes, "failed_local")
+	if err := s.MergeFinal(ctx, "failed_local"); err != nil {
+		t.Fatal(err)
+	}
+	check("both merged", &yes, "failed_local")
 
 	// A database whose copy was made before the marks (by an older
 	// faultline) keeps it, and judges its current versions from

@@ -51,21 +51,22 @@ func (o *openSet) get(k openKey) (*row, bool) {
 	if !ok {
 		return nil, false
 	}
-	r, err := o.unpack(p)
+	r, copied, err := o.unpack(p)
 	if err != nil {
 		// Not reached: the set reads only what it packed. A row not
 		// found takes the lookup, which is always right.
 		delete(o.m, k)
 		return nil, false
 	}
-	return &row{r: r, key: k.key, held: true, heldFailed: r.Code >= failedCode}, true
+	return &row{r: r, key: k.key, held: true, heldCopied: copied}, true
 }
 
-func (o *openSet) put(k openKey, r *timeline.Record) {
+// put remembers r, written; copied says the failed requests' copy took it.
+func (o *openSet) put(k openKey, r *timeline.Record, copied bool) {
 	if o.m == nil || len(o.m) >= maxOpen {
 		o.m = map[openKey]string{}
 	}
-	o.m[k] = o.pack(r)
+	o.m[k] = o.pack(r, copied)
 }
 
 func (o *openSet) del(k openKey) { delete(o.m, k) }
@@ -88,12 +89,17 @@ func inlineFields(r *timeline.Record) [5]*string {
 	return [...]*string{&r.Object.Name, &r.Object.UID, &r.AuditID, &r.URI, &r.Message}
 }
 
-// pack encodes r in one string. Key and Bad are not kept: a held row is
-// known by its key hash, and bad is never written.
-func (o *openSet) pack(r *timeline.Record) string {
+// pack encodes r, and whether the failed requests' copy took it, in one
+// string. Key and Bad are not kept: a held row is known by its key hash,
+// and bad is never written.
+func (o *openSet) pack(r *timeline.Record, copied bool) string {
 	b := o.scratch[:0]
+	c := int64(0)
+	if copied {
+		c = 1
+	}
 	for _, n := range [...]int64{r.ID, ns(r.Time), int64(r.Latency), int64(r.Code), int64(r.Stages),
-		r.Evidence.Run, r.Evidence.Line} {
+		r.Evidence.Run, r.Evidence.Line, c} {
 		b = binary.AppendVarint(b, n)
 	}
 	for _, f := range wordFields(r) {
@@ -135,13 +141,14 @@ func (o *openSet) appendWord(b []byte, s string) []byte {
 }
 
 // unpack decodes what pack encoded: the inline strings point into p.
-func (o *openSet) unpack(p string) (*timeline.Record, error) {
+func (o *openSet) unpack(p string) (r *timeline.Record, copied bool, err error) {
 	d := unpacker{p: p}
-	var n [7]int64
+	var n [8]int64
 	for i := range n {
 		n[i] = d.varint()
 	}
-	r := &timeline.Record{ID: n[0], Time: fromNS(n[1]), Latency: time.Duration(n[2]), Code: int(n[3]),
+	copied = n[7] == 1
+	r = &timeline.Record{ID: n[0], Time: fromNS(n[1]), Latency: time.Duration(n[2]), Code: int(n[3]),
 		Stages: timeline.Stage(n[4]), Evidence: timeline.Evidence{Run: n[5], Line: n[6]}}
 	for _, f := range wordFields(r) {
 		*f = o.word(&d)
@@ -152,10 +159,10 @@ func (o *openSet) unpack(p string) (*timeline.Record, error) {
 	for _, f := range inlineFields(r) {
 		*f = d.str(d.uvarint())
 	}
-	if d.bad || d.i != len(p) {
-		return nil, fmt.Errorf("unpack an open request: %d of %d bytes read", d.i, len(p))
+	if d.bad || d.i != len(p) || n[7]>>1 != 0 {
+		return nil, false, fmt.Errorf("unpack an open request: %d of %d bytes read", d.i, len(p))
 	}
-	return r, nil
+	return r, copied, nil
 }
 
 func (o *openSet) word(d *unpacker) string {

@@ -44,13 +44,15 @@ func TestOpenSetRoundTrip(t *testing.T) {
 			in.Key, in.Bad = "natural key", true
 			for i := range 2 { // the second time, its words are in the dictionary
 				k := openKey{t: int64(i), key: 99}
-				o.put(k, &in)
+				copied := i == 1
+				o.put(k, &in, copied)
 				got, ok := o.get(k)
 				if !ok {
 					t.Fatal("not found")
 				}
-				if got.key != 99 || !got.held || got.dirty || got.rq != nil {
-					t.Errorf("row: key %d held %v dirty %v rq %v", got.key, got.held, got.dirty, got.rq)
+				if got.key != 99 || !got.held || got.heldCopied != copied || got.dirty || got.rq != nil {
+					t.Errorf("row: key %d held %v heldCopied %v (want %v) dirty %v rq %v",
+						got.key, got.held, got.heldCopied, copied, got.dirty, got.rq)
 				}
 				if diff := cmp.Diff(tt.r, *got.r); diff != "" {
 					t.Errorf("round %d (-put +got):\n%s", i, diff)
@@ -64,7 +66,7 @@ func TestOpenSetRoundTrip(t *testing.T) {
 // all the same; the words held keep their ids.
 func TestOpenSetDictionaryFull(t *testing.T) {
 	var o openSet
-	o.put(openKey{key: 1}, &timeline.Record{Verb: "get"})
+	o.put(openKey{key: 1}, &timeline.Record{Verb: "get"}, false)
 	for i := len(o.words); i < maxWords; i++ {
 		o.appendWord(nil, "w"+strconv.Itoa(i))
 	}
@@ -72,7 +74,7 @@ func TestOpenSetDictionaryFull(t *testing.T) {
 		t.Fatalf("%d words, want %d", len(o.words), maxWords)
 	}
 	r := timeline.Record{Verb: "get", User: "a user never seen", Extra: json.RawMessage(`{"new":1}`)}
-	o.put(openKey{key: 2}, &r)
+	o.put(openKey{key: 2}, &r, false)
 	if len(o.words) != maxWords {
 		t.Errorf("the dictionary grew past its bound: %d words", len(o.words))
 	}
@@ -89,7 +91,7 @@ func TestOpenSetDictionaryFull(t *testing.T) {
 func TestOpenSetBounded(t *testing.T) {
 	var o openSet
 	for i := range maxOpen + 1 {
-		o.put(openKey{t: int64(i)}, &timeline.Record{})
+		o.put(openKey{t: int64(i)}, &timeline.Record{}, false)
 	}
 	if o.len() != 1 {
 		t.Errorf("%d requests remembered after %d, want 1", o.len(), maxOpen+1)
@@ -112,8 +114,8 @@ func TestOpenSetPackedSize(t *testing.T) {
 		Extra:    json.RawMessage(`{"annotations":{"authorization.k8s.io/decision":"allow","authorization.k8s.io/reason":""}}`),
 		Evidence: timeline.Evidence{Run: 1, Line: 4_500_000}}
 	var o openSet
-	o.put(openKey{key: 1}, &r)
-	o.put(openKey{key: 2}, &r)
+	o.put(openKey{key: 1}, &r, false)
+	o.put(openKey{key: 2}, &r, true)
 	if n := len(o.m[openKey{key: 2}]); n >= 256 {
 		t.Errorf("a watch packs into %d bytes, want < 256", n)
 	}
@@ -123,23 +125,23 @@ func TestOpenSetPackedSize(t *testing.T) {
 // never read past their end.
 func FuzzOpenSetUnpack(f *testing.F) {
 	var o openSet
-	o.put(openKey{}, &timeline.Record{Verb: "get", URI: "/api", Extra: json.RawMessage(`{}`)})
+	o.put(openKey{}, &timeline.Record{Verb: "get", URI: "/api", Extra: json.RawMessage(`{}`)}, true)
 	f.Add(o.m[openKey{}])
 	f.Add("")
-	f.Add("\x02\x02\x02\x02\x02\x02\x02\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01")
+	f.Add("\x02\x02\x02\x02\x02\x02\x02\x02\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01")
 	f.Fuzz(func(t *testing.T, p string) {
-		r, err := o.unpack(p)
+		r, copied, err := o.unpack(p)
 		if err != nil {
 			return
 		}
 		// What unpacks packs back to the same record.
-		o.put(openKey{key: 1}, r)
+		o.put(openKey{key: 1}, r, copied)
 		r2, ok := o.get(openKey{key: 1})
 		if !ok {
 			t.Fatal("a record unpacked does not round-trip")
 		}
-		if diff := cmp.Diff(r, r2.r); diff != "" {
-			t.Errorf("(-first +second):\n%s", diff)
+		if diff := cmp.Diff(r, r2.r); diff != "" || r2.heldCopied != copied {
+			t.Errorf("copied %v, then %v (-first +second):\n%s", copied, r2.heldCopied, diff)
 		}
 	})
 }
@@ -149,7 +151,7 @@ func FuzzOpenSetUnpack(f *testing.F) {
 func TestOpenSetScratchBounded(t *testing.T) {
 	var o openSet
 	r := timeline.Record{Time: time.Unix(0, 0).UTC(), URI: strings.Repeat("u", 1<<20)}
-	o.put(openKey{}, &r)
+	o.put(openKey{}, &r, false)
 	if c := cap(o.scratch); c > maxScratch {
 		t.Errorf("a %d-byte buffer kept, want at most %d", c, maxScratch)
 	}

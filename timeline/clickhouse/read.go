@@ -67,9 +67,10 @@ func readColumns(q timeline.Query, residual bool) (cols string, keep bool) {
 	return recordColumnsFor(f | more | w.Where.Needs()), true
 }
 
-// scanRecord reads a row of key (if key is not nil) and recordColumns;
-// the time column goes to ns too when ns is not nil.
-func scanRecord(rows driver.Rows, key *int64, r *timeline.Record, ns *int64) error {
+// scanRecord reads a row of the columns that pre scan into (the lookup's
+// key and rewrite), then recordColumns; the time column goes to ns too
+// when ns is not nil.
+func scanRecord(rows driver.Rows, r *timeline.Record, ns *int64, pre ...any) error {
 	var (
 		t, lat     int64
 		code       int32
@@ -80,8 +81,8 @@ func scanRecord(rows driver.Rows, key *int64, r *timeline.Record, ns *int64) err
 	dst := []any{&r.ID, &t, &source, &o.Group, &o.Version, &o.Resource, &o.Subresource, &o.Kind, &o.Namespace, &o.Name,
 		&o.UID, &r.Verb, &r.Reason, &r.User, &r.UserAgent, &r.SourceIP, &code, &r.Type, &r.Level, &lat, &stages,
 		&r.AuditID, &r.URI, &r.Message, &ex, &r.Evidence.Run, &r.Evidence.Line}
-	if key != nil {
-		dst = append([]any{key}, dst...)
+	if len(pre) > 0 {
+		dst = append(pre, dst...)
 	}
 	if err := rows.Scan(dst...); err != nil {
 		return err
@@ -235,7 +236,7 @@ func (s *Store) limitedRecords(ctx context.Context, q timeline.Query, yield func
 	_, keep := readColumns(q, false)
 	for rows.Next() {
 		r := &timeline.Record{}
-		if err := scanRecord(rows, nil, r, nil); err != nil {
+		if err := scanRecord(rows, r, nil); err != nil {
 			yield(nil, fmt.Errorf("read record: %w", err))
 			return
 		}

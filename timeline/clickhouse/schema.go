@@ -239,12 +239,16 @@ func columnNames(columns string) []string {
 // uses it only for the buckets of time where it holds as many rows as
 // record does (plan).
 //
-// The copy also takes every rewrite that follows a failed version
-// (rewrite = markedRewrite): the version that superseded a failure, even
-// one that succeeded. So the latest version the copy holds of a request
-// failed exactly when the request's current version did (currentIn), and
-// the copy judges its current versions from its own rewrites, without
-// reading record's (copyAlone). A copy made before the marks
+// The copy also takes every version of a request after the first one it
+// took (rewrite = markedRewrite): the writer marks a rewrite whose
+// previous version the copy took, because it failed or was marked itself,
+// even one that succeeded. So a request's current version is in the copy
+// whenever any of its versions is; the copy judges its current versions
+// from its own rewrites, without reading record's (copyAlone), and a plan
+// can check it against record in any state of either table's merges
+// (plan). (An older writer marked only the rewrite right after a failed
+// version: the latest version the copy holds still failed exactly when
+// the current one did, see currentIn.) A copy made before the marks
 // (failedViewUnmarked, by an older faultline) lacks them: its current
 // versions are judged from record's rewrites (copyByRecord).
 var failedTable = func() table {
@@ -258,14 +262,23 @@ const failedCode = 400
 
 // The rewrite column of a record row: the first version of a record is
 // written unmarked; a later one is a rewrite, marked markedRewrite when the
-// version it supersedes had failed (failedCode or above).
+// failed requests' copy took the version it supersedes (copiedRow).
 const (
 	plainRewrite  = 1
 	markedRewrite = 2
 )
 
+// copiedRow reports whether the failed requests' copy takes a row of this
+// code and rewrite column (failedView's condition).
+func copiedRow(code int, rewrite uint8) bool {
+	return code >= failedCode || rewrite == markedRewrite
+}
+
+// copiedSQL is copiedRow's condition in SQL.
+var copiedSQL = "(code >= " + strconv.Itoa(failedCode) + " OR rewrite = " + strconv.Itoa(markedRewrite) + ")"
+
 // failedView fills failedTable from every insert into record_local: the
-// failed versions, and the rewrites that supersede one.
+// failed versions, and the marked rewrites.
 var failedView = failedViewOf("failed_mv2", " OR rewrite = "+strconv.Itoa(markedRewrite))
 
 // failedViewUnmarked is the view an older faultline made: the failed
@@ -445,9 +458,11 @@ func current(db, rng string) string { return currentIn(db+".record_local", rng) 
 // table: record_local, or failed_local for the rows of a copy that holds
 // every version after a failed one (copyAlone). The latest version of a
 // request either failed, and is copied, or is copied when the version
-// before it failed (markedRewrite), or follows an unfailed version, as
+// before it was copied (markedRewrite), or follows an unfailed version, as
 // does every version after the last that the copy holds: so the copy's
-// latest version failed exactly when the request's current one did.
+// latest version failed exactly when the request's current one did. (The
+// argument needs only the marks an older writer made too: every rewrite
+// right after a failed version.)
 func currentIn(local, rng string) string {
 	return fmt.Sprintf("((time_ns, key) NOT IN (SELECT time_ns, key FROM %[1]s WHERE %[2]s AND rewrite != 0)"+
 		" OR (time_ns, key, stages) IN (SELECT time_ns, key, max(stages) FROM %[1]s WHERE %[2]s AND rewrite != 0 GROUP BY time_ns, key))",

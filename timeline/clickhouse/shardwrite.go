@@ -174,15 +174,8 @@ func (b *batch) appendShard(ctx context.Context, i int, rows []*row) (err error)
 	}
 	for _, rw := range rows {
 		r, o := rw.r, &rw.r.Object
-		var rewrite uint8
-		switch {
-		case rw.held && rw.heldFailed:
-			rewrite = markedRewrite
-		case rw.held:
-			rewrite = plainRewrite
-		}
 		auditUUID, auditID := splitAuditID(r.AuditID)
-		if err := ins.Append(rw.key, rewrite, auditUUID, r.ID, ns(r.Time), string(r.Source), o.Group, o.Version, o.Resource, o.Subresource,
+		if err := ins.Append(rw.key, rw.rewrite(), auditUUID, r.ID, ns(r.Time), string(r.Source), o.Group, o.Version, o.Resource, o.Subresource,
 			o.Kind, o.Namespace, o.Name, o.UID, r.Verb, r.Reason, r.User, r.UserAgent, r.SourceIP, int32(r.Code),
 			r.Type, r.Level, int64(r.Latency), uint8(r.Stages), auditID, r.URI, r.Message, string(r.Extra),
 			r.Evidence.Run, r.Evidence.Line); err != nil {

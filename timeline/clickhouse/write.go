@@ -95,13 +95,29 @@ type row struct {
 	dirty bool // to be written: new, or a stage joined
 	// held says a version of the row is in the database already: the
 	// next version written is marked a rewrite (see current), and
-	// heldFailed that this version had failed: the next is then a marked
-	// rewrite, which the failed requests' copy takes (failedView).
-	held, heldFailed bool
+	// heldCopied that the failed requests' copy took that version (it
+	// failed, or was itself a marked rewrite): the next is then a marked
+	// rewrite, which the copy takes too (failedView).
+	held, heldCopied bool
 	// rq is the request's rollup class, once counted (rollup.go); nil
 	// before, or for a record the rollup does not count.
 	rq *rollup.Request
 }
+
+// rewrite is the rewrite column of the version of rw written next.
+func (rw *row) rewrite() uint8 {
+	switch {
+	case rw.held && rw.heldCopied:
+		return markedRewrite
+	case rw.held:
+		return plainRewrite
+	}
+	return 0
+}
+
+// copied reports whether the failed requests' copy takes the version of
+// rw written next (failedView).
+func (rw *row) copied() bool { return copiedRow(rw.r.Code, rw.rewrite()) }
 
 // sameRequest reports whether a held record and an incoming one under the
 // same key are one request (as the SQLite store judges it): the same verb,
@@ -336,7 +352,7 @@ func (b *batch) remember() {
 			s.open.del(k)
 			continue
 		}
-		s.open.put(k, rw.r)
+		s.open.put(k, rw.r, rw.copied())
 	}
 }
 
