@@ -51,11 +51,18 @@ var schema = []table{
 	{
 		// One version seen twice keeps its best sighting (rank: the kind
 		// of sighting, then the earlier time; see rank).
+		//
+		// Reads take one kind (or one object) at a time, and each part
+		// they meet is read a granule at least, whose content column is
+		// the bodies of the rows around it: granules of 1,024 rows, not
+		// 8,192. On the 10 M-line benchmark log's versions, five parts
+		// a shard as an ingest leaves them, one kind's versions were
+		// read in 20-78 ms instead of 74-236 (SCHEMA.md).
 		name: "object_version",
 		columns: `key Int64, api_group String, api_version String, resource String, kind String,
 			namespace String, name String, uid String, resource_version String, time_ns Int64,
 			hash String, content String, run_id Int64, line Int64, seen Int8, rank UInt64`,
-		engine:   "ReplacingMergeTree(rank) ORDER BY (resource, namespace, name, key)",
+		engine:   "ReplacingMergeTree(rank) ORDER BY (resource, namespace, name, key) SETTINGS index_granularity = 1024",
 		shardKey: "intHash64(key)",
 	},
 	{
