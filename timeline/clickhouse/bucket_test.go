@@ -26,3 +26,30 @@ func TestBucketMeets(t *testing.T) {
 		}
 	}
 }
+
+// bucketSpan holds exactly the times whose buckets meet [lo, hi).
+func TestBucketSpan(t *testing.T) {
+	const B = bucketNS
+	edges := []int64{math.MinInt64, -B, -1, 0, 1, B - 1, B, 3*B - 1, 3 * B, 3*B + 1, 4*B - 1, 4 * B,
+		math.MaxInt64 - B, math.MaxInt64 - 1, math.MaxInt64}
+	bucket := func(t int64) int64 {
+		if t < 0 {
+			return -1
+		}
+		return t / B
+	}
+	for _, lo := range edges {
+		for _, hi := range edges {
+			if lo >= hi {
+				continue
+			}
+			blo, bhi := bucketSpan(lo, hi)
+			for _, at := range edges {
+				in := at >= blo && (bhi == math.MaxInt64 || at < bhi)
+				if want := bucketMeets(bucket(at), lo, hi); in != want {
+					t.Errorf("bucketSpan(%d, %d) = [%d, %d): holds %d %v, want %v", lo, hi, blo, bhi, at, in, want)
+				}
+			}
+		}
+	}
+}

@@ -251,25 +251,33 @@ func (s *Store) copyDigests(ctx context.Context, table, where string) (map[int64
 }
 
 // copyDiffers is the buckets meeting [lo, hi) where the failed requests'
-// copy and record have different digests. record's digests of the whole
-// table are read once and kept until the store writes records again
-// (forgetRewrites): on the 10 M-line benchmark log about 0.15 s of the
-// servers, where the copy's, read for each plan, take a tenth of that. A
-// copy that another writer filled since differs, and is not read.
+// copy and record have different digests, both read over the whole
+// buckets that meet [lo, hi): a read of an hour groups the keys of an
+// hour, however long the table. record's are kept, with the range they
+// cover, until the store writes records again (forgetRewrites) or a plan
+// asks for another range: investigate plans its reads of failed requests
+// over one window. On the 10 M-line benchmark log, record's took about
+// 0.15 s of the servers, where the copy's, read for each plan, take a
+// tenth of that. A copy that another writer filled since differs, and is
+// not read.
 func (s *Store) copyDiffers(ctx context.Context, lo, hi int64) ([]int64, error) {
+	rng := bucketRange(lo, hi)
 	s.mu.Lock()
 	want := s.digests
+	if s.digestsOver != rng {
+		want = nil
+	}
 	s.mu.Unlock()
 	if want == nil {
 		var err error
-		if want, err = s.copyDigests(ctx, "record", "1"); err != nil {
+		if want, err = s.copyDigests(ctx, "record", rng); err != nil {
 			return nil, err
 		}
 		s.mu.Lock()
-		s.digests = want
+		s.digests, s.digestsOver = want, rng
 		s.mu.Unlock()
 	}
-	got, err := s.copyDigests(ctx, "failed", bucketRange(lo, hi))
+	got, err := s.copyDigests(ctx, "failed", rng)
 	if err != nil {
 		return nil, err
 	}
@@ -289,8 +297,12 @@ func (s *Store) copyDiffers(ctx context.Context, lo, hi int64) ([]int64, error) 
 
 // bucketRange is the condition on time_ns of the whole buckets that meet
 // [lo, hi).
-func bucketRange(lo, hi int64) string {
-	blo, bhi := int64(math.MinInt64), int64(math.MaxInt64)
+func bucketRange(lo, hi int64) string { return nsRange(bucketSpan(lo, hi)) }
+
+// bucketSpan is the span [blo, bhi) of the whole buckets that meet [lo,
+// hi), bhi MaxInt64 for none (as nsRange takes it).
+func bucketSpan(lo, hi int64) (blo, bhi int64) {
+	blo, bhi = math.MinInt64, math.MaxInt64
 	if lo >= 0 {
 		blo = lo / bucketNS * bucketNS
 	}
@@ -299,7 +311,7 @@ func bucketRange(lo, hi int64) string {
 	} else if end := (hi-1)/bucketNS*bucketNS + bucketNS; end > 0 && hi != math.MaxInt64 {
 		bhi = end
 	}
-	return nsRange(blo, bhi)
+	return blo, bhi
 }
 
 // bucketMeets reports whether bucket b (-1: no time, or before 1970)
@@ -308,7 +320,9 @@ func bucketMeets(b, lo, hi int64) bool {
 	if b < 0 {
 		return lo < 0
 	}
-	return b*bucketNS < hi && lo < (b+1)*bucketNS
+	start := b * bucketNS
+	// lo < start+bucketNS, which overflows for the last bucket of int64
+	return start < hi && (lo < start || lo-start < bucketNS)
 }
 
 // forgetRewrites drops the rewrite counts rewritesIn keeps, and record's

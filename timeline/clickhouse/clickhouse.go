@@ -104,10 +104,12 @@ type Store struct {
 	heldMaxRead bool
 	roll        *rollupState // the request rollup held; nil: not read yet
 	// rewrites are the rewrites held per bucket of time (rewritesIn), and
-	// digests record's digests of the failed requests' copy (copyDiffers);
-	// nil: not read since the last write.
-	rewrites map[int64]int64
-	digests  map[int64]digest
+	// digests record's digests of the failed requests' copy over the time
+	// condition digestsOver (copyDiffers); nil: not read since the last
+	// write.
+	rewrites    map[int64]int64
+	digests     map[int64]digest
+	digestsOver string
 	// direct are connections to each shard, for writing records straight
 	// to its local table (shardwrite.go); opened at the first write.
 	direct []driver.Conn
