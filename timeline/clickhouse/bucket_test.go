@@ -2,7 +2,10 @@ package clickhouse
 
 import (
 	"math"
+	"slices"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestBucketMeets(t *testing.T) {
@@ -50,6 +53,26 @@ func TestBucketSpan(t *testing.T) {
 					t.Errorf("bucketSpan(%d, %d) = [%d, %d): holds %d %v, want %v", lo, hi, blo, bhi, at, in, want)
 				}
 			}
+		}
+	}
+}
+
+func TestDiffering(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		want, got map[int64]int64
+		differ    []int64
+	}{
+		{"both empty", nil, map[int64]int64{}, nil},
+		{"the same", map[int64]int64{-1: 2, 3: 4}, map[int64]int64{3: 4, -1: 2}, nil},
+		{"a value", map[int64]int64{1: 1, 2: 2}, map[int64]int64{1: 1, 2: 3}, []int64{2}},
+		{"only in want", map[int64]int64{1: 1, 5: 0}, map[int64]int64{1: 1}, []int64{5}},
+		{"only in got", map[int64]int64{1: 1}, map[int64]int64{1: 1, 7: 0}, []int64{7}},
+	} {
+		got := differing(tc.want, tc.got)
+		slices.Sort(got)
+		if diff := cmp.Diff(tc.differ, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
 		}
 	}
 }

@@ -35,6 +35,10 @@ var chunkRows int64 = 1 << 16 // a variable for the tests
 
 const bucketNS = int64(10e9) // 10 s
 
+// bucketSQL is the bucket of a row's time_ns, as bucketMeets numbers them:
+// -1 for no time (and any before 1970).
+var bucketSQL = fmt.Sprintf("if(time_ns < 0, -1, intDiv(time_ns, %d))", bucketNS)
+
 // oversized is a chunk too large to hold and sort in memory.
 func oversized(c chunk) bool { return c.rows > 4*chunkRows }
 
@@ -91,7 +95,7 @@ func nsRange(lo, hi int64) string {
 // hide a missed row there: two rare events in the same ten seconds. The
 // counts also differ until both tables are merged alike.)
 func (s *Store) plan(ctx context.Context, lo, hi int64, filter string, failing bool) ([]chunk, error) {
-	kept, copied, differ, err := s.planCounts(ctx, lo, hi, filter, failing)
+	kept, differ, err := s.planCounts(ctx, lo, hi, filter, failing)
 	if err != nil {
 		return nil, err
 	}
@@ -118,22 +122,10 @@ func (s *Store) plan(ctx context.Context, lo, hi int64, filter string, failing b
 		for i := range out {
 			out[i].failed = true
 		}
-		// distrust reads from record the chunk of bucket b.
-		distrust := func(b int64) { out[chunkOf(out, b)].failed = false }
+		// The chunks of the buckets where the copy differs are read
+		// from record.
 		for _, b := range differ {
-			distrust(b)
-		}
-		if s.failed == copyByRecord {
-			for b, n := range kept {
-				if copied[b] != n {
-					distrust(b)
-				}
-			}
-			for b := range copied {
-				if _, ok := kept[b]; !ok {
-					distrust(b)
-				}
-			}
+			out[chunkOf(out, b)].failed = false
 		}
 	}
 	return slices.DeleteFunc(out, func(c chunk) bool { return c.rows == 0 }), nil
@@ -141,28 +133,47 @@ func (s *Store) plan(ctx context.Context, lo, hi int64, filter string, failing b
 
 // planCounts reads what plan needs but the rewrites: the rows filter
 // keeps per bucket of time, counted in record, or in the copy when it is
-// read whole; the copy's counts too when they are its check
-// (copyByRecord); the buckets whose digests differ (copyAlone).
-func (s *Store) planCounts(ctx context.Context, lo, hi int64, filter string, failing bool) (kept, copied map[int64]int64, differ []int64, err error) {
-	rng := nsRange(lo, hi)
+// read whole; and, for a failing read, the buckets where the copy differs
+// from record: by digests (copyAlone), or by those counts (copyByRecord).
+func (s *Store) planCounts(ctx context.Context, lo, hi int64, filter string, failing bool) (kept map[int64]int64, differ []int64, err error) {
+	where := nsRange(lo, hi) + " AND (" + filter + ")"
 	counted := "record"
 	if failing && s.failed == copyAlone {
 		if differ, err = s.copyDiffers(ctx, lo, hi); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		if len(differ) == 0 {
 			counted = "failed"
 		}
 	}
-	if kept, err = s.bucketCounts(ctx, counted, rng+" AND ("+filter+")"); err != nil {
-		return nil, nil, nil, err
+	if kept, err = s.bucketCounts(ctx, counted, where); err != nil {
+		return nil, nil, err
 	}
 	if failing && s.failed == copyByRecord {
-		if copied, err = s.bucketCounts(ctx, "failed", rng+" AND ("+filter+")"); err != nil {
-			return nil, nil, nil, err
+		copied, err := s.bucketCounts(ctx, "failed", where)
+		if err != nil {
+			return nil, nil, err
+		}
+		differ = differing(kept, copied)
+	}
+	return kept, differ, nil
+}
+
+// differing is the buckets whose values differ between want and got, or
+// that only one of them holds.
+func differing[V comparable](want, got map[int64]V) []int64 {
+	var out []int64
+	for b, v := range want {
+		if g, ok := got[b]; !ok || g != v {
+			out = append(out, b)
 		}
 	}
-	return kept, copied, differ, nil
+	for b := range got {
+		if _, ok := want[b]; !ok {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // chunkOf is the index of the chunk of bucket b: the last chunk that
@@ -231,9 +242,9 @@ type digest struct{ requests, sum uint64 }
 // each shard's groups are final (perShard).
 func (s *Store) copyDigests(ctx context.Context, table, where string) (map[int64]digest, error) {
 	rows, err := s.conn.Query(perShard(ctx), fmt.Sprintf(
-		"SELECT b, count(), sum(h) FROM (SELECT if(time_ns < 0, -1, intDiv(time_ns, %d)) AS b, "+
+		"SELECT b, count(), sum(h) FROM (SELECT %s AS b, "+
 			"cityHash64(time_ns, key, max(stages)) AS h FROM %s WHERE %s AND %s GROUP BY time_ns, key) GROUP BY b",
-		bucketNS, table, where, copiedSQL))
+		bucketSQL, table, where, copiedSQL))
 	if err != nil {
 		return nil, err
 	}
@@ -281,18 +292,7 @@ func (s *Store) copyDiffers(ctx context.Context, lo, hi int64) ([]int64, error) 
 	if err != nil {
 		return nil, err
 	}
-	var differ []int64
-	for b, d := range want {
-		if bucketMeets(b, lo, hi) && got[b] != d {
-			differ = append(differ, b)
-		}
-	}
-	for b := range got {
-		if _, ok := want[b]; !ok && bucketMeets(b, lo, hi) {
-			differ = append(differ, b)
-		}
-	}
-	return differ, nil
+	return differing(want, got), nil
 }
 
 // bucketRange is the condition on time_ns of the whole buckets that meet
@@ -337,7 +337,7 @@ func (s *Store) forgetRewrites() {
 // where by bucket of time: -1 for those with no time (and any before 1970).
 func (s *Store) bucketCounts(ctx context.Context, table, where string) (map[int64]int64, error) {
 	rows, err := s.conn.Query(ctx, fmt.Sprintf(
-		"SELECT if(time_ns < 0, -1, intDiv(time_ns, %d)) AS b, count() FROM %s WHERE %s GROUP BY b", bucketNS, table, where))
+		"SELECT %s AS b, count() FROM %s WHERE %s GROUP BY b", bucketSQL, table, where))
 	if err != nil {
 		return nil, err
 	}

@@ -147,6 +147,9 @@ func (o *openSet) unpack(p string) (r *timeline.Record, copied bool, err error) 
 	for i := range n {
 		n[i] = d.varint()
 	}
+	if n[7] != 0 && n[7] != 1 {
+		d.bad = true // pack writes the flag as 0 or 1
+	}
 	copied = n[7] == 1
 	r = &timeline.Record{ID: n[0], Time: fromNS(n[1]), Latency: time.Duration(n[2]), Code: int(n[3]),
 		Stages: timeline.Stage(n[4]), Evidence: timeline.Evidence{Run: n[5], Line: n[6]}}
@@ -159,7 +162,7 @@ func (o *openSet) unpack(p string) (r *timeline.Record, copied bool, err error) 
 	for _, f := range inlineFields(r) {
 		*f = d.str(d.uvarint())
 	}
-	if d.bad || d.i != len(p) || n[7]>>1 != 0 {
+	if d.bad || d.i != len(p) {
 		return nil, false, fmt.Errorf("unpack an open request: %d of %d bytes read", d.i, len(p))
 	}
 	return r, copied, nil

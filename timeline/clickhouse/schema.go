@@ -243,7 +243,7 @@ func columnNames(columns string) []string {
 // instead of record: on the 10 M-line benchmark log such rows are about
 // one in forty, spread over every granule of record, so a read of them
 // from record decompresses nearly every column whole (SCHEMA.md). A plan
-// uses it only for the buckets of time where it holds as many rows as
+// uses it only for the buckets of time where it is known to hold what
 // record does (plan).
 //
 // The copy also takes every version of a request after the first one it
@@ -311,8 +311,9 @@ const (
 	// copyByRecord: the copy holds the failed versions only, and its
 	// current versions are judged from record's rewrites.
 	copyByRecord
-	// copyAlone: the copy also holds the rewrites that supersede a failed
-	// version, and judges its current versions by itself.
+	// copyAlone: the copy also holds the marked rewrites (every version
+	// after the first one it takes; right after a failure only, if an
+	// older writer wrote them), and judges its current versions by itself.
 	copyAlone
 )
 

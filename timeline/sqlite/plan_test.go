@@ -88,8 +88,7 @@ func planStatements(t testing.TB) []planStatement {
 		WHERE r.time_ns >= ? AND r.time_ns < ? GROUP BY r.source`, "record_time_key", lo, hi)
 	add("write: the request held under a key (write.go)", heldStaged, "record_time_key", int64(1), int64(1))
 	add("write: the whole record held under a key (write.go)", heldWhole, "record_key_whole", int64(1))
-	add("rollup: requests per second (rollup.go)", `SELECT q.class, q.sec, q.n FROM req_class c CROSS JOIN req_second q
-		ON q.class = c.id AND q.sec >= ? AND q.sec < ? ORDER BY c.id, q.sec`, "PRIMARY KEY", 0, 1)
+	add("rollup: requests per second (rollup.go)", secondsRead, "PRIMARY KEY", 0, 1)
 	add("rollup: count of the seconds of a window (rollup.go)", secondsCount, "PRIMARY KEY", 0, 1)
 	add("rollup: stats of a window (rollup.go)", `SELECT class, minute, code, bucket, n, etcd_lists, unpaged_lists, lat_sum,
 		lat_max, apf_wait_max FROM req_stat WHERE minute >= ? AND minute < ? ORDER BY minute, class, code, bucket`, "PRIMARY KEY", 0, 1)
