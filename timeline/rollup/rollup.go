@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/tidwall/gjson"
 )
 
 // Stages that matter to the rollup.
@@ -171,11 +172,66 @@ func Replaces(old, in timeline.Stage) bool {
 
 // APFQueueWait reads the APF queue wait annotation from a record's extra
 // JSON. The value is a Go duration as Duration.String writes it (always
-// ending in "s"); anything else is 0.
+// ending in "s"); anything else is 0. It answers as decoding extra with
+// encoding/json into a struct with an Annotations map would (apfWaitStd),
+// and reads the common form, one "annotations" object of strings, without
+// building the map: that decode was 3.6 % of a ClickHouse ingest's CPU on
+// the 10 M-line benchmark log, on the writer's path.
 func APFQueueWait(extra []byte) int64 {
 	if !bytes.Contains(extra, []byte("apf-queue-wait")) {
 		return 0
 	}
+	if v, ok := apfWaitFast(extra); ok {
+		return parseAPFWait(v)
+	}
+	return apfWaitStd(extra)
+}
+
+// apfWaitFast reads the annotation from valid JSON whose top-level object
+// has exactly one key that encoding/json would match to "annotations",
+// spelled so, whose value is an object of strings only. ok is false for
+// anything else (other forms, where encoding/json merges maps, resets them
+// on null or fails on a number it cannot hold, or nesting deeper than it
+// allows): apfWaitStd reads those.
+func apfWaitFast(extra []byte) (v any, ok bool) {
+	if bytes.Count(extra, []byte{'{'})+bytes.Count(extra, []byte{'['}) > 1000 || !gjson.ValidBytes(extra) {
+		return nil, false
+	}
+	top := gjson.ParseBytes(extra)
+	if !top.IsObject() {
+		return nil, false
+	}
+	var annots gjson.Result
+	n := 0
+	top.ForEach(func(k, val gjson.Result) bool {
+		if strings.EqualFold(k.String(), "annotations") {
+			n++
+			annots = val
+			ok = k.String() == "annotations"
+		}
+		return true
+	})
+	if n != 1 || !ok || !annots.IsObject() {
+		return nil, false
+	}
+	annots.ForEach(func(k, val gjson.Result) bool {
+		if val.Type != gjson.String {
+			ok = false
+			return false
+		}
+		if k.String() == apfAnnotation {
+			v = val.String() // the last one wins, as in a map
+		}
+		return true
+	})
+	if !ok {
+		return nil, false
+	}
+	return v, true
+}
+
+// apfWaitStd is APFQueueWait by encoding/json.
+func apfWaitStd(extra []byte) int64 {
 	var x struct {
 		Annotations map[string]any `json:"annotations"`
 	}

@@ -255,3 +255,43 @@ func quote(s string) string {
 	b.WriteByte('"')
 	return b.String()
 }
+
+// FuzzAPFQueueWaitSame holds APFQueueWait's fast path to encoding/json on
+// any extra: the same wait, whatever the JSON.
+func FuzzAPFQueueWaitSame(f *testing.F) {
+	const k = `"` + apfAnnotation + `"`
+	for _, s := range []string{
+		`{"annotations":{` + k + `:"700.192745ms"}}`,
+		`{"annotations":{"a":"b",` + k + `:"1s",` + k + `:"2s"}}`,
+		`{"annotations":{` + k + `:"1s"},"annotations":{` + k + `:"2s"}}`,
+		`{"annotations":{` + k + `:"1s"},"annotations":{"x":"y"}}`,
+		`{"annotations":{` + k + `:"1s"},"Annotations":{"x":"y"}}`,
+		`{"annotations":{` + k + `:"1s"},"annotations":null}`,
+		`{"ANNOTATIONS":{` + k + `:"1s"}}`,
+		`{"annotation\u0073":{` + k + `:"1s"}}`,
+		`{"annotations":{` + k + `:"1s","n":1e400}}`,
+		`{"annotations":{` + k + `:"1s","n":[1,{"a":null}]}}`,
+		`{"annotations":{` + k + `:7}}`,
+		`{"annotations":{` + k + `:"1s"},"x":[[[[1]]]]}`,
+		`{"annotations":{` + k + `:"1s"}`,
+		`{"annotations":{` + k + `:"1s\u0000"}}`,
+		`{"annotations":{"apiserver.latency.k8s.io\/apf-queue-wait":"3s"}}`,
+		`{"annotations":"` + apfAnnotation + `"}`,
+		`[{"annotations":{` + k + `:"1s"}}]`,
+		`{"annotations":{` + k + `:"1s"}} x`,
+		"{\"annotations\":{" + k + ":\"1\xffs\"}}",
+		`{"annotations":{` + k + `:"1s"},"x":"` + strings.Repeat("[", 2000) + `"}`,
+		`{"annotations":{` + k + `:"1s"},"x":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}`,
+	} {
+		f.Add([]byte(s))
+	}
+	// The form the ingesters write takes the fast path.
+	if v, ok := apfWaitFast([]byte(`{"annotations":{"a":"b",` + k + `:"1s"},"groups":["g"]}`)); !ok || v != "1s" {
+		f.Errorf("the common form: %v, %v; want 1s, true", v, ok)
+	}
+	f.Fuzz(func(t *testing.T, extra []byte) {
+		if got, want := APFQueueWait(extra), apfWaitStd(extra); got != want {
+			t.Errorf("%q: %d, encoding/json %d", extra, got, want)
+		}
+	})
+}
