@@ -21,11 +21,12 @@ const lookupChunk = 5000
 // batch), and gives the new rows their ids.
 func (b *batch) judgeAll(ctx context.Context, p *timeline.IngestRun) error {
 	b.staged, b.whole, b.order = map[openKey]*row{}, map[int64]*row{}, nil
-	if err := b.lookupFirstKeys(ctx); err != nil {
+	first := make([]int64, len(b.recs)) // each record's first key, hashed once
+	if err := b.lookupFirstKeys(ctx, first); err != nil {
 		return err
 	}
-	for _, r := range b.recs {
-		res, err := b.place(ctx, r)
+	for i, r := range b.recs {
+		res, err := b.place(ctx, r, first[i])
 		if err != nil {
 			return err
 		}
@@ -34,14 +35,18 @@ func (b *batch) judgeAll(ctx context.Context, p *timeline.IngestRun) error {
 	return b.assignIDs(ctx)
 }
 
-// place judges one record, trying its keys in turn (timeline.ConflictKey).
-func (b *batch) place(ctx context.Context, r *timeline.Record) (timeline.AddResult, error) {
+// place judges one record, trying its keys in turn (timeline.ConflictKey),
+// the first hashed already (first).
+func (b *batch) place(ctx context.Context, r *timeline.Record, first int64) (timeline.AddResult, error) {
 	for i := 0; ; i++ {
-		k, ok := timeline.ConflictKey(r, i)
-		if !ok {
-			return timeline.Duplicate, nil // not reached: the last key holds all that is compared
+		kh := first
+		if i > 0 {
+			k, ok := timeline.ConflictKey(r, i)
+			if !ok {
+				return timeline.Duplicate, nil // not reached: the last key holds all that is compared
+			}
+			kh = keyHash(k)
 		}
-		kh := keyHash(k)
 		h := b.known(r, kh)
 		if h == nil && i > 0 && b.mayBeHeld(r) {
 			// A further key, looked up on its own: conflicts are rare.
@@ -128,16 +133,17 @@ func (b *batch) put(rw *row) {
 
 // lookupFirstKeys reads the rows held under the records' natural keys:
 // from the store's open requests where it remembers them, else from the
-// database.
-func (b *batch) lookupFirstKeys(ctx context.Context) error {
+// database. It sets first[i] to the hash of b.recs[i].Key.
+func (b *batch) lookupFirstKeys(ctx context.Context, first []int64) error {
 	var staged, whole []int64
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	if err := b.s.readHeldMax(ctx); err != nil {
 		return err
 	}
 	b.s.mu.Lock()
-	for _, r := range b.recs {
+	for i, r := range b.recs {
 		kh := keyHash(r.Key)
+		first[i] = kh
 		if r.Stages == 0 {
 			whole = append(whole, kh)
 			continue

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/google/uuid"
 )
 
 // Records are written straight to each shard's local table, split here by
@@ -154,6 +156,12 @@ func (b *batch) eachShard(f func(i int) error) error {
 // appendShard appends rows to the insert into the i-th shard's local
 // record table, begun at the first, and sends them as a block of it. An
 // insert that fails is dropped at once (its connection freed).
+//
+// The strings that repeat go row by row into the block's LowCardinality
+// columns, which keep a dictionary of them; the other columns a whole
+// column at a time, from typed slices: a row appended as 30 values boxed
+// into interfaces cost a fifth of a ClickHouse ingest's client CPU on the
+// 10 M-line benchmark log.
 func (b *batch) appendShard(ctx context.Context, i int, rows []*row) (err error) {
 	defer func() {
 		if err != nil && b.pend[i] != nil {
@@ -172,14 +180,64 @@ func (b *batch) appendShard(ctx context.Context, i int, rows []*row) (err error)
 		}
 		b.pend[i] = ins
 	}
-	for _, rw := range rows {
+	cols := ins.Columns()
+	at := make(map[string]int, len(cols))
+	for j, c := range cols {
+		at[c.Name()] = j
+	}
+	lcCols := [...]string{"source", "api_group", "api_version", "resource", "subresource", "kind", "namespace", "name",
+		"verb", "reason", "user", "user_agent", "source_ip", "type", "level", "uri", "extra"}
+	var lcAt [len(lcCols)]int
+	for j, name := range lcCols {
+		var ok bool
+		if lcAt[j], ok = at[name]; !ok {
+			return fmt.Errorf("insert into record_local: no column %s", name)
+		}
+	}
+	var (
+		n                                   = len(rows)
+		keys, ids, times, lats, runs, lines = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		rewrites, stages                    = make([]uint8, n), make([]uint8, n)
+		codes                               = make([]int32, n)
+		uuids                               = make([]uuid.UUID, n)
+		uids, auditIDs, messages            = make([]string, n), make([]string, n), make([]string, n)
+	)
+	for k, rw := range rows {
 		r, o := rw.r, &rw.r.Object
 		auditUUID, auditID := splitAuditID(r.AuditID)
-		if err := ins.Append(rw.key, rw.rewrite(), auditUUID, r.ID, ns(r.Time), string(r.Source), o.Group, o.Version, o.Resource, o.Subresource,
-			o.Kind, o.Namespace, o.Name, o.UID, r.Verb, r.Reason, r.User, r.UserAgent, r.SourceIP, int32(r.Code),
-			r.Type, r.Level, int64(r.Latency), uint8(r.Stages), auditID, r.URI, r.Message, string(r.Extra),
-			r.Evidence.Run, r.Evidence.Line); err != nil {
-			return err
+		if auditUUID != noUUID {
+			if uuids[k], err = uuid.Parse(auditUUID); err != nil {
+				return err
+			}
+		}
+		keys[k], rewrites[k], ids[k], times[k] = rw.key, rw.rewrite(), r.ID, ns(r.Time)
+		uids[k], codes[k], lats[k], stages[k] = o.UID, int32(r.Code), int64(r.Latency), uint8(r.Stages)
+		auditIDs[k], messages[k], runs[k], lines[k] = auditID, r.Message, r.Evidence.Run, r.Evidence.Line
+		// Extra's bytes are the record's own and never written again
+		// (AddRecord redacts them before it keeps the record): the
+		// column may keep a string over them, not a copy.
+		lc := [len(lcCols)]string{string(r.Source), o.Group, o.Version, o.Resource, o.Subresource, o.Kind,
+			o.Namespace, o.Name, r.Verb, r.Reason, r.User, r.UserAgent, r.SourceIP, r.Type, r.Level, r.URI,
+			unsafe.String(unsafe.SliceData(r.Extra), len(r.Extra))}
+		for j, v := range lc {
+			if err := cols[lcAt[j]].AppendRow(v); err != nil {
+				return fmt.Errorf("column %s: %w", lcCols[j], err)
+			}
+		}
+	}
+	whole := map[string]any{"key": keys, "rewrite": rewrites, "audit_uuid": uuids, "id": ids, "time_ns": times,
+		"uid": uids, "code": codes, "latency_ns": lats, "stages": stages, "audit_id": auditIDs, "message": messages,
+		"run_id": runs, "line": lines}
+	if len(whole)+len(lcCols) != len(cols) {
+		return fmt.Errorf("insert into record_local: %d columns, want %d", len(cols), len(whole)+len(lcCols))
+	}
+	for name, v := range whole {
+		j, ok := at[name]
+		if !ok {
+			return fmt.Errorf("insert into record_local: no column %s", name)
+		}
+		if err := ins.Column(j).Append(v); err != nil {
+			return fmt.Errorf("column %s: %w", name, err)
 		}
 	}
 	// The block goes to the server now, which keeps it, with the blocks
