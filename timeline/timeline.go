@@ -253,6 +253,9 @@ func (r *IngestRun) Tally(res AddResult) {
 // Batch is a unit of writing: everything added to it commits together or
 // not at all. A batch is used by one goroutine.
 type Batch interface {
+	// AddRecord stores a record (redacting it in place). The batch may
+	// keep r's strings and byte slices (Extra) until it commits or rolls
+	// back: the caller does not change them.
 	AddRecord(ctx context.Context, r *Record) (AddResult, error)
 	// AddVersion stores an object version; it reports false for a version
 	// already held.
