@@ -214,9 +214,9 @@ func (b *batch) appendShard(ctx context.Context, i int, rows []*row) (err error)
 		keys[k], rewrites[k], ids[k], times[k] = rw.key, rw.rewrite(), r.ID, ns(r.Time)
 		uids[k], codes[k], lats[k], stages[k] = o.UID, int32(r.Code), int64(r.Latency), uint8(r.Stages)
 		auditIDs[k], messages[k], runs[k], lines[k] = auditID, r.Message, r.Evidence.Run, r.Evidence.Line
-		// Extra's bytes are the record's own and never written again
-		// (AddRecord redacts them before it keeps the record): the
-		// column may keep a string over them, not a copy.
+		// Extra's bytes stay unchanged until the batch commits
+		// (timeline.Batch.AddRecord): the column may keep a string over
+		// them, not a copy.
 		lc := [len(lcCols)]string{string(r.Source), o.Group, o.Version, o.Resource, o.Subresource, o.Kind,
 			o.Namespace, o.Name, r.Verb, r.Reason, r.User, r.UserAgent, r.SourceIP, r.Type, r.Level, r.URI,
 			unsafe.String(unsafe.SliceData(r.Extra), len(r.Extra))}
