@@ -9,6 +9,8 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/google/uuid"
+
+	"github.com/faultline/faultline/timeline"
 )
 
 // Records are written straight to each shard's local table, split here by
@@ -186,13 +188,11 @@ func (b *batch) appendShard(ctx context.Context, i int, rows []*row) (err error)
 	for j, c := range cols {
 		at[c.Name()] = j
 	}
-	lcCols := [...]string{"source", "api_group", "api_version", "resource", "subresource", "kind", "namespace", "name",
-		"verb", "reason", "user", "user_agent", "source_ip", "type", "level", "uri", "extra"}
-	var lcAt [len(lcCols)]int
-	for j, name := range lcCols {
+	var lcAt [len(lcColumns)]int
+	for j, c := range lcColumns {
 		var ok bool
-		if lcAt[j], ok = at[name]; !ok {
-			return fmt.Errorf("insert into record_local: no column %s", name)
+		if lcAt[j], ok = at[c.name]; !ok {
+			return fmt.Errorf("insert into record_local: no column %s", c.name)
 		}
 	}
 	var (
@@ -214,23 +214,17 @@ func (b *batch) appendShard(ctx context.Context, i int, rows []*row) (err error)
 		keys[k], rewrites[k], ids[k], times[k] = rw.key, rw.rewrite(), r.ID, ns(r.Time)
 		uids[k], codes[k], lats[k], stages[k] = o.UID, int32(r.Code), int64(r.Latency), uint8(r.Stages)
 		auditIDs[k], messages[k], runs[k], lines[k] = auditID, r.Message, r.Evidence.Run, r.Evidence.Line
-		// Extra's bytes stay unchanged until the batch commits
-		// (timeline.Batch.AddRecord): the column may keep a string over
-		// them, not a copy.
-		lc := [len(lcCols)]string{string(r.Source), o.Group, o.Version, o.Resource, o.Subresource, o.Kind,
-			o.Namespace, o.Name, r.Verb, r.Reason, r.User, r.UserAgent, r.SourceIP, r.Type, r.Level, r.URI,
-			unsafe.String(unsafe.SliceData(r.Extra), len(r.Extra))}
-		for j, v := range lc {
-			if err := cols[lcAt[j]].AppendRow(v); err != nil {
-				return fmt.Errorf("column %s: %w", lcCols[j], err)
+		for j, c := range lcColumns {
+			if err := cols[lcAt[j]].AppendRow(c.value(r)); err != nil {
+				return fmt.Errorf("column %s: %w", c.name, err)
 			}
 		}
 	}
 	whole := map[string]any{"key": keys, "rewrite": rewrites, "audit_uuid": uuids, "id": ids, "time_ns": times,
 		"uid": uids, "code": codes, "latency_ns": lats, "stages": stages, "audit_id": auditIDs, "message": messages,
 		"run_id": runs, "line": lines}
-	if len(whole)+len(lcCols) != len(cols) {
-		return fmt.Errorf("insert into record_local: %d columns, want %d", len(cols), len(whole)+len(lcCols))
+	if len(whole)+len(lcColumns) != len(cols) {
+		return fmt.Errorf("insert into record_local: %d columns, want %d", len(cols), len(whole)+len(lcColumns))
 	}
 	for name, v := range whole {
 		j, ok := at[name]
@@ -246,6 +240,34 @@ func (b *batch) appendShard(ctx context.Context, i int, rows []*row) (err error)
 	// into parts of up to min_insert_block_size_rows, a million rows): the
 	// columns are not held here.
 	return ins.Flush()
+}
+
+// lcColumns are the LowCardinality columns of recordInsert, each with the
+// record's value for it.
+var lcColumns = [...]struct {
+	name  string
+	value func(r *timeline.Record) string
+}{
+	{"source", func(r *timeline.Record) string { return string(r.Source) }},
+	{"api_group", func(r *timeline.Record) string { return r.Object.Group }},
+	{"api_version", func(r *timeline.Record) string { return r.Object.Version }},
+	{"resource", func(r *timeline.Record) string { return r.Object.Resource }},
+	{"subresource", func(r *timeline.Record) string { return r.Object.Subresource }},
+	{"kind", func(r *timeline.Record) string { return r.Object.Kind }},
+	{"namespace", func(r *timeline.Record) string { return r.Object.Namespace }},
+	{"name", func(r *timeline.Record) string { return r.Object.Name }},
+	{"verb", func(r *timeline.Record) string { return r.Verb }},
+	{"reason", func(r *timeline.Record) string { return r.Reason }},
+	{"user", func(r *timeline.Record) string { return r.User }},
+	{"user_agent", func(r *timeline.Record) string { return r.UserAgent }},
+	{"source_ip", func(r *timeline.Record) string { return r.SourceIP }},
+	{"type", func(r *timeline.Record) string { return r.Type }},
+	{"level", func(r *timeline.Record) string { return r.Level }},
+	{"uri", func(r *timeline.Record) string { return r.URI }},
+	// Extra's bytes stay unchanged until the batch commits
+	// (timeline.Batch.AddRecord): the column may keep a string over them,
+	// not a copy.
+	{"extra", func(r *timeline.Record) string { return unsafe.String(unsafe.SliceData(r.Extra), len(r.Extra)) }},
 }
 
 // sendRows sends the rows appended, each shard's insert at once.
