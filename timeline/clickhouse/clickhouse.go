@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -56,7 +57,7 @@ type DSNError struct {
 }
 
 func (e *DSNError) Error() string {
-	return fmt.Sprintf("store %q: %s (want clickhouse://HOST:PORT/DATABASE?cluster=NAME)", e.DSN, e.Reason)
+	return fmt.Sprintf("store %q: %s (want clickhouse://HOST:PORT/DATABASE[?cluster=NAME])", e.DSN, e.Reason)
 }
 
 // ShardError is a shard of the cluster that did not answer.
@@ -129,7 +130,12 @@ type config struct {
 	addr, db, cluster string
 }
 
-// parseDSN reads clickhouse://HOST:PORT/DATABASE?cluster=NAME.
+// DefaultCluster is the cluster a DSN without ?cluster= names: the one
+// hack/clickhouse/up configures.
+const DefaultCluster = "faultline"
+
+// parseDSN reads clickhouse://HOST:PORT/DATABASE?cluster=NAME. The database
+// defaults to faultline, the cluster to DefaultCluster.
 func parseDSN(dsn string) (config, error) {
 	u, err := url.Parse(dsn)
 	if err != nil {
@@ -148,8 +154,11 @@ func parseDSN(dsn string) (config, error) {
 	if !identifier(c.db) {
 		return config{}, &DSNError{dsn, "the database name " + c.db + " is not a plain identifier"}
 	}
-	if c.cluster == "" {
-		return config{}, &DSNError{dsn, "no cluster (add ?cluster=NAME, as remote_servers names it)"}
+	switch {
+	case !u.Query().Has("cluster"):
+		c.cluster = DefaultCluster
+	case c.cluster == "":
+		return config{}, &DSNError{dsn, "an empty ?cluster= (leave it out for " + DefaultCluster + ")"}
 	}
 	if !identifier(c.cluster) {
 		return config{}, &DSNError{dsn, "the cluster name " + c.cluster + " is not a plain identifier"}
@@ -267,9 +276,31 @@ func clusterShards(ctx context.Context, conn driver.Conn, cluster string) ([]sha
 		return nil, err
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("the server knows no cluster %q (remote_servers in its config)", cluster)
+		return nil, unknownCluster(ctx, conn, cluster)
 	}
 	return out, nil
+}
+
+// unknownCluster is the error for a cluster the server does not know: it
+// names those the server does, for the DSN's ?cluster=.
+func unknownCluster(ctx context.Context, conn driver.Conn, cluster string) error {
+	err := fmt.Errorf("the server knows no cluster %q (remote_servers in its config; name one with ?cluster=NAME in the DSN)", cluster)
+	rows, qerr := conn.Query(ctx, "SELECT DISTINCT cluster FROM system.clusters ORDER BY cluster")
+	if qerr != nil {
+		return err
+	}
+	defer rows.Close()
+	var known []string
+	for rows.Next() {
+		var name string
+		if rows.Scan(&name) == nil {
+			known = append(known, strconv.Quote(name))
+		}
+	}
+	if len(known) == 0 {
+		return fmt.Errorf("%w; it knows none", err)
+	}
+	return fmt.Errorf("%w; it knows %s", err, strings.Join(known, ", "))
 }
 
 // Close closes the connection.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -23,7 +24,8 @@ func TestWithDatabase(t *testing.T) {
 		{dsn: "clickhouse://ch:9000/faultline?cluster=c", db: "faultline_eval_1a", want: "clickhouse://ch:9000/faultline_eval_1a?cluster=c"},
 		{dsn: "clickhouse://ch:9000?cluster=c", db: "x", want: "clickhouse://ch:9000/x?cluster=c"},
 		{dsn: "clickhouse://ch:9000/faultline?cluster=c", db: "x;DROP", reason: "the database name x;DROP is not a plain identifier"},
-		{dsn: "clickhouse://ch:9000/faultline", db: "x", reason: "no cluster (add ?cluster=NAME, as remote_servers names it)"},
+		{dsn: "clickhouse://ch:9000/faultline", db: "x", want: "clickhouse://ch:9000/x"},
+		{dsn: "clickhouse://ch:9000/faultline?cluster=", db: "x", reason: "an empty ?cluster= (leave it out for faultline)"},
 	} {
 		got, err := clickhouse.WithDatabase(tc.dsn, tc.db)
 		var de *clickhouse.DSNError
@@ -93,5 +95,35 @@ func TestDropDatabaseShardDown(t *testing.T) {
 	}
 	if got := clickhousetest.Databases(t, c.DSN, "faultline"); len(got) > 0 {
 		t.Errorf("after the second drop, still %v", got)
+	}
+}
+
+// TestDefaultCluster: a DSN without ?cluster= opens the cluster
+// hack/clickhouse/up configures, and one naming a cluster the server does
+// not know fails with the names of those it does.
+func TestDefaultCluster(t *testing.T) {
+	ctx := context.Background()
+	dsn := clickhousetest.DSN(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := u.Query().Get("cluster")
+	u.RawQuery = ""
+	s, err := clickhouse.Open(ctx, u.String(), clickhouse.Options{})
+	switch {
+	case cluster == clickhouse.DefaultCluster && err != nil:
+		t.Fatalf("open %s: %v", u, err)
+	case cluster != clickhouse.DefaultCluster && err == nil:
+		t.Fatalf("open %s: no error, though the server's cluster is %q", u, cluster)
+	case err == nil:
+		s.Close()
+	}
+
+	u.RawQuery = "cluster=nope"
+	_, err = clickhouse.Open(ctx, u.String(), clickhouse.Options{})
+	want := `the server knows no cluster "nope" (remote_servers in its config; name one with ?cluster=NAME in the DSN); it knows `
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), strconv.Quote(cluster)) {
+		t.Fatalf("open with ?cluster=nope: %v; want an error containing %q and naming %q", err, want, cluster)
 	}
 }

@@ -88,19 +88,25 @@ first use; FAULTLINE_KEY names another file. SECURITY.md has the details.`,
 					f.dbPath = env
 				}
 			}
-			if !cmd.Flags().Changed("store") {
+			// A flag beats the environment: --db given on the command line
+			// names the timeline even with FAULTLINE_STORE set.
+			switch db, store := cmd.Flags().Changed("db"), cmd.Flags().Changed("store"); {
+			case db && store:
+				return usagef("faultline --store clickhouse://127.0.0.1:19001/faultline sources",
+					"--db and --store both name a timeline: give one")
+			case !db && !store:
 				f.storeDSN = f.Getenv("FAULTLINE_STORE")
 			}
 			if f.storeDSN != "" && !clickhouse.IsDSN(f.storeDSN) {
-				return usagef("faultline --store clickhouse://127.0.0.1:19001/faultline?cluster=faultline sources",
-					"--store %q: want a ClickHouse DSN, clickhouse://HOST:PORT/DATABASE?cluster=NAME (a file is --db)", f.storeDSN)
+				return usagef("faultline --store clickhouse://127.0.0.1:19001/faultline sources",
+					"--store %q: want a ClickHouse DSN, clickhouse://HOST:PORT/DATABASE[?cluster=NAME] (a file is --db)", f.storeDSN)
 			}
 			return nil
 		},
 	}
 	root.PersistentFlags().StringVar(&f.dbPath, "db", "./faultline.db", "timeline database file (env FAULTLINE_DB)")
 	root.PersistentFlags().BoolVar(&f.allowPartial, "allow-partial", false, "with --store: answer from the shards that are up when one is down, marked partial: a warning on stderr, a \"partial\" field in -o json|yaml, a last line in -o jsonl (else refuse)")
-	root.PersistentFlags().StringVar(&f.storeDSN, "store", "", "a ClickHouse cluster instead of --db: clickhouse://HOST:PORT/DATABASE?cluster=NAME (env FAULTLINE_STORE; hack/clickhouse/up starts one)")
+	root.PersistentFlags().StringVar(&f.storeDSN, "store", "", "a ClickHouse cluster instead of --db: clickhouse://HOST:PORT/DATABASE[?cluster=NAME], the cluster faultline by default (env FAULTLINE_STORE, which --db overrides; hack/clickhouse/up starts one)")
 	root.PersistentFlags().BoolVarP(&f.verbose, "verbose", "v", false, "log diagnostics to stderr")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usagef(c.CommandPath()+" --help", "%s", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,8 @@ func TestStoreFlag(t *testing.T) {
 	}{
 		{[]string{"--store", "./faultline.db", "sources"}, "", `--store "./faultline.db": want a ClickHouse DSN`},
 		{[]string{"sources"}, "http://ch:8123/", `--store "http://ch:8123/": want a ClickHouse DSN`},
-		{[]string{"--store", "clickhouse://ch:9000/db", "sources"}, "", "error: invalid --store (or FAULTLINE_STORE): store \"clickhouse://ch:9000/db\": no cluster (add ?cluster=NAME"},
+		{[]string{"--store", "clickhouse://ch:9000/db?cluster=", "sources"}, "", "error: invalid --store (or FAULTLINE_STORE): store \"clickhouse://ch:9000/db?cluster=\": an empty ?cluster= (leave it out for faultline)"},
+		{[]string{"--db", "x.db", "--store", "clickhouse://ch:9000/db", "sources"}, "", "--db and --store both name a timeline: give one"},
 	} {
 		t.Run(strings.Join(tc.args, " ")+" "+tc.env, func(t *testing.T) {
 			var out, errOut bytes.Buffer
@@ -39,6 +41,32 @@ func TestStoreFlag(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want exit 2 saying %q", code, errOut.String(), tc.err)
 			}
 		})
+	}
+}
+
+// TestStorePrecedence: a flag beats the environment. With FAULTLINE_STORE
+// naming a cluster that is not there, --db on the command line still goes
+// to its file (which does not exist either, and says so), and without
+// --db the command goes to the cluster (and says it cannot reach it).
+func TestStorePrecedence(t *testing.T) {
+	const gone = "clickhouse://127.0.0.1:1/faultline"
+	db := filepath.Join(t.TempDir(), "f.db")
+	run := func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		f := &Factory{IO: IOStreams{Out: &out, ErrOut: &errOut}, Now: time.Now,
+			Getenv: func(k string) string {
+				if k == "FAULTLINE_STORE" {
+					return gone
+				}
+				return ""
+			}}
+		return Run(context.Background(), args, f), out.String(), errOut.String()
+	}
+	if code, _, errOut := run("--db", db, "sources"); code == 0 || !strings.Contains(errOut, "no timeline at "+db) {
+		t.Errorf("--db with FAULTLINE_STORE set: exit %d, stderr %q; want the file's error (no timeline at %s)", code, errOut, db)
+	}
+	if code, _, errOut := run("sources"); code == 0 || !strings.Contains(errOut, "127.0.0.1:1") {
+		t.Errorf("FAULTLINE_STORE alone: exit %d, stderr %q; want an error naming 127.0.0.1:1", code, errOut)
 	}
 }
 
