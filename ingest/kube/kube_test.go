@@ -23,6 +23,7 @@ import (
 
 	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/clickhouse/clickhousetest"
 	"github.com/faultline/faultline/timeline/sqlite"
 	"github.com/faultline/faultline/timeline/sqlite/sqlitetest"
 )
@@ -192,16 +193,39 @@ func TestSnapshotInfersDeletions(t *testing.T) {
 	mk := func(name, uid string) *unstructured.Unstructured {
 		return obj(t, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"`+name+`","namespace":"ml","uid":"`+uid+`","resourceVersion":"1","creationTimestamp":"2026-05-01T10:00:00Z"}}`)
 	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{pods: "PodList"}, mk("w-0", "p0"), mk("w-1", "p1"))
+	dyn := func(t *testing.T) *dynamicfake.FakeDynamicClient {
+		return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+			map[schema.GroupVersionResource]string{pods: "PodList"}, mk("w-0", "p0"), mk("w-1", "p1"))
+	}
+	for _, tc := range []struct {
+		name string
+		open func(t *testing.T) timeline.Store
+	}{
+		{"sqlite", func(t *testing.T) timeline.Store {
+			s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "t.db"), sqlite.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}},
+		{"clickhouse", func(t *testing.T) timeline.Store { return clickhousetest.New(t) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkSnapshotInfersDeletions(t, tc.open(t), dyn(t))
+		})
+	}
+}
+
+// checkSnapshotInfersDeletions snapshots two pods, deletes one, and
+// snapshots twice more: one deletion is inferred, once, and the other pod
+// alone is live.
+func checkSnapshotInfersDeletions(t *testing.T, store timeline.Store, dyn *dynamicfake.FakeDynamicClient) {
+	ctx := context.Background()
+	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	disc := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{}}
 	disc.Resources = []*metav1.APIResourceList{{GroupVersion: "v1", APIResources: []metav1.APIResource{
 		{Name: "pods", Kind: "Pod", Namespaced: true, Verbs: metav1.Verbs{"list", "watch"}}}}}
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "t.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
 	at := time.Date(2026, 5, 1, 11, 0, 0, 0, time.UTC)
 	in := New(store, dyn, disc, "fake", Options{Resources: []Wanted{{"", "pods", false}}, Now: func() time.Time { return at }})
 	if _, err := in.Snapshot(ctx); err != nil {

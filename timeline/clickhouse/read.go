@@ -457,9 +457,13 @@ func (s *Store) Cursor(ctx context.Context, name string) (string, error) {
 // LiveObjects lists the objects of a resource that have versions and no
 // recorded deletion (a record with verb "deleted" and the object's uid).
 func (s *Store) LiveObjects(ctx context.Context, group, resource, namespace string) ([]timeline.ObjectRef, error) {
+	// GLOBAL: the deletions of an object's uid are records, sharded by
+	// their own key, not with its versions; the set is gathered once, on
+	// this server, and sent to every shard (a plain IN over two
+	// Distributed tables is refused: distributed_product_mode).
 	rows, err := s.conn.Query(ctx, `SELECT DISTINCT uid, api_version, kind, namespace, name FROM object_version
 		WHERE resource = ? AND api_group = ? AND (? = '' OR namespace = ?) AND uid != ''
-		AND uid NOT IN (SELECT uid FROM record WHERE resource = ? AND api_group = ? AND verb = 'deleted')
+		AND uid GLOBAL NOT IN (SELECT uid FROM record WHERE resource = ? AND api_group = ? AND verb = 'deleted')
 		ORDER BY uid`, resource, group, namespace, namespace, resource, group)
 	if err != nil {
 		return nil, fmt.Errorf("live objects: %w", s.shardErr(ctx, err))
