@@ -12,6 +12,19 @@ import (
 // (ReplacingMergeTree by updated_ns) when it ends, and its marks are
 // numbered in the order they were made.
 
+// A store opened with a shard down (AllowPartial) refuses to write the
+// log: the open session may be a row on that shard, unseen, so a new start
+// would leave it open and an id taken from the shards that answer may be
+// one it holds.
+
+// bisectWritable returns an error naming a shard that is down, or nil.
+func (s *Store) bisectWritable() error {
+	if len(s.down) > 0 {
+		return fmt.Errorf("the bisect log is written on every shard: %w", s.down[0])
+	}
+	return nil
+}
+
 // StartBisect ends the open bisect session, if any, and opens a new one
 // holding marks.
 func (s *Store) StartBisect(ctx context.Context, at time.Time, marks ...timeline.BisectMark) (int64, error) {
@@ -19,6 +32,9 @@ func (s *Store) StartBisect(ctx context.Context, at time.Time, marks ...timeline
 		if err := m.Check(); err != nil {
 			return 0, fmt.Errorf("start bisect: %w", err)
 		}
+	}
+	if err := s.bisectWritable(); err != nil {
+		return 0, fmt.Errorf("start bisect: %w", err)
 	}
 	if _, err := s.ResetBisect(ctx, at); err != nil {
 		return 0, fmt.Errorf("start bisect: %w", err)
@@ -112,6 +128,9 @@ func (s *Store) AddBisectMark(ctx context.Context, m timeline.BisectMark) error 
 	if err := m.Check(); err != nil {
 		return fmt.Errorf("add bisect mark: %w", err)
 	}
+	if err := s.bisectWritable(); err != nil {
+		return fmt.Errorf("add bisect mark: %w", err)
+	}
 	id, _, err := s.openSession(ctx)
 	if err != nil {
 		return fmt.Errorf("add bisect mark: %w", err)
@@ -131,6 +150,9 @@ func (s *Store) AddBisectMark(ctx context.Context, m timeline.BisectMark) error 
 
 // ResetBisect ends the open bisect session, keeping its marks.
 func (s *Store) ResetBisect(ctx context.Context, at time.Time) (bool, error) {
+	if err := s.bisectWritable(); err != nil {
+		return false, fmt.Errorf("reset bisect: %w", err)
+	}
 	id, started, err := s.openSession(ctx)
 	if err != nil {
 		return false, fmt.Errorf("reset bisect: %w", err)

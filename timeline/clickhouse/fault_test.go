@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/faultline/faultline/fixtures"
 	"github.com/faultline/faultline/ingest/audit"
@@ -56,6 +57,19 @@ func TestShardFaults(t *testing.T) {
 		t.Errorf("Unavailable() = %v; want shard 2", un)
 	}
 	some := count(t, partial)
+	// A bisect session is one row on one shard: with a shard down, the
+	// open session may be on it, unseen, and a new one would not end it.
+	// Writes to the bisect log need every shard; reading it is a partial
+	// answer like any other.
+	if _, err := partial.StartBisect(ctx, time.Unix(1, 0)); !errors.As(err, &se) || se.Shard != 2 {
+		t.Errorf("StartBisect with shard 2 down, AllowPartial: err %v; want a *ShardError naming shard 2", err)
+	}
+	if _, err := partial.ResetBisect(ctx, time.Unix(1, 0)); !errors.As(err, &se) || se.Shard != 2 {
+		t.Errorf("ResetBisect with shard 2 down, AllowPartial: err %v; want a *ShardError naming shard 2", err)
+	}
+	if err := partial.AddBisectMark(ctx, timeline.BisectMark{Session: 1, Kind: timeline.BisectGood, Time: time.Unix(1, 0)}); !errors.As(err, &se) || se.Shard != 2 {
+		t.Errorf("AddBisectMark with shard 2 down, AllowPartial: err %v; want a *ShardError naming shard 2", err)
+	}
 	partial.Close()
 
 	c.Restart()
