@@ -16,6 +16,7 @@ import (
 	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/analyze/outcome"
 	"github.com/faultline/faultline/internal/incidentplot"
+	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
 )
 
@@ -253,7 +254,7 @@ func (m *Model) markCmd(kind timeline.BisectKind, at time.Time) func(ctx context
 // exportCmd writes the investigation as a Markdown postmortem draft, with
 // its timeline plot (a PNG of the same name) beside it and linked.
 func (m *Model) exportCmd(ctx context.Context, id int) tea.Cmd {
-	rep, dir := m.rep, m.opt.ExportDir
+	rep, dir, partial := m.rep, m.opt.ExportDir, m.opt.Partial
 	return func() tea.Msg {
 		if rep == nil {
 			return exportMsg{id: id, err: errors.New("no investigation to export yet")}
@@ -270,7 +271,12 @@ func (m *Model) exportCmd(ctx context.Context, id int) tea.Cmd {
 		if err != nil {
 			return exportMsg{id: id, err: err}
 		}
-		err = investigate.WriteMarkdownPlot(f, rep, name+".png")
+		if partial != "" {
+			_, err = fmt.Fprintf(f, "> **Partial answer:** %s.\n\n", termsafe.Field(partial))
+		}
+		if err == nil {
+			err = investigate.WriteMarkdownPlot(f, rep, name+".png")
+		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

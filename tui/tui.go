@@ -40,6 +40,11 @@ type Options struct {
 	NoColor bool
 	// Source names the timeline in the title bar (the database path).
 	Source string
+	// Partial, when the store answers without some of its evidence (a
+	// ClickHouse shard down, --allow-partial), says what is left out: the
+	// title bar marks every screen PARTIAL, and an exported postmortem
+	// opens with it. "" for a whole answer.
+	Partial string
 }
 
 // Run runs the TUI on the terminal behind in and out until the user quits

@@ -58,7 +58,12 @@ func (m *Model) bodyHeight() int { return max(m.height-3, 1) }
 
 func (m *Model) titleView() string {
 	s := m.styles
-	tabs := []string{s.Title.Render("faultline")}
+	title := s.Title.Render("faultline")
+	if m.opt.Partial != "" {
+		// Beside the name, so that no width drops it.
+		title += " " + s.Error.Render("PARTIAL")
+	}
+	tabs := []string{title}
 	for i, name := range screenNames {
 		st := s.Tab
 		if screen(i) == m.screen {
@@ -75,7 +80,7 @@ func (m *Model) titleView() string {
 	if gap < 1 {
 		// Narrow: the tabs keep their numbers and the active one its
 		// name; the source goes.
-		tabs = []string{s.Title.Render("faultline")}
+		tabs = []string{title}
 		for i, name := range screenNames {
 			if screen(i) == m.screen {
 				tabs = append(tabs, s.ActiveTab.Render(name))

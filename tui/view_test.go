@@ -168,6 +168,48 @@ func TestExport(t *testing.T) {
 	}
 }
 
+// TestPartialMarked: with a partial store every screen's title bar says
+// PARTIAL, at any width, and the exported postmortem opens with what is
+// left out; without, neither does.
+func TestPartialMarked(t *testing.T) {
+	const what = "clickhouse shard 2 (127.0.0.1:39312) is unavailable"
+	store := replayDB(t, "bad-config-rollout")
+	for _, partial := range []string{what, ""} {
+		dir := t.TempDir()
+		start := func(w, h int) tea.Model {
+			m := tui.New(context.Background(), store, tui.Options{Now: testNow, NoColor: true, Source: "test.db", ExportDir: dir, Partial: partial})
+			m2 := drive(t, m, func() tea.Msg { return tea.WindowSizeMsg{Width: w, Height: h} })
+			return drive(t, m2, m.Init())
+		}
+		for _, size := range []struct{ w, h int }{{120, 40}, {40, 12}} {
+			m := start(size.w, size.h)
+			for _, k := range []string{"1", "2", "3", "4", "5", "?"} {
+				m = press(t, m, k)
+				title, _, _ := strings.Cut(plain(m), "\n")
+				if got := strings.Contains(title, "PARTIAL"); got != (partial != "") {
+					t.Errorf("Partial %q, %dx%d, screen %s: title %q; want PARTIAL in it: %v", partial, size.w, size.h, k, title, partial != "")
+				}
+			}
+		}
+		m := press(t, start(120, 40), "e")
+		v := plain(m)
+		i := strings.Index(v, "wrote ")
+		if i < 0 {
+			t.Fatalf("no export on the status line:\n%s", v)
+		}
+		b, err := os.ReadFile(strings.Fields(v[i+len("wrote "):])[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		note := "> **Partial answer:** " + what + ".\n\n# Postmortem draft"
+		if got := strings.HasPrefix(string(b), note); got != (partial != "") {
+			t.Errorf("Partial %q: the postmortem begins %q; want it to begin with the note: %v", partial, firstLine(string(b)), partial != "")
+		}
+	}
+}
+
+func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
+
 // TestSmallTerminal draws every screen at 80x24: nothing is wider, and
 // the status and key lines stay.
 func TestSmallTerminal(t *testing.T) {

@@ -7,11 +7,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/faultline/faultline/internal/testenv"
+	"github.com/faultline/faultline/timeline/clickhouse/clickhousetest"
 )
 
 // TestTUIInTmux runs faultline replay bad-config-rollout on a real terminal
@@ -32,8 +34,8 @@ func TestTUIInTmux(t *testing.T) {
 		t.Skip("replays a fixture in a terminal")
 	}
 	dir := t.TempDir()
-	db := filepath.Join(dir, "incident.db")
-	term := startReplayInTmux(t, tmux, dir, db)
+	where := []string{"--db", filepath.Join(dir, "incident.db")}
+	term := startReplayInTmux(t, tmux, dir, where)
 	term.waitFor("investigation ready", 3*time.Minute)
 
 	checkFitsWithReverseVideo(t, term)
@@ -46,7 +48,32 @@ func TestTUIInTmux(t *testing.T) {
 	term.keys("q")
 	term.waitFor("EXITED 0", 10*time.Second)
 
-	checkBisectAgreesWithTUI(t, db, next)
+	checkBisectAgreesWithTUI(t, where, next)
+}
+
+// TestTUIInTmuxOnClickHouse is the same session on a ClickHouse store
+// (--store): the replay, the investigation, a bad mark made in the TUI and
+// its next instant, which faultline bisect then reads back from the
+// cluster and agrees with.
+func TestTUIInTmuxOnClickHouse(t *testing.T) {
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		testenv.Missing(t, "tmux not installed (apt-get install tmux)")
+	}
+	if testing.Short() {
+		t.Skip("replays a fixture in a terminal")
+	}
+	where := []string{"--store", clickhousetest.DSN(t)}
+	term := startReplayInTmux(t, tmux, t.TempDir(), where)
+	term.waitFor("investigation ready", 3*time.Minute)
+	checkFitsWithReverseVideo(t, term)
+	if title, _, _ := strings.Cut(term.capture(), "\n"); strings.Contains(title, "PARTIAL") {
+		t.Errorf("every shard is up, yet the title says PARTIAL: %q", title)
+	}
+	next := markBadShowsNext(t, term)
+	term.keys("q")
+	term.waitFor("EXITED 0", 10*time.Second)
+	checkBisectAgreesWithTUI(t, where, next)
 }
 
 // tmuxTerm is one tmux session of 80x24 on its own server socket.
@@ -60,7 +87,7 @@ type tmuxTerm struct {
 // startReplayInTmux starts faultline replay bad-config-rollout in dir on a
 // new tmux server of its own, killed when the test ends; the shell prints
 // EXITED and the exit code when faultline exits.
-func startReplayInTmux(t *testing.T, tmux, dir, db string) *tmuxTerm {
+func startReplayInTmux(t *testing.T, tmux, dir string, where []string) *tmuxTerm {
 	t.Helper()
 	term := &tmuxTerm{
 		t:       t,
@@ -68,8 +95,8 @@ func startReplayInTmux(t *testing.T, tmux, dir, db string) *tmuxTerm {
 		sock:    filepath.Join(dir, "tmux.sock"),
 		session: fmt.Sprintf("faultline-e2e-%d", os.Getpid()),
 	}
-	script := fmt.Sprintf("cd %q && FAULTLINE_AS_MAIN=1 NO_COLOR=1 TERM=xterm-256color %q --db %q replay bad-config-rollout 2>/dev/null; echo EXITED $?; sleep 600",
-		dir, os.Args[0], db)
+	script := fmt.Sprintf("cd %q && FAULTLINE_AS_MAIN=1 NO_COLOR=1 TERM=xterm-256color %q %q %q replay bad-config-rollout 2>/dev/null; echo EXITED $?; sleep 600",
+		dir, os.Args[0], where[0], where[1])
 	term.run("new-session", "-d", "-s", term.session, "-x", "80", "-y", "24", "sh", "-c", script)
 	t.Cleanup(func() { exec.Command(tmux, "-S", term.sock, "kill-server").Run() })
 	return term
@@ -200,11 +227,11 @@ func checkTopChangeIsInjected(t *testing.T, term *tmuxTerm) {
 
 // checkBisectAgreesWithTUI: after the TUI quits, faultline bisect log holds
 // its mark and faultline bisect status suggests next, as the TUI did.
-func checkBisectAgreesWithTUI(t *testing.T, db, next string) {
+func checkBisectAgreesWithTUI(t *testing.T, where []string, next string) {
 	t.Helper()
 	faultline := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command(os.Args[0], append([]string{"--db", db}, args...)...)
+		cmd := exec.Command(os.Args[0], append(slices.Clone(where), args...)...)
 		cmd.Env = append(os.Environ(), "FAULTLINE_AS_MAIN=1")
 		out, err := cmd.Output()
 		if err != nil {

@@ -142,6 +142,19 @@ type partialShard struct {
 	Error   string `json:"error"`
 }
 
+// partialText says which shards every answer leaves out, for the TUI's
+// mark: "" when none.
+func (f *Factory) partialText() string {
+	var parts []string
+	for _, se := range f.partial {
+		parts = append(parts, se.Error())
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, "; ") + "; every figure leaves out the records it holds"
+}
+
 // partialShards lists the shards the store left out of every answer (none
 // when the answer is whole).
 func (f *Factory) partialShards() []partialShard {

@@ -105,7 +105,7 @@ first use; FAULTLINE_KEY names another file. SECURITY.md has the details.`,
 		},
 	}
 	root.PersistentFlags().StringVar(&f.dbPath, "db", "./faultline.db", "timeline database file (env FAULTLINE_DB)")
-	root.PersistentFlags().BoolVar(&f.allowPartial, "allow-partial", false, "with --store: answer from the shards that are up when one is down, marked partial: a warning on stderr, a \"partial\" field in -o json|yaml, a last line in -o jsonl (else refuse)")
+	root.PersistentFlags().BoolVar(&f.allowPartial, "allow-partial", false, "with --store: answer from the shards that are up when one is down, marked partial: a warning on stderr, a \"partial\" field in -o json|yaml, a last line in -o jsonl, PARTIAL in the TUI's title bar (else refuse)")
 	root.PersistentFlags().StringVar(&f.storeDSN, "store", "", "a ClickHouse cluster instead of --db: clickhouse://HOST:PORT/DATABASE[?cluster=NAME], the cluster faultline by default (env FAULTLINE_STORE, which --db overrides; hack/clickhouse/up starts one)")
 	root.PersistentFlags().BoolVarP(&f.verbose, "verbose", "v", false, "log diagnostics to stderr")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {

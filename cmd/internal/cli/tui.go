@@ -88,6 +88,7 @@ func tuiRun(ctx context.Context, opts *tuiOptions) error {
 		return err
 	}
 	defer store.Close()
-	return tui.Run(ctx, store, tui.Options{Bad: opts.bad, Now: f.Now, NoColor: f.Getenv("NO_COLOR") != "", Source: f.storeName()},
+	return tui.Run(ctx, store, tui.Options{Bad: opts.bad, Now: f.Now, NoColor: f.Getenv("NO_COLOR") != "", Source: f.storeName(),
+		Partial: f.partialText()},
 		f.IO.In, termsafe.Raw(f.IO.Out)) // the TUI draws its own escapes, and escapes its data
 }
