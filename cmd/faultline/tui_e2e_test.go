@@ -26,13 +26,7 @@ import (
 // change, opened, is the injected ConfigMap change; q quits, and the mark
 // is in faultline bisect log.
 func TestTUIInTmux(t *testing.T) {
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		testenv.Missing(t, "tmux not installed (apt-get install tmux)")
-	}
-	if testing.Short() {
-		t.Skip("replays a fixture in a terminal")
-	}
+	tmux := needTmux(t)
 	dir := t.TempDir()
 	where := []string{"--db", filepath.Join(dir, "incident.db")}
 	term := startReplayInTmux(t, tmux, dir, where)
@@ -56,13 +50,7 @@ func TestTUIInTmux(t *testing.T) {
 // its next instant, which faultline bisect then reads back from the
 // cluster and agrees with.
 func TestTUIInTmuxOnClickHouse(t *testing.T) {
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		testenv.Missing(t, "tmux not installed (apt-get install tmux)")
-	}
-	if testing.Short() {
-		t.Skip("replays a fixture in a terminal")
-	}
+	tmux := needTmux(t)
 	where := []string{"--store", clickhousetest.DSN(t)}
 	term := startReplayInTmux(t, tmux, t.TempDir(), where)
 	term.waitFor("investigation ready", 3*time.Minute)
@@ -74,6 +62,20 @@ func TestTUIInTmuxOnClickHouse(t *testing.T) {
 	term.keys("q")
 	term.waitFor("EXITED 0", 10*time.Second)
 	checkBisectAgreesWithTUI(t, where, next)
+}
+
+// needTmux returns the tmux binary, or skips the test (fails it under CI)
+// when there is none; with -short it skips: the tests replay a fixture.
+func needTmux(t *testing.T) string {
+	t.Helper()
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		testenv.Missing(t, "tmux not installed (apt-get install tmux)")
+	}
+	if testing.Short() {
+		t.Skip("replays a fixture in a terminal")
+	}
+	return tmux
 }
 
 // tmuxTerm is one tmux session of 80x24 on its own server socket.
