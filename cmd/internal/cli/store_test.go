@@ -163,4 +163,13 @@ func checkPartialMarks(t *testing.T, dsn, addr string) {
 	if len(items) == 0 || len(lines)-1 != len(items) {
 		t.Errorf("timeline: %d records in -o json, %d in -o jsonl; want the same, some", len(items), len(lines)-1)
 	}
+	// The same mark in YAML, and in an analysis's answer.
+	for _, args := range [][]string{{"timeline", "--where", "code >= 500", "-o", "yaml"}, {"sources", "-o", "yaml"},
+		{"investigate", "-o", "json"}, {"controlplane", "-o", "yaml"}} {
+		format := args[len(args)-1]
+		obj, _ := decode(t, format, []byte(run(args...))).(map[string]any)
+		if diff := cmp.Diff(want, mark(obj)); diff != "" || len(obj) < 2 {
+			t.Errorf("%s: keys %v; partial (-want +got)\n%s", strings.Join(args, " "), keys(obj), diff)
+		}
+	}
 }
