@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -68,8 +69,59 @@ func TestStoreParity(t *testing.T) {
 						strings.Join(cmd, " "), len(lite), len(house), firstDiff(lite, house))
 				}
 			}
+			// The other analyses, which may also refuse (a quiet day has
+			// no slice): the same exit code and the same answer.
+			more := [][]string{{"slice", "-o", "json"}, {"counterexample", "-o", "json"}, {"diff", "-o", "json"},
+				{"nodehealth", "-o", "json"}, {"alerts", "suggest"}}
+			if ref := somePod(t, run, db); ref != "" {
+				more = append(more, []string{"identity", ref, "-o", "json"}, []string{"history", ref, "-o", "json"})
+			}
+			for _, cmd := range more {
+				lc, lite := sortedAnswer(t, run, append([]string{"--db", db}, cmd...))
+				hc, house := sortedAnswer(t, run, append([]string{"--store", dsn}, cmd...))
+				if lc != hc || lite != house {
+					t.Errorf("%s differs: SQLite exit %d, %d bytes; ClickHouse exit %d, %d bytes; first difference:\n%s",
+						strings.Join(cmd, " "), lc, len(lite), hc, len(house), firstDiff(lite, house))
+				}
+			}
 		})
 	}
+}
+
+// somePod names a pod of the timeline in db, pod/NAMESPACE/NAME, or "".
+func somePod(t *testing.T, run cliRunner, db string) string {
+	t.Helper()
+	code, stdout, stderr := run(t, "--db", db, "timeline", "-o", "jsonl", "--limit", "1",
+		"--where", `resource == "pods" && ns != "" && name != ""`)
+	if code != 0 {
+		t.Fatalf("find a pod: exit %d: %s", code, stderr)
+	}
+	var rec struct {
+		Object struct{ Namespace, Name string }
+	}
+	if line, _, _ := strings.Cut(stdout, "\n"); line == "" || json.Unmarshal([]byte(line), &rec) != nil || rec.Object.Name == "" {
+		return ""
+	}
+	return "pod/" + rec.Object.Namespace + "/" + rec.Object.Name
+}
+
+// sortedAnswer runs faultline args and returns its exit code and its
+// output, lines sorted; on a failure, the output is its stderr's error
+// line, since the rest (diagnostics, hints) may name the store.
+func sortedAnswer(t *testing.T, run cliRunner, args []string) (int, string) {
+	t.Helper()
+	code, stdout, stderr := run(t, args...)
+	if code != 0 {
+		for line := range strings.Lines(stderr) {
+			if strings.HasPrefix(line, "error: ") {
+				return code, strings.TrimSuffix(line, "\n")
+			}
+		}
+		return code, stderr
+	}
+	lines := strings.Split(stdout, "\n")
+	slices.Sort(lines)
+	return code, strings.Join(lines, "\n")
 }
 
 // cliRunner runs faultline with args and gives its exit code and output.
