@@ -85,7 +85,7 @@ func (f *Factory) Logger() *slog.Logger {
 // else --db, creating it if needed, with the key that hashes secret values.
 func (f *Factory) OpenStore(ctx context.Context) (timeline.Store, error) {
 	if f.storeDSN != "" {
-		return f.openClickHouse(ctx)
+		return f.openClickHouse(ctx, clickhouse.Options{Key: f.Key(), RedactConfigMaps: f.redactConfigMaps})
 	}
 	return sqlite.Open(ctx, f.dbPath, sqlite.Options{Logger: f.Logger(), Key: f.Key(), RedactConfigMaps: f.redactConfigMaps})
 }
@@ -107,10 +107,12 @@ func (f *Factory) storeFlag() string {
 	return "--db " + f.dbPath
 }
 
-// openClickHouse opens the ClickHouse store --store names.
-func (f *Factory) openClickHouse(ctx context.Context) (timeline.Store, error) {
-	s, err := clickhouse.Open(ctx, f.storeDSN, clickhouse.Options{Logger: f.Logger(), Key: f.Key(), AllowPartial: f.allowPartial,
-		RedactConfigMaps: f.redactConfigMaps})
+// openClickHouse opens the ClickHouse store --store names, with opt's
+// key and redaction settings (the logger and --allow-partial are the
+// factory's).
+func (f *Factory) openClickHouse(ctx context.Context, opt clickhouse.Options) (timeline.Store, error) {
+	opt.Logger, opt.AllowPartial = f.Logger(), f.allowPartial
+	s, err := clickhouse.Open(ctx, f.storeDSN, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +146,9 @@ func (f *Factory) Key() []byte {
 // OpenStoreReadOnly opens an existing timeline for reading.
 func (f *Factory) OpenStoreReadOnly(ctx context.Context) (timeline.Store, error) {
 	if f.storeDSN != "" {
-		return f.openClickHouse(ctx)
+		// Reading needs no key: none is loaded (nor made), and none is
+		// missed.
+		return f.openClickHouse(ctx, clickhouse.Options{})
 	}
 	if err := sqlite.CheckPath(f.dbPath); err != nil {
 		return nil, err

@@ -70,6 +70,22 @@ func TestStorePrecedence(t *testing.T) {
 	}
 }
 
+// TestReadsNeedNoKey: a command that only reads a ClickHouse store, run
+// where no redaction key can be found or made, answers without a word
+// about the key, as one that reads a --db file does; an ingest warns.
+func TestReadsNeedNoKey(t *testing.T) {
+	dsn := clickhousetest.DSN(t)
+	const warning = "no key to hash secret values"
+	if code, _, stderr := runCLI(t, "--store", dsn, "ingest", "audit", "../../../fixtures/sample-audit/audit.log.gz"); code != 0 || !strings.Contains(stderr, warning) {
+		t.Fatalf("ingest without a key: exit %d, stderr %q; want exit 0 and %q", code, stderr, warning)
+	}
+	for _, args := range [][]string{{"sources"}, {"timeline", "--where", "code >= 500"}, {"investigate"}} {
+		if code, _, stderr := runCLI(t, append([]string{"--store", dsn}, args...)...); code != 0 || strings.Contains(stderr, "key") {
+			t.Errorf("%v without a key: exit %d, stderr %q; want exit 0 and nothing about a key", args, code, stderr)
+		}
+	}
+}
+
 // TestIngestAndTimelineOnClickHouse runs ingest audit and timeline against
 // the ClickHouse cluster: the same rows as on a --db file.
 func TestIngestAndTimelineOnClickHouse(t *testing.T) {
