@@ -101,7 +101,7 @@ func history(t *testing.T, dsn, ref string) []version {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		if strings.Contains(stderr.String(), "error: no version of ") {
+		if e := stderr.String(); strings.Contains(e, "error: no version of ") || strings.Contains(e, "error: no timeline in database ") {
 			return nil // not ingested yet
 		}
 		t.Fatalf("history %s: %v\n%s", ref, err, stderr.String())

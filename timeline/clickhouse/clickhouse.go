@@ -48,6 +48,20 @@ type Options struct {
 	// only those that look like credentials; once a write used it, the
 	// store keeps it for every later writer (meta.go).
 	RedactConfigMaps bool
+	// Existing opens only a store that holds a timeline already: a
+	// database without one (a name mistyped, nothing ingested yet) is a
+	// *NoTimelineError, where a writer would create it.
+	Existing bool
+}
+
+// NoTimelineError is a database of the cluster that holds no timeline,
+// opened to be read (Options.Existing).
+type NoTimelineError struct {
+	Addr, DB string
+}
+
+func (e *NoTimelineError) Error() string {
+	return fmt.Sprintf("no timeline in database %s at %s", e.DB, e.Addr)
 }
 
 // DSNError is a store DSN that cannot be used.
@@ -218,6 +232,11 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", c.addr, err)
 	}
+	if opt.Existing {
+		if err := holdsTimeline(ctx, c); err != nil {
+			return nil, err
+		}
+	}
 	var down []*ShardError
 	failed := copyAlone
 	for _, sh := range shards {
@@ -248,6 +267,24 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", c.addr, err)
 	}
 	return s, nil
+}
+
+// holdsTimeline returns a *NoTimelineError unless the server the DSN names
+// has the timeline's record table in its database.
+func holdsTimeline(ctx context.Context, c config) error {
+	conn, err := connect(c.addr, "default", nil)
+	if err != nil {
+		return fmt.Errorf("open store %s: %w", c.addr, err)
+	}
+	defer conn.Close()
+	var n uint64
+	if err := conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = ? AND name = 'record'", c.db).Scan(&n); err != nil {
+		return fmt.Errorf("open store %s: %w", c.addr, err)
+	}
+	if n == 0 {
+		return &NoTimelineError{Addr: c.addr, DB: c.db}
+	}
+	return nil
 }
 
 // clusterShards lists the shards of cluster from system.clusters.

@@ -147,8 +147,16 @@ func (f *Factory) Key() []byte {
 func (f *Factory) OpenStoreReadOnly(ctx context.Context) (timeline.Store, error) {
 	if f.storeDSN != "" {
 		// Reading needs no key: none is loaded (nor made), and none is
-		// missed.
-		return f.openClickHouse(ctx, clickhouse.Options{})
+		// missed. A database without a timeline is refused, as a --db
+		// file that is not there is: a name mistyped must not read as a
+		// quiet cluster.
+		s, err := f.openClickHouse(ctx, clickhouse.Options{Existing: true})
+		var nt *clickhouse.NoTimelineError
+		if errors.As(err, &nt) {
+			return nil, usagef("faultline ingest audit --store '"+f.storeDSN+"' audit.log",
+				"%s: ingest some evidence first, or point --store (or FAULTLINE_STORE) at one", nt)
+		}
+		return s, err
 	}
 	if err := sqlite.CheckPath(f.dbPath); err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,6 +84,34 @@ func TestReadsNeedNoKey(t *testing.T) {
 		if code, _, stderr := runCLI(t, append([]string{"--store", dsn}, args...)...); code != 0 || strings.Contains(stderr, "key") {
 			t.Errorf("%v without a key: exit %d, stderr %q; want exit 0 and nothing about a key", args, code, stderr)
 		}
+	}
+}
+
+// TestReadingNoTimeline: reading a database of the cluster that holds no
+// timeline (a name mistyped) is a usage error that names it and says how
+// to make one, and leaves no database behind; once ingested, it reads.
+func TestReadingNoTimeline(t *testing.T) {
+	dsn := clickhousetest.DSN(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := strings.TrimPrefix(u.Path, "/")
+	for _, args := range [][]string{{"sources"}, {"investigate"}, {"timeline"}} {
+		code, _, stderr := runCLI(t, append([]string{"--store", dsn}, args...)...)
+		if want := "error: no timeline in database " + db + " at "; code != exitUsage || !strings.Contains(stderr, want) ||
+			!strings.Contains(stderr, "Try: faultline ingest audit --store") {
+			t.Errorf("%v on an empty database: exit %d, stderr %q; want exit 2 saying %q and how to ingest", args, code, stderr, want)
+		}
+	}
+	if dbs := clickhousetest.Databases(t, dsn, db); len(dbs) != 0 {
+		t.Errorf("reading made the databases %v", dbs)
+	}
+	if code, _, stderr := runCLI(t, "--store", dsn, "ingest", "audit", "../../../fixtures/sample-audit/audit.log.gz"); code != 0 {
+		t.Fatalf("ingest: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "--store", dsn, "sources"); code != 0 {
+		t.Errorf("sources after the ingest: exit %d: %s", code, stderr)
 	}
 }
 
