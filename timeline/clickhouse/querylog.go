@@ -2,10 +2,12 @@ package clickhouse
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"time"
 
+	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
@@ -27,9 +29,32 @@ func (c loggedConn) done(start time.Time, query string, args []any, err error) {
 	c.log.Debug("clickhouse query", "elapsed", time.Since(start).Round(time.Millisecond), "query", q, "args", args, "err", err)
 }
 
+// staleShardConn lists the errors a server gives when the connection it
+// held to another shard broke since it last used it (that shard stopped
+// or restarted): ATTEMPT_TO_READ_AFTER_EOF, UNEXPECTED_PACKET_FROM_SERVER,
+// SOCKET_TIMEOUT, NETWORK_ERROR. The server does not retry a query that
+// met one, and skip_unavailable_shards does not skip such a shard; a
+// second try opens a new connection, which reaches the shard or is
+// refused (and then skipped under AllowPartial). Seen in TestAllowPartial:
+// "Unexpected packet from server 127.0.0.1:39312 (expected
+// TablesStatusResponse, got EndOfStream)" seconds after shard 2 stopped.
+var staleShardConn = map[int32]bool{32: true, 102: true, 209: true, 210: true}
+
+// retryRead reports whether a read that failed with err is worth one
+// more try.
+func retryRead(ctx context.Context, err error) bool {
+	var ex *ch.Exception
+	return ctx.Err() == nil && errors.As(err, &ex) && staleShardConn[ex.Code]
+}
+
 func (c loggedConn) Query(ctx context.Context, query string, args ...any) (driver.Rows, error) {
 	start := time.Now()
 	rows, err := c.Conn.Query(ctx, query, args...)
+	if err != nil && retryRead(ctx, err) {
+		c.done(start, query, args, err)
+		start = time.Now()
+		rows, err = c.Conn.Query(ctx, query, args...)
+	}
 	if err != nil {
 		c.done(start, query, args, err)
 		return nil, err
@@ -40,6 +65,11 @@ func (c loggedConn) Query(ctx context.Context, query string, args ...any) (drive
 func (c loggedConn) QueryRow(ctx context.Context, query string, args ...any) driver.Row {
 	start := time.Now()
 	row := c.Conn.QueryRow(ctx, query, args...)
+	if retryRead(ctx, row.Err()) {
+		c.done(start, query, args, row.Err())
+		start = time.Now()
+		row = c.Conn.QueryRow(ctx, query, args...)
+	}
 	c.done(start, query, args, row.Err())
 	return row
 }
