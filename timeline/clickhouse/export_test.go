@@ -35,6 +35,15 @@ func SetFlushAt(t testing.TB, n int) {
 	t.Cleanup(func() { flushAt = old })
 }
 
+// OnInsertSent calls f with the rows of each insert of record rows sent,
+// by shard index, until the test ends (not safe beside other tests that
+// write).
+func OnInsertSent(t testing.TB, f func(shard, rows int)) {
+	old := insertSent
+	insertSent = f
+	t.Cleanup(func() { insertSent = old })
+}
+
 // CompareStrings is compareSQL for strings.
 func CompareStrings(l, op, r string) string { return compareSQL(filtersql.KindString, l, op, r) }
 

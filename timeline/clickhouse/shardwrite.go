@@ -107,7 +107,7 @@ func (b *batch) writeRows(ctx context.Context) error {
 		parts[i] = append(parts[i], rw)
 	}
 	if b.pend == nil {
-		b.pend = make([]driver.Batch, len(s.shards))
+		b.pend, b.pendRows = make([]driver.Batch, len(s.shards)), make([]int, len(s.shards))
 	}
 	err := b.eachShard(func(i int) error {
 		if len(parts[i]) == 0 {
@@ -117,6 +117,9 @@ func (b *batch) writeRows(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("write records: %w", err)
+	}
+	for i, p := range parts {
+		b.pendRows[i] += len(p)
 	}
 	if b.unsent == nil {
 		b.unsent = map[int64]bool{}
@@ -270,10 +273,14 @@ var lcColumns = [...]struct {
 	{"extra", func(r *timeline.Record) string { return unsafe.String(unsafe.SliceData(r.Extra), len(r.Extra)) }},
 }
 
+// insertSent, when set (tests), is told the rows of each insert of
+// record rows sent, by shard index.
+var insertSent func(shard, rows int)
+
 // sendRows sends the rows appended, each shard's insert at once.
 func (b *batch) sendRows(ctx context.Context) error {
-	pend := b.pend
-	b.pend, b.unsent = nil, nil
+	pend, rows := b.pend, b.pendRows
+	b.pend, b.pendRows, b.unsent = nil, nil, nil
 	if pend == nil {
 		return nil
 	}
@@ -291,6 +298,13 @@ func (b *batch) sendRows(ctx context.Context) error {
 		}
 		return fmt.Errorf("write records: %w", err)
 	}
+	if f := insertSent; f != nil {
+		for i, ins := range pend {
+			if ins != nil {
+				f(i, rows[i])
+			}
+		}
+	}
 	return nil
 }
 
@@ -301,7 +315,7 @@ func (b *batch) abortRows() {
 			ins.Abort()
 		}
 	}
-	b.pend, b.unsent = nil, nil
+	b.pend, b.pendRows, b.unsent = nil, nil, nil
 }
 
 // sendBefore sends the rows appended when one of them has one of keys:

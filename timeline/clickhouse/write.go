@@ -208,8 +208,9 @@ type batch struct {
 	// The inserts of record rows into each shard, appended to by the
 	// flushes and sent at commit (shardwrite.go), and the keys of the rows
 	// they hold.
-	pend   []driver.Batch
-	unsent map[int64]bool
+	pend     []driver.Batch
+	pendRows []int // the rows each insert of pend holds
+	unsent   map[int64]bool
 }
 
 // AddRecord takes r into the batch. What r is (a new record, a stage of a
