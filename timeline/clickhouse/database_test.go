@@ -73,7 +73,7 @@ func TestDropDatabase(t *testing.T) {
 // database on the shards that answer and names the one it could not; run
 // again once that shard is back, it drops it there too.
 func TestDropDatabaseShardDown(t *testing.T) {
-	c := clickhousetest.StartCluster(t, 39321)
+	c := clickhousetest.StartCluster(t, 29321)
 	ctx := context.Background()
 	s, err := clickhouse.Open(ctx, c.DSN, clickhouse.Options{})
 	if err != nil {
@@ -83,11 +83,11 @@ func TestDropDatabaseShardDown(t *testing.T) {
 	c.StopShard(2)
 	err = clickhouse.DropDatabase(ctx, c.DSN)
 	var se *clickhouse.ShardError
-	if !errors.As(err, &se) || se.Shard != 2 || se.Addr != "127.0.0.1:39322" {
+	if !errors.As(err, &se) || se.Shard != 2 || se.Addr != "127.0.0.1:29322" {
 		t.Fatalf("DropDatabase with shard 2 down: %v; want a *ShardError naming shard 2", err)
 	}
 	c.Restart()
-	if diff := cmp.Diff([]string{"127.0.0.1:39322 faultline"}, clickhousetest.Databases(t, c.DSN, "faultline")); diff != "" {
+	if diff := cmp.Diff([]string{"127.0.0.1:29322 faultline"}, clickhousetest.Databases(t, c.DSN, "faultline")); diff != "" {
 		t.Errorf("left after the drop with shard 2 down (-want +got)\n%s", diff)
 	}
 	if err := clickhouse.DropDatabase(ctx, c.DSN); err != nil {

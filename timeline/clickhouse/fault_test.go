@@ -26,7 +26,7 @@ import (
 // and that a rerun once it is back completes with nothing lost and nothing
 // duplicated (the same records as SQLite holds).
 func TestShardFaults(t *testing.T) {
-	c := clickhousetest.StartCluster(t, 39301)
+	c := clickhousetest.StartCluster(t, 29301)
 	ctx := context.Background()
 	fx, err := fixtures.Load("thousand-workers")
 	if err != nil {
@@ -46,7 +46,7 @@ func TestShardFaults(t *testing.T) {
 	_, err = audit.Ingest(ctx, s, []string{"audit.log.gz"}, opt)
 	s.Close()
 	var se *clickhouse.ShardError
-	if !errors.As(err, &se) || se.Shard != 2 || !strings.Contains(err.Error(), "shard 2 (127.0.0.1:39302) is unavailable") {
+	if !errors.As(err, &se) || se.Shard != 2 || !strings.Contains(err.Error(), "shard 2 (127.0.0.1:29302) is unavailable") {
 		t.Fatalf("ingest with shard 2 stopped: err %v; want a *ShardError naming shard 2", err)
 	}
 

@@ -145,7 +145,7 @@ func TestIngestAndTimelineOnClickHouse(t *testing.T) {
 // left out, and marks its -o json and jsonl (a field "partial", a last
 // line); with every shard up, --allow-partial changes nothing.
 func TestAllowPartial(t *testing.T) {
-	c := clickhousetest.StartCluster(t, 39311)
+	c := clickhousetest.StartCluster(t, 29311)
 	if code, _, stderr := runCLI(t, "--store", c.DSN, "ingest", "audit", "../../../fixtures/sample-audit/audit.log.gz"); code != 0 {
 		t.Fatalf("ingest: exit %d: %s", code, stderr)
 	}
@@ -157,16 +157,16 @@ func TestAllowPartial(t *testing.T) {
 	}
 	c.StopShard(2)
 	code, _, stderr := runCLI(t, "--store", c.DSN, "timeline", "--where", "code >= 500")
-	if want := "error: clickhouse shard 2 (127.0.0.1:39312) is unavailable"; code != exitFailure || !strings.Contains(stderr, want) ||
+	if want := "error: clickhouse shard 2 (127.0.0.1:29312) is unavailable"; code != exitFailure || !strings.Contains(stderr, want) ||
 		!strings.Contains(stderr, "--allow-partial") {
 		t.Errorf("shard 2 down: exit %d, stderr %q; want exit 1 saying %q and suggesting --allow-partial", code, stderr, want)
 	}
 	code, stdout, stderr := runCLI(t, "--store", c.DSN, "--allow-partial", "timeline", "--where", "code >= 500")
-	if want := "warning: PARTIAL ANSWER (--allow-partial): clickhouse shard 2 (127.0.0.1:39312) is unavailable"; code != 0 ||
+	if want := "warning: PARTIAL ANSWER (--allow-partial): clickhouse shard 2 (127.0.0.1:29312) is unavailable"; code != 0 ||
 		!strings.Contains(stderr, want) || stdout == "" || strings.Contains(stdout, "PARTIAL") {
 		t.Errorf("--allow-partial: exit %d, stdout %d bytes, stderr %q; want exit 0, an answer, and %q on stderr only", code, len(stdout), stderr, want)
 	}
-	checkPartialMarks(t, c.DSN, "127.0.0.1:39312")
+	checkPartialMarks(t, c.DSN, "127.0.0.1:29312")
 }
 
 // checkPartialMarks checks the marks of answers that leave out shard 2

@@ -107,7 +107,11 @@ type Cluster struct {
 
 // StartCluster starts a cluster on port (shard 1; shard 2 takes the next
 // one), stopped and removed when the test ends. Without clickhouse-server
-// the test skips (fails under CI).
+// the test skips (fails under CI). Choose ports below 32768, outside
+// Linux's range of ephemeral ports (ip_local_port_range): a client's
+// connection that happens to take the port keeps the shard from binding
+// it. TestShardFaults failed once on 39302 with "Address already in use"
+// while no server listened there, most likely so.
 func StartCluster(t testing.TB, port int) *Cluster {
 	t.Helper()
 	if _, err := exec.LookPath("clickhouse-server"); err != nil {
