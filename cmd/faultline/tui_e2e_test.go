@@ -97,8 +97,12 @@ func startReplayInTmux(t *testing.T, tmux, dir string, where []string) *tmuxTerm
 		sock:    filepath.Join(dir, "tmux.sock"),
 		session: fmt.Sprintf("faultline-e2e-%d", os.Getpid()),
 	}
-	script := fmt.Sprintf("cd %q && FAULTLINE_AS_MAIN=1 NO_COLOR=1 TERM=xterm-256color %q %q %q replay bad-config-rollout 2>/dev/null; echo EXITED $?; sleep 600",
-		dir, os.Args[0], where[0], where[1])
+	var flags string
+	for _, w := range where {
+		flags += fmt.Sprintf(" %q", w)
+	}
+	script := fmt.Sprintf("cd %q && FAULTLINE_AS_MAIN=1 NO_COLOR=1 TERM=xterm-256color %q%s replay bad-config-rollout 2>/dev/null; echo EXITED $?; sleep 600",
+		dir, os.Args[0], flags)
 	term.run("new-session", "-d", "-s", term.session, "-x", "80", "-y", "24", "sh", "-c", script)
 	t.Cleanup(func() { exec.Command(tmux, "-S", term.sock, "kill-server").Run() })
 	return term

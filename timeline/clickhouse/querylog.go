@@ -12,7 +12,9 @@ import (
 )
 
 // loggedConn logs every query the store sends, with its time, at debug
-// level (faultline -v): what a slow answer spent its time on.
+// level (faultline -v): what a slow answer spent its time on. A read that
+// meets a stale connection between shards is tried once more
+// (retryRead).
 type loggedConn struct {
 	driver.Conn
 	log *slog.Logger

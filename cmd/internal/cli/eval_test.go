@@ -19,8 +19,14 @@ import (
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runCLIEnv(t, nil, args...)
+}
+
+// runCLIEnv is runCLI with the environment env (and nothing else).
+func runCLIEnv(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	f := &Factory{IO: IOStreams{Out: &out, ErrOut: &errOut}, Getenv: func(string) string { return "" }, Now: time.Now}
+	f := &Factory{IO: IOStreams{Out: &out, ErrOut: &errOut}, Getenv: func(k string) string { return env[k] }, Now: time.Now}
 	code = Run(context.Background(), args, f)
 	return code, out.String(), errOut.String()
 }

@@ -153,7 +153,7 @@ func (f *Factory) OpenStoreReadOnly(ctx context.Context) (timeline.Store, error)
 		s, err := f.openClickHouse(ctx, clickhouse.Options{Existing: true})
 		var nt *clickhouse.NoTimelineError
 		if errors.As(err, &nt) {
-			return nil, usagef("faultline ingest audit --store '"+f.storeDSN+"' audit.log",
+			return nil, usagef("faultline ingest audit "+f.storeFlag()+" audit.log",
 				"%s: ingest some evidence first, or point --store (or FAULTLINE_STORE) at one", nt)
 		}
 		return s, err

@@ -1,14 +1,11 @@
 package cli
 
 import (
-	"bytes"
-	"context"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -29,17 +26,9 @@ func TestStoreFlag(t *testing.T) {
 		{[]string{"--db", "x.db", "--store", "clickhouse://ch:9000/db", "sources"}, "", "--db and --store both name a timeline: give one"},
 	} {
 		t.Run(strings.Join(tc.args, " ")+" "+tc.env, func(t *testing.T) {
-			var out, errOut bytes.Buffer
-			f := &Factory{IO: IOStreams{Out: &out, ErrOut: &errOut}, Now: time.Now,
-				Getenv: func(k string) string {
-					if k == "FAULTLINE_STORE" {
-						return tc.env
-					}
-					return ""
-				}}
-			code := Run(context.Background(), tc.args, f)
-			if code != exitUsage || !strings.Contains(errOut.String(), tc.err) {
-				t.Errorf("exit %d, stderr %q; want exit 2 saying %q", code, errOut.String(), tc.err)
+			code, _, stderr := runCLIEnv(t, map[string]string{"FAULTLINE_STORE": tc.env}, tc.args...)
+			if code != exitUsage || !strings.Contains(stderr, tc.err) {
+				t.Errorf("exit %d, stderr %q; want exit 2 saying %q", code, stderr, tc.err)
 			}
 		})
 	}
@@ -50,24 +39,13 @@ func TestStoreFlag(t *testing.T) {
 // to its file (which does not exist either, and says so), and without
 // --db the command goes to the cluster (and says it cannot reach it).
 func TestStorePrecedence(t *testing.T) {
-	const gone = "clickhouse://127.0.0.1:1/faultline"
+	env := map[string]string{"FAULTLINE_STORE": "clickhouse://127.0.0.1:1/faultline"}
 	db := filepath.Join(t.TempDir(), "f.db")
-	run := func(args ...string) (int, string, string) {
-		var out, errOut bytes.Buffer
-		f := &Factory{IO: IOStreams{Out: &out, ErrOut: &errOut}, Now: time.Now,
-			Getenv: func(k string) string {
-				if k == "FAULTLINE_STORE" {
-					return gone
-				}
-				return ""
-			}}
-		return Run(context.Background(), args, f), out.String(), errOut.String()
-	}
-	if code, _, errOut := run("--db", db, "sources"); code == 0 || !strings.Contains(errOut, "no timeline at "+db) {
+	if code, _, errOut := runCLIEnv(t, env, "--db", db, "sources"); code == 0 || !strings.Contains(errOut, "no timeline at "+db) {
 		t.Errorf("--db with FAULTLINE_STORE set: exit %d, stderr %q; want the file's error (no timeline at %s)", code, errOut, db)
 	}
-	if code, _, errOut := run("sources"); code == 0 || !strings.Contains(errOut, "127.0.0.1:1") {
-		t.Errorf("FAULTLINE_STORE alone: exit %d, stderr %q; want an error naming 127.0.0.1:1", code, errOut)
+	if code, _, errOut := runCLIEnv(t, env, "sources"); code == 0 || !strings.Contains(errOut, "store 127.0.0.1:1:") {
+		t.Errorf("FAULTLINE_STORE alone: exit %d, stderr %q; want an error opening the store at 127.0.0.1:1", code, errOut)
 	}
 }
 
