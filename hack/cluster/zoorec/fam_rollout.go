@@ -202,24 +202,7 @@ func breakScheduling(ctx context.Context, c *Cluster, actor *Actor, s Subset, ho
 // firstFailedScheduling waits for a FailedScheduling event in ns and
 // returns the earliest one's time.
 func (c *Cluster) firstFailedScheduling(ctx context.Context, ns string) (time.Time, error) {
-	var firstBad time.Time
-	err := until(ctx, 2*time.Minute, "FailedScheduling", func() (bool, error) {
-		evs, err := c.Admin.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedScheduling"})
-		if err != nil {
-			return false, err
-		}
-		for _, ev := range evs.Items {
-			t := ev.EventTime.Time
-			if t.IsZero() {
-				t = ev.FirstTimestamp.Time
-			}
-			if firstBad.IsZero() || t.Before(firstBad) {
-				firstBad = t.UTC()
-			}
-		}
-		return !firstBad.IsZero(), nil
-	})
-	return firstBad, err
+	return c.firstEvent(ctx, ns, "FailedScheduling")
 }
 
 // unscheduled returns the Deployment's pods that are Pending on no node,
