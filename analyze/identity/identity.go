@@ -80,6 +80,8 @@ var kinds = map[string]struct{ kind, group, resource string }{
 	"deployment": {"Deployment", "apps", "deployments"}, "deploy": {"Deployment", "apps", "deployments"},
 	"statefulset": {"StatefulSet", "apps", "statefulsets"}, "sts": {"StatefulSet", "apps", "statefulsets"},
 	"replicaset": {"ReplicaSet", "apps", "replicasets"}, "rs": {"ReplicaSet", "apps", "replicasets"},
+	"daemonset": {"DaemonSet", "apps", "daemonsets"}, "ds": {"DaemonSet", "apps", "daemonsets"},
+	"replicationcontroller": {"ReplicationController", "", "replicationcontrollers"}, "rc": {"ReplicationController", "", "replicationcontrollers"},
 }
 
 // Resource returns the API group and resource of a kind as users type it

@@ -92,31 +92,21 @@ func denials(ctx context.Context, s Store, units []*outcome.Unit, ids []map[stri
 	sort.Strings(names)
 	var out []denial
 	for _, user := range names {
-		f, err := timeline.CompileFilter(fmt.Sprintf(`user == %q && code in [401, 403]`, user))
+		first, err := firstRecord(ctx, s, fmt.Sprintf(`user == %q && code in [401, 403]`, user), since, until, false)
 		if err != nil {
 			return nil, err
-		}
-		var first *timeline.Record
-		for r, err := range s.Records(ctx, timeline.Query{Since: since, Until: until, Where: f, Limit: 1}) {
-			if err != nil {
-				return nil, err
-			}
-			first = r
 		}
 		if first == nil {
 			continue
 		}
 		d := denial{user: user, first: first}
-		f, err = timeline.CompileFilter(fmt.Sprintf(`user == %q && verb == %q && resource == %q && ns == %q && code < 400`,
-			user, first.Verb, first.Object.Resource, first.Object.Namespace))
+		last, err := firstRecord(ctx, s, fmt.Sprintf(`user == %q && verb == %q && resource == %q && ns == %q && code < 400`,
+			user, first.Verb, first.Object.Resource, first.Object.Namespace), since, first.Time, true)
 		if err != nil {
 			return nil, err
 		}
-		for r, err := range s.Records(ctx, timeline.Query{Since: since, Until: first.Time, Where: f, Limit: 1, Desc: true}) {
-			if err != nil {
-				return nil, err
-			}
-			d.lastAllowed = r.Time
+		if last != nil {
+			d.lastAllowed = last.Time
 		}
 		out = append(out, d)
 	}

@@ -41,25 +41,11 @@ func TestAccessSuspects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type brief struct {
-		Ref, Dimension, By string
-		Reached            []string
-	}
-	var briefs []brief
-	for _, sp := range got {
-		b := brief{Ref: sp.Ref, Dimension: sp.Dimension, By: sp.By}
-		for _, u := range units {
-			if sp.reached[u] {
-				b.Reached = append(b.Reached, u.Name)
-			}
-		}
-		briefs = append(briefs, b)
-	}
 	want := []brief{
-		{"Role/ml/quota", "rules", "alice", []string{"quota-0", "quota-1"}},
-		{"ClusterRole/aggregate-to-view", "rules", "ci", []string{"quota-0", "quota-1"}},
+		{"Role/ml/quota", "rules", "alice", []string{"Pod/ml/quota-0", "Pod/ml/quota-1"}},
+		{"ClusterRole/aggregate-to-view", "rules", "ci", []string{"Pod/ml/quota-0", "Pod/ml/quota-1"}},
 	}
-	if diff := cmp.Diff(want, briefs); diff != "" {
+	if diff := cmp.Diff(want, briefsOf(got, units)); diff != "" {
 		t.Errorf("access suspects (-want +got)\n%s", diff)
 	}
 	// Both reach the same units: they compete, and neither is confident.
@@ -83,4 +69,25 @@ func TestAccessSuspectsNeedADenial(t *testing.T) {
 	if err != nil || len(got) != 0 {
 		t.Errorf("accessSuspects = %v, %v; want none", got, err)
 	}
+}
+
+// brief is what a test says of a suspect: what changed, by whom, and the
+// units the evidence shows it reached.
+type brief struct {
+	Ref, Dimension, By string
+	Reached            []string
+}
+
+func briefsOf(sps []*Suspect, units []*outcome.Unit) []brief {
+	var out []brief
+	for _, sp := range sps {
+		b := brief{Ref: sp.Ref, Dimension: sp.Dimension, By: sp.By}
+		for _, u := range units {
+			if sp.reached[u] {
+				b.Reached = append(b.Reached, u.Ref)
+			}
+		}
+		out = append(out, b)
+	}
+	return out
 }

@@ -320,3 +320,8 @@ func undoRevision(ctx context.Context, s Store, rep *Report) error {
 	rep.undoRev = rev
 	return nil
 }
+
+// objectCommand runs a kubectl verb (get, delete) on one object.
+func objectCommand(verb, kind, ns, name string) string {
+	return command(append([]string{"kubectl", verb, strings.ToLower(kind) + "/" + name}, nsArgs(ns)...)...)
+}

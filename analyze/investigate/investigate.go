@@ -196,6 +196,9 @@ type Suspect struct {
 	// reached are the units the evidence shows the change reached, when
 	// that is not what they hold (access.go, placement.go).
 	reached map[*outcome.Unit]bool
+	// admits names the admission object written (admission.go), as a
+	// refusal would quote it.
+	admits string
 	// unplaced: a node change that turned away pods never placed
 	// (placement.go); undoing it, not cordoning, lets them in.
 	unplaced bool
@@ -468,7 +471,16 @@ func identities(ctx context.Context, s Store, units []*outcome.Unit, rules []ide
 	cons := constraints{}
 	ranks := map[*outcome.Unit]string{} // rank is per pod: kept apart from the slice
 	for i, u := range units {
-		id, err := res.Of(ctx, identity.Ref{Kind: "Pod", Namespace: u.Namespace, Name: u.Name})
+		var id *identity.Identity
+		var err error
+		if u.Unborn {
+			// The pods its controller could not create: what they would
+			// have run with.
+			kind, _, _ := strings.Cut(u.Ref, "/")
+			id, err = res.OfTemplate(ctx, identity.Ref{Kind: kind, Namespace: u.Namespace, Name: u.Name}, u.BadAt)
+		} else {
+			id, err = res.Of(ctx, identity.Ref{Kind: "Pod", Namespace: u.Namespace, Name: u.Name})
+		}
 		if err != nil {
 			if nf := (*identity.ErrNotFound)(nil); errors.As(err, &nf) {
 				ids[i] = map[string]identity.Dimension{}

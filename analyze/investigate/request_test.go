@@ -14,6 +14,8 @@ func groupOf(resource string) string {
 	switch resource {
 	case "roles", "rolebindings", "clusterroles", "clusterrolebindings":
 		return "rbac.authorization.k8s.io"
+	case "validatingwebhookconfigurations", "mutatingwebhookconfigurations":
+		return "admissionregistration.k8s.io"
 	}
 	return ""
 }

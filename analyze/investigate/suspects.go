@@ -262,6 +262,11 @@ func otherSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []ma
 		return nil, err
 	}
 	out = append(out, access...)
+	admission, err := admissionSuspects(ctx, s, units, ids, where, since, until.Add(time.Second))
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, admission...)
 	placement, err := placementSuspects(ctx, s, units, ids, rep.cons, where, since, firstBad)
 	if err != nil {
 		return nil, err
@@ -322,7 +327,7 @@ func (in scoring) score(c *Suspect) (x *scored, content bool) {
 	sp := *c
 	x = &scored{sp: sp}
 	var why []string
-	if sp.Dimension == "created" {
+	if sp.Dimension == "created" && sp.reached == nil {
 		kind, name := createdOwner(sp)
 		if !in.owners[kind+"/"+name] {
 			return nil, false // objects created along the way explain nothing
@@ -608,6 +613,8 @@ func undo(rep *Report, top Suspect) []Action {
 		return []Action{a}
 	case top.Dimension == "created" && top.DNS != nil:
 		return dnsArrival(top)
+	case top.admits != "":
+		return []Action{undoAdmission(top)}
 	case top.Dimension == "created":
 		return spreadArrival(top)
 	}

@@ -42,7 +42,7 @@ const (
 	defaultBadStates = `reason in [` +
 		`"Failed", "OOMKilled", "Error", "ContainerCannotRun", "CrashLoopBackOff", "BackOff", ` +
 		`"ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError", "Evicted", "Preempted", ` +
-		`"FailedScheduling", "NodeNotReady", "BackoffLimitExceeded", "DeadlineExceeded"]`
+		`"FailedScheduling", "FailedCreate", "NodeNotReady", "BackoffLimitExceeded", "DeadlineExceeded"]`
 	// NodeFaults: the node-log reasons of timeline.NodeFaults (a test
 	// holds the two lists equal), reason first for its index.
 	defaultBadNode = `reason in ["Xid", "ECC", "RowRemap", "NVLink", "PLEG", "KubeletEviction", "OOMKill", ` +
@@ -87,7 +87,8 @@ func refString(o timeline.ObjectRef) string {
 }
 
 // Unit is one pod's story: when it was created, when it was last seen
-// good, when it first went bad and why.
+// good, when it first went bad and why. (Or, Unborn, the story of the
+// pods a controller could not create.)
 type Unit struct {
 	Ref       string    `json:"ref"` // Pod/ns/name
 	Namespace string    `json:"-"`
@@ -103,6 +104,11 @@ type Unit struct {
 	Completed bool      `json:"completed,omitempty"` // seen Succeeded
 	// Owner is the pod's controller, "Kind/name" (Job/train), if any.
 	Owner string `json:"owner,omitempty"`
+	// Unborn: the unit is the pods a controller (Ref, Owner: a
+	// ReplicaSet, Job, StatefulSet...) could not create, refused by the
+	// apiserver; it has no pod of its own, and its identity is the
+	// controller's pod template.
+	Unborn bool `json:"unborn,omitempty"`
 	// Evidence is where the first bad (else the last good) state was read.
 	Evidence timeline.Evidence `json:"evidence"`
 	RecordID int64             `json:"record,omitempty"`
@@ -272,8 +278,9 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 	}
 	sortObs(out.Bad)
 	sortObs(out.Good)
-	fold(units, out.Bad, out.Good)
-	out.Units = units
+	if out.Units, err = expandUnborn(ctx, s, fold(units, out.Bad, out.Good)); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -411,8 +418,10 @@ func mustFilter(expr string) *timeline.Filter {
 
 // fold folds the observations, oldest first, into units: a pod goes bad
 // at its first bad observation (its own state, or an event about it); it
-// was good at its latest good one before that.
-func fold(units []*Unit, bad, good []Observation) {
+// was good at its latest good one before that. A controller that could
+// not create its pods (Unborn) becomes a unit of its own. It returns the
+// units, those new ones last.
+func fold(units []*Unit, bad, good []Observation) []*Unit {
 	byRef := map[string]*Unit{}
 	for _, u := range units {
 		byRef[u.Ref] = u
@@ -421,6 +430,12 @@ func fold(units []*Unit, bad, good []Observation) {
 		u := byRef[o.Ref()]
 		if u == nil && o.By != "" {
 			u = byRef[o.By] // the pod's own request failed
+		}
+		if u == nil && unborn(o) {
+			u = &Unit{Ref: o.Ref(), Namespace: o.Object.Namespace, Name: o.Object.Name, UID: o.Object.UID,
+				Owner: o.Object.Kind + "/" + o.Object.Name, Unborn: true}
+			units = append(units, u)
+			byRef[u.Ref] = u
 		}
 		if u == nil || !u.BadAt.IsZero() {
 			continue
@@ -446,6 +461,7 @@ func fold(units []*Unit, bad, good []Observation) {
 			}
 		}
 	}
+	return units
 }
 
 func sortObs(obs []Observation) {

@@ -1,0 +1,61 @@
+package identity
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// The pods a ReplicaSet could not create ran with what its template says,
+// its owners and the config as they stood when they were refused; no node
+// and no digest, which only a pod that ran has.
+func TestOfTemplate(t *testing.T) {
+	m := world(t)
+	m.add(t, t0.Add(2*time.Minute), "40", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"trainer-env","namespace":"ml","uid":"c1"},"data":{"LR":"sha256:eee"}}`)
+	m.add(t, t0.Add(3*time.Minute), "41", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"trainer","namespace":"ml","uid":"d1","generation":4}}`)
+	m.add(t, t0.Add(3*time.Minute), "42", `{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"trainer-55bb","namespace":"ml","uid":"rs2","generation":1,
+		"ownerReferences":[{"kind":"Deployment","name":"trainer","uid":"d1","controller":true}]},
+		"spec":{"replicas":4,"template":{"metadata":{"labels":{"app":"trainer","pod-template-hash":"55bb"}},
+			"spec":{"serviceAccountName":"trainer","nodeSelector":{"pool":"h100-a"},
+				"containers":[{"name":"trainer","image":"registry.example/trainer:1.5","envFrom":[{"configMapRef":{"name":"trainer-env"}}]}]}}},
+		"status":{"replicas":0}}`)
+	r := NewResolver(m, time.Time{}, nil)
+	r.PinAtPodStart()
+	id, err := r.OfTemplate(context.Background(), Ref{"ReplicaSet", "ml", "trainer-55bb"}, t0.Add(4*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := dimNames(id)
+	want := map[string]string{
+		"image.tag/trainer":           "registry.example/trainer:1.5",
+		"serviceAccount":              "trainer",
+		"nodeSelector/pool":           "h100-a",
+		"owner.podTemplateHash":       "55bb",
+		"owner/ReplicaSet":            "trainer-55bb",
+		"owner/ReplicaSet.generation": "1",
+		"owner/Deployment":            "trainer",
+		"owner/Deployment.generation": "4",
+		"configmap/trainer-env":       got["configmap/trainer-env"],
+		"configmap/trainer-env/LR":    "sha256:eee",
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			want[k] = got[k] // dimensions of every pod (scheduler, ...) are not this test's
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("template identity (-want +got)\n%s", diff)
+	}
+	for _, d := range []string{"node", "image.digest/trainer"} {
+		if v, ok := got[d]; ok {
+			t.Errorf("%s = %q: a pod never created ran on no node and pulled nothing", d, v)
+		}
+	}
+	var nf *ErrNotFound
+	if _, err := r.OfTemplate(context.Background(), Ref{"ReplicaSet", "ml", "nope"}, t0); !errors.As(err, &nf) {
+		t.Errorf("a ReplicaSet not held: err %v, want ErrNotFound", err)
+	}
+}

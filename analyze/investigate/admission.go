@@ -1,0 +1,280 @@
+package investigate
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/analyze/identity"
+	"github.com/faultline/faultline/analyze/outcome"
+	"github.com/faultline/faultline/timeline"
+)
+
+// What a unit may be created with. Before a pod exists, the apiserver's
+// admission decides whether it may: the validating and mutating webhooks
+// and admission policies its configurations send it to, the ResourceQuotas
+// and LimitRanges of its namespace, and the namespace's own labels (Pod
+// Security). When a controller's pod creates start being refused (its
+// units are unborn: outcome.Unit.Unborn), the change that made them
+// refused is a write to one of these, and the audit log narrows it down
+// as it does for RBAC (access.go):
+//
+//   - a namespaced object (a quota, a LimitRange, the Namespace) governs
+//     only its namespace; a cluster-scoped configuration may govern any;
+//   - only a write between the last pod admitted in that namespace (less
+//     admissionPropagation) and the first refused can have made the
+//     difference; a deletion takes a check away and refuses nothing;
+//   - the apiserver's refusal names what refused it (`failed calling
+//     webhook "NAME"`, `exceeded quota: NAME`): when a refusal names one
+//     of the objects written, a write to another did not refuse that unit.
+//
+// Admission objects are audited at the Metadata level in most policies:
+// who wrote, when and how, without the body. The suspect says so.
+
+// admissionResources are the resources whose objects admit or refuse a
+// pod, by API group, with their kinds.
+var admissionResources = map[string]map[string]string{
+	"admissionregistration.k8s.io": {
+		"validatingwebhookconfigurations": "ValidatingWebhookConfiguration", "mutatingwebhookconfigurations": "MutatingWebhookConfiguration",
+		"validatingadmissionpolicies": "ValidatingAdmissionPolicy", "validatingadmissionpolicybindings": "ValidatingAdmissionPolicyBinding",
+		"mutatingadmissionpolicies": "MutatingAdmissionPolicy", "mutatingadmissionpolicybindings": "MutatingAdmissionPolicyBinding",
+	},
+	"": {"resourcequotas": "ResourceQuota", "limitranges": "LimitRange", "namespaces": "Namespace"},
+}
+
+// admissionFilter selects the writes that can change what admits a pod
+// of namespace ns: to a cluster-wide admission configuration, to a quota
+// or LimitRange of ns, or to ns itself. A write to a subresource (a
+// quota's status, which its controller keeps up to date) changes no rule.
+func admissionFilter(ns string) string {
+	var cluster []string
+	for r := range admissionResources["admissionregistration.k8s.io"] {
+		cluster = append(cluster, fmt.Sprintf("%q", r))
+	}
+	sort.Strings(cluster)
+	return fmt.Sprintf(`((group == "admissionregistration.k8s.io" && resource in [%s]) || `+
+		`(group == "" && resource in ["resourcequotas", "limitranges"] && ns == %q) || `+
+		`(group == "" && resource == "namespaces" && name == %q)) && subresource == "" && verb in ["create", "update", "patch"] && code > 0 && code < 400`,
+		strings.Join(cluster, ", "), ns, ns)
+}
+
+// admissionPropagation is how long after a write the apiserver may still
+// admit by the old configuration: its admission plugins read them from
+// informers, as the authorizer reads RBAC.
+const admissionPropagation = rbacPropagation
+
+// refusal is the first refused pod create of one namespace.
+type refusal struct {
+	ns           string
+	first        time.Time
+	lastAdmitted time.Time // the last pod create admitted before it (zero: none seen)
+}
+
+// refusals finds, per namespace of the slice's unborn bad units, its first
+// refused pod create in [since, until) and the last admitted one before.
+// A create shed for load (429) or timed out (504) was not refused by
+// admission; one that named an existing pod (409) was not refused at all.
+func refusals(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension,
+	where map[string]string, since, until time.Time) ([]refusal, error) {
+	spaces := map[string]bool{}
+	for i, u := range units {
+		if u.Unborn && u.Bad() && matches(ids[i], where) {
+			spaces[u.Namespace] = true
+		}
+	}
+	names := make([]string, 0, len(spaces))
+	for ns := range spaces {
+		names = append(names, ns)
+	}
+	sort.Strings(names)
+	var out []refusal
+	for _, ns := range names {
+		first, err := firstRecord(ctx, s, fmt.Sprintf(`verb == "create" && resource == "pods" && ns == %q && code >= 400 && !(code in [409, 429, 504])`, ns),
+			since, until, false)
+		if err != nil {
+			return nil, err
+		}
+		if first == nil {
+			continue
+		}
+		r := refusal{ns: ns, first: first.Time}
+		last, err := firstRecord(ctx, s, fmt.Sprintf(`verb == "create" && resource == "pods" && ns == %q && code > 0 && code < 400`, ns),
+			since, first.Time, true)
+		if err != nil {
+			return nil, err
+		}
+		if last != nil {
+			r.lastAdmitted = last.Time
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// firstRecord is the first record of the filter in [since, until), or
+// the last with desc.
+func firstRecord(ctx context.Context, s Store, expr string, since, until time.Time, desc bool) (*timeline.Record, error) {
+	f, err := timeline.CompileFilter(expr)
+	if err != nil {
+		return nil, err
+	}
+	var out *timeline.Record
+	for r, err := range s.Records(ctx, timeline.Query{Since: since, Until: until, Where: f, Limit: 1, Desc: desc}) {
+		if err != nil {
+			return nil, err
+		}
+		out = r
+	}
+	return out, nil
+}
+
+// admissionSuspects are the writes to admission objects that can have
+// made the slice's pod creates refused. Each reaches the unborn bad units
+// of the namespaces it governs that were refused after it (but those whose
+// refusal names another object written), and, against it, the good units
+// of those namespaces created after it.
+func admissionSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension,
+	where map[string]string, since, until time.Time) ([]*Suspect, error) {
+	rs, err := refusals(ctx, s, units, ids, where, since, until)
+	if err != nil || len(rs) == 0 {
+		return nil, err
+	}
+	byKey := map[string]*Suspect{}
+	var out []*Suspect
+	for _, rf := range rs {
+		from := since
+		if t := rf.lastAdmitted.Add(-admissionPropagation); t.After(from) {
+			from = t
+		}
+		f, err := timeline.CompileFilter(admissionFilter(rf.ns))
+		if err != nil {
+			return nil, err
+		}
+		for r, err := range s.Records(ctx, timeline.Query{Since: from, Until: rf.first.Add(time.Nanosecond), Where: f}) {
+			if err != nil {
+				return nil, err
+			}
+			kind := admissionResources[r.Object.Group][r.Object.Resource]
+			ref := kind + "/" + r.Object.Name
+			if r.Object.Namespace != "" {
+				ref = kind + "/" + r.Object.Namespace + "/" + r.Object.Name
+			}
+			key := ref + "@" + r.Time.String()
+			if byKey[key] != nil {
+				continue
+			}
+			dim, to := "spec", r.Verb+" (content not in the evidence)"
+			switch {
+			case r.Verb == "create":
+				dim, to = "created", "created"
+			case kind == "Namespace":
+				dim = "labels"
+			}
+			sp := &Suspect{Ref: ref, Dimension: dim, To: to, At: r.Time, Kind: "change", Objects: 1,
+				Run: r.Evidence.Run, Line: r.Evidence.Line, By: r.User, UserAgent: r.UserAgent,
+				reached: map[*outcome.Unit]bool{}, admits: r.Object.Name}
+			byKey[key] = sp
+			out = append(out, sp)
+		}
+	}
+	reach(out, units)
+	for _, sp := range out {
+		n := 0
+		for u := range sp.reached {
+			if u.Bad() {
+				n++
+			}
+		}
+		sp.Why = fmt.Sprintf("%s by %s, then %d pod creates it governs were refused (its content is not in the evidence)", pastTense(verbOf(sp)), sp.By, n)
+	}
+	return out, nil
+}
+
+// verbOf is the audit verb of an admission suspect.
+func verbOf(sp *Suspect) string {
+	if sp.Dimension == "created" {
+		return "create"
+	}
+	return strings.Fields(sp.To)[0]
+}
+
+// reach marks the units each admission write reached: an unborn bad unit
+// of a namespace it governs, refused after it, unless the refusal names
+// another of the objects written; a good unit of such a namespace created
+// after it (admitted in spite of it).
+func reach(sps []*Suspect, units []*outcome.Unit) {
+	governs := func(sp *Suspect, u *outcome.Unit) bool {
+		kind, ns, name := splitRef(sp.Ref)
+		switch {
+		case kind == "Namespace":
+			return u.Namespace == name
+		case ns != "":
+			return u.Namespace == ns
+		}
+		return true
+	}
+	for _, u := range units {
+		var named []*Suspect
+		if u.Unborn && u.Bad() {
+			for _, sp := range sps {
+				if mentions(u.Message, sp.admits) {
+					named = append(named, sp)
+				}
+			}
+		}
+		for _, sp := range sps {
+			switch {
+			case !governs(sp, u):
+			case u.Unborn && u.Bad():
+				if u.BadAt.After(sp.At) && (len(named) == 0 || contains(named, sp)) {
+					sp.reached[u] = true
+				}
+			case u.Good() && u.Created.After(sp.At):
+				sp.reached[u] = true
+			}
+		}
+	}
+}
+
+func contains(sps []*Suspect, sp *Suspect) bool {
+	for _, x := range sps {
+		if x == sp {
+			return true
+		}
+	}
+	return false
+}
+
+// mentions says whether a message names an object: its name as a whole
+// word (between characters that cannot be part of a Kubernetes name), as
+// the apiserver quotes a webhook, a quota or a policy that refused.
+func mentions(msg, name string) bool {
+	if name == "" || msg == "" {
+		return false
+	}
+	re, err := regexp.Compile(`(^|[^a-z0-9-])` + regexp.QuoteMeta(name) + `($|[^a-z0-9-])`)
+	return err == nil && re.MatchString(msg)
+}
+
+// undoAdmission undoes a write to an admission object: the refused pods
+// are admitted again once it is gone (a configuration created) or back to
+// its last-known-good content.
+func undoAdmission(top Suspect) Action {
+	kind, ns, name := splitRef(top.Ref)
+	why := "undo the write, so the refused pods are admitted (its previous content is not in the evidence)"
+	switch {
+	case top.Dimension == "created" && strings.HasSuffix(kind, "WebhookConfiguration"):
+		why = "remove it, or make it fail open (failurePolicy: Ignore) until what it calls answers, so the refused pods are admitted"
+	case top.Dimension == "created":
+		why = "remove it (or correct it), so the refused pods are admitted"
+	}
+	a := Action{Action: "rollback", Target: top.Ref, Why: why}
+	if top.Dimension == "created" {
+		a.Command = objectCommand("delete", kind, ns, name)
+		a.Verify = objectCommand("get", kind, ns, name)
+	}
+	return a
+}

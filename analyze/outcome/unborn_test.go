@@ -1,0 +1,86 @@
+package outcome
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+// A controller that could not create its pods is one unit per pod it
+// lacked, with its template's owner; FailedCreate about a pod, or about a
+// kind that creates no pods from a template, is no such unit.
+func TestUnbornUnits(t *testing.T) {
+	rs := func(name, uid, body string) timeline.ObjectVersion {
+		return timeline.ObjectVersion{Object: timeline.ObjectRef{Group: "apps", Resource: "replicasets", Kind: "ReplicaSet",
+			Namespace: "ml", Name: name, UID: uid}, Time: t0, Content: json.RawMessage(body)}
+	}
+	failedCreate := func(secs int, kind, name, uid string) *timeline.Record {
+		return &timeline.Record{ID: int64(secs), Time: t0.Add(time.Duration(secs) * time.Second), Source: timeline.SourceEvent, Type: "Warning",
+			Reason: "FailedCreate", Message: `Error creating: pods "api-" is forbidden: exceeded quota: team-budget`,
+			Object: timeline.ObjectRef{Kind: kind, Namespace: "ml", Name: name, UID: uid}}
+	}
+	s := &fakeStore{
+		versions: []timeline.ObjectVersion{
+			pod("a", "ua", 1, `{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}`),
+			rs("api-5f6d", "u1", `{"spec":{"replicas":3},"status":{"replicas":0}}`),
+			// Another object of the same name, and one that has all it wants.
+			rs("api-5f6d", "u0", `{"spec":{"replicas":9},"status":{"replicas":0}}`),
+			rs("web-77aa", "u2", `{"spec":{"replicas":2},"status":{"replicas":2}}`),
+		},
+		records: []*timeline.Record{
+			failedCreate(20, "ReplicaSet", "api-5f6d", "u1"),
+			failedCreate(21, "ReplicaSet", "web-77aa", "u2"),
+			failedCreate(22, "Pod", "a", "ua"),
+			failedCreate(23, "Deployment", "api", "u3"),
+		},
+	}
+	out, err := Read(context.Background(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type unit struct {
+		Ref, Owner, Reason string
+		Unborn, Bad        bool
+	}
+	var got []unit
+	for _, u := range out.Units {
+		got = append(got, unit{u.Ref, u.Owner, u.Reason, u.Unborn, u.Bad()})
+	}
+	want := []unit{
+		{"Pod/ml/a", "Job/train", "FailedCreate", false, true},
+		{"ReplicaSet/ml/api-5f6d/1", "ReplicaSet/api-5f6d", "FailedCreate", true, true},
+		{"ReplicaSet/ml/api-5f6d/2", "ReplicaSet/api-5f6d", "FailedCreate", true, true},
+		{"ReplicaSet/ml/api-5f6d/3", "ReplicaSet/api-5f6d", "FailedCreate", true, true},
+		// It has the pods it wants now: it lacked at least the one it
+		// said it could not create.
+		{"ReplicaSet/ml/web-77aa/1", "ReplicaSet/web-77aa", "FailedCreate", true, true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("units (-want +got):\n%s", diff)
+	}
+}
+
+func TestWantedAndHave(t *testing.T) {
+	tests := []struct {
+		kind, body string
+		want, have int
+	}{
+		{"ReplicaSet", `{"spec":{"replicas":7},"status":{"replicas":2}}`, 7, 2},
+		{"ReplicaSet", `{"spec":{},"status":{}}`, 1, 0}, // replicas defaults to 1
+		{"StatefulSet", `{"spec":{"replicas":3},"status":{"replicas":1}}`, 3, 1},
+		{"Job", `{"spec":{"parallelism":8,"completions":10},"status":{"active":1,"succeeded":4}}`, 6, 1},
+		{"Job", `{"spec":{},"status":{}}`, 1, 0},
+		{"DaemonSet", `{"status":{"desiredNumberScheduled":40,"currentNumberScheduled":38}}`, 40, 38},
+		{"ReplicaSet", `not json`, 0, 0},
+	}
+	for _, tt := range tests {
+		if w, h := wanted(tt.kind, []byte(tt.body)), have(tt.kind, []byte(tt.body)); w != tt.want || h != tt.have {
+			t.Errorf("%s %s: wanted, have = %d, %d; want %d, %d", tt.kind, tt.body, w, h, tt.want, tt.have)
+		}
+	}
+}
