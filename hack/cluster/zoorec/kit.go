@@ -264,6 +264,7 @@ type Template struct {
 	Tolerations  []corev1.Toleration
 	Priority     string
 	GPU          bool
+	GPUs         int // GPUs a pod takes, when more than GPU's one
 	Labels       map[string]string
 	// ServiceAccount the pods run as (empty: the namespace's default).
 	ServiceAccount string
@@ -279,8 +280,8 @@ func (t Template) spec(restart corev1.RestartPolicy) corev1.PodSpec {
 		sel[k] = v
 	}
 	c := corev1.Container{Name: name, Image: t.Image, Env: t.Env, EnvFrom: t.EnvFrom, VolumeMounts: t.Mounts}
-	if t.GPU {
-		c.Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}
+	if t.GPU || t.GPUs > 0 {
+		c.Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(int64(max(t.GPUs, 1)), resource.DecimalSI)}
 	}
 	return corev1.PodSpec{RestartPolicy: restart, NodeSelector: sel, Containers: []corev1.Container{c},
 		Volumes: t.Volumes, Tolerations: t.Tolerations, PriorityClassName: t.Priority, ServiceAccountName: t.ServiceAccount,
