@@ -199,6 +199,9 @@ type Suspect struct {
 	// admits names the admission object written (admission.go), as a
 	// refusal would quote it.
 	admits string
+	// preemptor: the arrival of a workload whose pods preempted the
+	// bad units (preemption.go).
+	preemptor bool
 	// unplaced: a node change that turned away pods never placed
 	// (placement.go); undoing it, not cordoning, lets them in.
 	unplaced bool

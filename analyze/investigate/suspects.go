@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -196,10 +197,19 @@ func (cs *candidates) addDifferences(ce *Counterexample, units []*outcome.Unit, 
 	if ce == nil {
 		return
 	}
+	other := otherWorkload(ce)
 	for _, d := range ce.Differs {
 		// Only a different value is a contrast: a counterexample that does
 		// not use the object at all (another job's ConfigMap) says nothing.
 		if d.Bad == "" || d.Good == "" || !contentDim(d.Dimension) {
+			continue
+		}
+		// Two workloads run their own images from their own templates:
+		// that a counterexample of another workload runs another image
+		// is what it is, not a change (nothing went from its image to
+		// the slice's). The same image under another digest is one
+		// (a tag pushed again).
+		if other && ownTemplate(ce, d.Dimension) {
 			continue
 		}
 		if cs.byKey[candidateKey{d.Dimension, d.Good, d.Bad}] != nil {
@@ -224,6 +234,34 @@ func (cs *candidates) addDifferences(ce *Counterexample, units []*outcome.Unit, 
 		c := cs.add(candidateKey{d.Dimension, d.Good, d.Bad}, ref, at, run, line, false)
 		c.Objects = 0
 	}
+}
+
+// otherWorkload says whether the counterexample is a pod of another
+// workload than the slice's: their owners, other than the ReplicaSets a
+// Deployment rolls through, differ.
+func otherWorkload(ce *Counterexample) bool {
+	for _, d := range ce.Differs {
+		if kind, ok := strings.CutPrefix(d.Dimension, "owner/"); ok && !strings.Contains(kind, ".") && kind != "ReplicaSet" {
+			return true
+		}
+	}
+	return false
+}
+
+// ownTemplate says whether a dimension of the counterexample differs
+// because its workload's template does: the template's own hash, an
+// image tag, or the digest of a container whose image tag differs too.
+func ownTemplate(ce *Counterexample, name string) bool {
+	switch {
+	case strings.HasPrefix(name, "owner."), strings.HasPrefix(name, "image.tag/"):
+		return true
+	case strings.HasPrefix(name, "owner/"):
+		return strings.HasSuffix(name, ".podTemplateHash") || strings.HasSuffix(name, ".controllerRevision")
+	}
+	if c, ok := strings.CutPrefix(name, "image.digest/"); ok {
+		return slices.ContainsFunc(ce.Differs, func(d Differ) bool { return d.Dimension == "image.tag/"+c })
+	}
+	return false
 }
 
 // list returns the candidates in the order first seen, but for a whole
@@ -267,6 +305,11 @@ func otherSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []ma
 		return nil, err
 	}
 	out = append(out, admission...)
+	preemptors, err := preemptionSuspects(ctx, s, units, ids, where, since, until.Add(time.Second))
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, preemptors...)
 	placement, err := placementSuspects(ctx, s, units, ids, rep.cons, where, since, firstBad)
 	if err != nil {
 		return nil, err
@@ -615,6 +658,8 @@ func undo(rep *Report, top Suspect) []Action {
 		return dnsArrival(top)
 	case top.admits != "":
 		return []Action{undoAdmission(top)}
+	case top.preemptor:
+		return []Action{givesRoomBack(top)}
 	case top.Dimension == "created":
 		return spreadArrival(top)
 	}

@@ -329,3 +329,35 @@ func TestSuspectsSelectorOf(t *testing.T) {
 		})
 	}
 }
+
+// A counterexample of another workload runs its own images from its own
+// template: those differences are no change. The same image under another
+// digest (a tag pushed again), or another node, still is one.
+func TestDifferencesFromAnotherWorkload(t *testing.T) {
+	tests := []struct {
+		name   string
+		differ []Differ
+		want   []string
+	}{
+		{"another workload", []Differ{{"owner/Job", "train", "eval"}, {"image.tag/main", "trainer:2", "evaluator:1"},
+			{"image.digest/main", "sha256:a", "sha256:b"}, {"owner.podTemplateHash", "7d9f", "55bb"}, {"node.kernel", "6.8", "6.5"}},
+			[]string{"node.kernel"}},
+		{"another workload, the same image under another digest", []Differ{{"owner/Deployment", "api", "web"},
+			{"image.digest/main", "sha256:a", "sha256:b"}}, []string{"image.digest/main"}},
+		{"the same workload, rolled", []Differ{{"owner/ReplicaSet", "api-7d9f", "api-55bb"}, {"image.tag/main", "api:2", "api:1"},
+			{"owner.podTemplateHash", "7d9f", "55bb"}}, []string{"image.tag/main", "owner.podTemplateHash"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := &candidates{byKey: map[candidateKey]*Suspect{}}
+			cs.addDifferences(&Counterexample{Differs: tt.differ}, nil, nil, "")
+			var got []string
+			for _, c := range cs.list() {
+				got = append(got, c.Dimension)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("difference candidates (-want +got)\n%s", diff)
+			}
+		})
+	}
+}

@@ -418,7 +418,8 @@ func mustFilter(expr string) *timeline.Filter {
 
 // fold folds the observations, oldest first, into units: a pod goes bad
 // at its first bad observation (its own state, or an event about it); it
-// was good at its latest good one before that. A controller that could
+// was good at its latest good one before that. A pod that could not be
+// scheduled at first and then ran did not go bad then. A controller that could
 // not create its pods (Unborn) becomes a unit of its own. It returns the
 // units, those new ones last.
 func fold(units []*Unit, bad, good []Observation) []*Unit {
@@ -426,7 +427,17 @@ func fold(units []*Unit, bad, good []Observation) []*Unit {
 	for _, u := range units {
 		byRef[u.Ref] = u
 	}
+	lastGood := map[string]time.Time{}
+	for _, o := range good {
+		lastGood[o.Ref()] = o.Time // oldest first: the last one stays
+	}
 	for _, o := range bad {
+		if o.Reason == "FailedScheduling" && lastGood[o.Ref()].After(o.Time) {
+			// The scheduler could not place it at first (no room yet:
+			// a preemption under way, an autoscaler adding nodes), and
+			// then it ran: it waited, it did not fail.
+			continue
+		}
 		u := byRef[o.Ref()]
 		if u == nil && o.By != "" {
 			u = byRef[o.By] // the pod's own request failed

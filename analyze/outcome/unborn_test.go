@@ -84,3 +84,29 @@ func TestWantedAndHave(t *testing.T) {
 		}
 	}
 }
+
+// A pod the scheduler could not place at first, and that then ran,
+// waited: it did not go bad then (a pod that never ran did; one that ran
+// and then crashed went bad when it crashed).
+func TestWaitedToBeScheduled(t *testing.T) {
+	unschedulable := `{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/3 nodes"}]}`
+	ready := `{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}`
+	oom := `{"phase":"Failed","containerStatuses":[{"state":{"terminated":{"exitCode":137,"reason":"OOMKilled"}}}]}`
+	s := &fakeStore{versions: []timeline.ObjectVersion{
+		pod("waited", "u1", 1, unschedulable), pod("waited", "u1", 5, ready),
+		pod("never", "u2", 1, unschedulable),
+		pod("crashed", "u3", 1, unschedulable), pod("crashed", "u3", 5, ready), pod("crashed", "u3", 9, oom),
+	}}
+	out, err := Read(context.Background(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, u := range out.Units {
+		got[u.Ref] = u.Reason
+	}
+	want := map[string]string{"Pod/ml/waited": "", "Pod/ml/never": "FailedScheduling", "Pod/ml/crashed": "OOMKilled"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("units' reasons (-want +got):\n%s", diff)
+	}
+}
