@@ -202,6 +202,8 @@ type Suspect struct {
 	// preemptor: the arrival of a workload whose pods preempted the
 	// bad units (preemption.go).
 	preemptor bool
+	// netpol: a write to a network policy (netpolicy.go).
+	netpol bool
 	// unplaced: a node change that turned away pods never placed
 	// (placement.go); undoing it, not cordoning, lets them in.
 	unplaced bool

@@ -16,6 +16,10 @@ func groupOf(resource string) string {
 		return "rbac.authorization.k8s.io"
 	case "validatingwebhookconfigurations", "mutatingwebhookconfigurations":
 		return "admissionregistration.k8s.io"
+	case "networkpolicies":
+		return "networking.k8s.io"
+	case "ciliumclusterwidenetworkpolicies":
+		return "cilium.io"
 	}
 	return ""
 }

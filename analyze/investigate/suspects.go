@@ -310,6 +310,11 @@ func otherSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []ma
 		return nil, err
 	}
 	out = append(out, preemptors...)
+	netpols, err := netPolicySuspects(ctx, s, units, ids, where, since, firstBad)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, netpols...)
 	placement, err := placementSuspects(ctx, s, units, ids, rep.cons, where, since, firstBad)
 	if err != nil {
 		return nil, err
@@ -660,6 +665,8 @@ func undo(rep *Report, top Suspect) []Action {
 		return []Action{undoAdmission(top)}
 	case top.preemptor:
 		return []Action{givesRoomBack(top)}
+	case top.netpol:
+		return []Action{undoNetPolicy(top)}
 	case top.Dimension == "created":
 		return spreadArrival(top)
 	}

@@ -109,6 +109,8 @@ type Unit struct {
 	// apiserver; it has no pod of its own, and its identity is the
 	// controller's pod template.
 	Unborn bool `json:"unborn,omitempty"`
+	// Source is the kind of evidence the unit was first seen bad in.
+	Source timeline.SourceKind `json:"-"`
 	// Evidence is where the first bad (else the last good) state was read.
 	Evidence timeline.Evidence `json:"evidence"`
 	RecordID int64             `json:"record,omitempty"`
@@ -448,14 +450,23 @@ func fold(units []*Unit, bad, good []Observation) []*Unit {
 			units = append(units, u)
 			byRef[u.Ref] = u
 		}
-		if u == nil || !u.BadAt.IsZero() {
+		if u == nil {
+			continue
+		}
+		if !u.BadAt.IsZero() {
+			// An event is stamped to the second: the state it reports,
+			// seen within that second, says what went wrong (the
+			// container's own last words, not "Back-off restarting").
+			if o.Source == SourceStatus && u.Source == timeline.SourceEvent && o.Time.Sub(u.BadAt) < time.Second {
+				u.Reason, u.Message, u.ExitCode, u.Source = o.Reason, o.Message, o.ExitCode, o.Source
+			}
 			continue
 		}
 		reason := o.Reason
 		if reason == "" && o.Code != 0 {
 			reason = fmt.Sprintf("HTTP %d", o.Code)
 		}
-		u.BadAt, u.Reason, u.Message, u.ExitCode, u.Evidence, u.RecordID = o.Time, reason, o.Message, o.ExitCode, o.Evidence, o.RecordID
+		u.BadAt, u.Reason, u.Message, u.ExitCode, u.Evidence, u.RecordID, u.Source = o.Time, reason, o.Message, o.ExitCode, o.Evidence, o.RecordID, o.Source
 	}
 	for _, o := range good {
 		u := byRef[o.Ref()]

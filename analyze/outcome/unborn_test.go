@@ -110,3 +110,45 @@ func TestWaitedToBeScheduled(t *testing.T) {
 		t.Errorf("units' reasons (-want +got):\n%s", diff)
 	}
 }
+
+// A unit first seen bad in an event (stamped to the second) takes its
+// reason and message from the state the event reports, seen within that
+// second: the container's own last words, not the kubelet's back-off.
+func TestStateOverEvent(t *testing.T) {
+	crash := `{"phase":"Running","containerStatuses":[{"state":{"waiting":{"reason":"CrashLoopBackOff"}},"lastState":{"terminated":{"exitCode":1,"message":"dial tcp 10.96.0.7:5432: i/o timeout"}}}]}`
+	s := &fakeStore{
+		versions: []timeline.ObjectVersion{pod("a", "ua", 1, `{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}`),
+			{Object: timeline.ObjectRef{Resource: "pods", Namespace: "ml", Name: "a", UID: "ua"}, Time: t0.Add(20*time.Second + 400*time.Millisecond),
+				Content: json.RawMessage(`{"metadata":{"creationTimestamp":"2026-05-01T10:00:00Z"},"status":` + crash + `}`)},
+			pod("b", "ub", 1, `{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}`),
+			{Object: timeline.ObjectRef{Resource: "pods", Namespace: "ml", Name: "b", UID: "ub"}, Time: t0.Add(25 * time.Second),
+				Content: json.RawMessage(`{"metadata":{"creationTimestamp":"2026-05-01T10:00:00Z"},"status":` + crash + `}`)},
+		},
+		records: []*timeline.Record{
+			{ID: 1, Time: t0.Add(20 * time.Second), Source: timeline.SourceEvent, Type: "Warning", Reason: "BackOff",
+				Message: "Back-off restarting failed container", Object: timeline.ObjectRef{Kind: "Pod", Namespace: "ml", Name: "a"}},
+			// b's state comes seconds after its event: another thing.
+			{ID: 2, Time: t0.Add(20 * time.Second), Source: timeline.SourceEvent, Type: "Warning", Reason: "BackOff",
+				Message: "Back-off restarting failed container", Object: timeline.ObjectRef{Kind: "Pod", Namespace: "ml", Name: "b"}},
+		},
+	}
+	out, err := Read(context.Background(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type unit struct {
+		Ref, Reason, Message string
+		BadAt                time.Duration
+	}
+	var got []unit
+	for _, u := range out.Units {
+		got = append(got, unit{u.Ref, u.Reason, u.Message, u.BadAt.Sub(t0)})
+	}
+	want := []unit{
+		{"Pod/ml/a", "CrashLoopBackOff", "dial tcp 10.96.0.7:5432: i/o timeout", 20 * time.Second},
+		{"Pod/ml/b", "BackOff", "Back-off restarting failed container", 20 * time.Second},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("units (-want +got):\n%s", diff)
+	}
+}
