@@ -418,6 +418,36 @@ func (c *Cluster) CrashLoop(ctx context.Context, ns string, pods []corev1.Pod, i
 	return first, nil
 }
 
+// PullFail reports the pods as a kubelet reports a container whose image
+// it cannot pull: ImagePullBackOff with the pull's error, not ready, and a
+// Failed event. It returns when it reported the first one.
+func (c *Cluster) PullFail(ctx context.Context, ns string, pods []corev1.Pod, image, msg string) (time.Time, error) {
+	var first time.Time
+	for _, p := range pods {
+		t := Now()
+		if first.IsZero() {
+			first = t
+		}
+		name := p.Spec.Containers[0].Name
+		cs := corev1.ContainerStatus{Name: name, Image: image,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image \"" + image + "\": " + msg}}}
+		patch := map[string]any{"status": map[string]any{
+			"conditions": []map[string]any{
+				{"type": "Ready", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": t.Format(time.RFC3339)},
+				{"type": "ContainersReady", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": t.Format(time.RFC3339)}},
+			"containerStatuses": []corev1.ContainerStatus{cs}}}
+		b, _ := json.Marshal(patch)
+		if _, err := c.Kwok.CoreV1().Pods(ns).Patch(ctx, p.Name, types.StrategicMergePatchType, b, metav1.PatchOptions{}, "status"); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return first, fmt.Errorf("pull-fail %s/%s: %w", ns, p.Name, err)
+		}
+		c.Event(ctx, &p, "Warning", "Failed", "Failed to pull image \""+image+"\": "+msg, t)
+	}
+	return first, nil
+}
+
 // ReportImage reports the digest a running pod pulled, as a kubelet does.
 func (c *Cluster) ReportImage(ctx context.Context, ns string, pods []corev1.Pod, image, digest string) error {
 	for _, p := range pods {

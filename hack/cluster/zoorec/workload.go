@@ -114,6 +114,21 @@ type Crasher struct {
 	done               chan struct{}
 	// Only, when set, says which new pods crash (those on changed nodes).
 	Only func(corev1.Pod) bool
+	// pull: the pods cannot pull their image (ImagePullBackOff) rather
+	// than crash.
+	pull bool
+}
+
+// StartPullFailer makes every new running pod of a selector fail to pull
+// its image, as a kubelet reports it, until Stop.
+func (c *Cluster) StartPullFailer(ctx context.Context, ns, selector string, before map[string]bool, image, msg string) *Crasher {
+	ctx, cancel := context.WithCancel(ctx)
+	k := &Crasher{c: c, ns: ns, selector: selector, image: image, msg: msg, seen: map[string]bool{}, cancel: cancel, done: make(chan struct{}), pull: true}
+	for n := range before {
+		k.seen[n] = true
+	}
+	go k.loop(ctx)
+	return k
 }
 
 // StartCrasher starts crash-looping the selector's pods that are not in before.
@@ -148,7 +163,13 @@ func (k *Crasher) loop(ctx context.Context) {
 				}
 			}
 			if len(fresh) > 0 {
-				t, err := k.c.CrashLoop(ctx, k.ns, fresh, k.image, k.digest, k.msg)
+				report := k.c.CrashLoop
+				if k.pull {
+					report = func(ctx context.Context, ns string, pods []corev1.Pod, image, _, msg string) (time.Time, error) {
+						return k.c.PullFail(ctx, ns, pods, image, msg)
+					}
+				}
+				t, err := report(ctx, k.ns, fresh, k.image, k.digest, k.msg)
 				k.mu.Lock()
 				if k.first.IsZero() {
 					k.first = t
