@@ -204,6 +204,9 @@ type Suspect struct {
 	preemptor bool
 	// netpol: a write to a network policy (netpolicy.go).
 	netpol bool
+	// restartOnly: a template hash whose templates differ only by a
+	// restart's annotation (restartonly.go).
+	restartOnly bool
 	// unplaced: a node change that turned away pods never placed
 	// (placement.go); undoing it, not cordoning, lets them in.
 	unplaced bool

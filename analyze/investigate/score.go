@@ -191,7 +191,8 @@ func carrier(dim string) bool {
 }
 
 // loadShaped says whether the bad units failed the way load makes things
-// fail: throttled, timed out, refused by an overloaded apiserver. Only
+// fail: throttled, timed out, refused by an overloaded apiserver (an image
+// pull only when the registry throttled it). Only
 // then is a workload's arrival, rather than what its units ran with, a
 // candidate cause.
 func loadShaped(units []*outcome.Unit) (bool, int) {
@@ -202,7 +203,15 @@ func loadShaped(units []*outcome.Unit) (bool, int) {
 		}
 		n++
 		m := strings.ToLower(u.Message + " " + u.Reason)
-		for _, w := range []string{"too many requests", "timed out", "timeout", "deadline exceeded", "429", "throttl", "connection refused", "etcdserver"} {
+		words := []string{"too many requests", "timed out", "timeout", "deadline exceeded", "429", "throttl", "connection refused", "etcdserver"}
+		if u.Reason == "ErrImagePull" || u.Reason == "ImagePullBackOff" {
+			// A pull goes to the registry, not to the cluster's shared
+			// services: a timeout or a refusal there says the registry
+			// (or the way to it) is down for everyone, which no arrival
+			// makes; only its own throttling says it was asked too much.
+			words = []string{"too many requests", "toomanyrequests", "429", "rate limit", "throttl"}
+		}
+		for _, w := range words {
 			if strings.Contains(m, w) {
 				load++
 				break

@@ -307,3 +307,27 @@ func TestScoreLoadShaped(t *testing.T) {
 		})
 	}
 }
+
+// An image pull that times out says the registry is down for everyone;
+// only the registry's throttling says it was asked too much.
+func TestLoadShapedPulls(t *testing.T) {
+	unit := func(reason, msg string) *outcome.Unit {
+		u := badUnit("ml", "p", 0, 10)
+		u.Reason, u.Message = reason, msg
+		return u
+	}
+	tests := []struct {
+		u    *outcome.Unit
+		want bool
+	}{
+		{unit("ImagePullBackOff", `Back-off pulling image "r/x:1": dial tcp 10.0.0.1:443: i/o timeout`), false},
+		{unit("ErrImagePull", "toomanyrequests: You have reached your pull rate limit"), true},
+		{unit("CrashLoopBackOff", "dial tcp 10.96.0.1:443: i/o timeout"), true},
+		{unit("Error", "listing pods: the server has received too many requests (429)"), true},
+	}
+	for _, tt := range tests {
+		if got, _ := loadShaped([]*outcome.Unit{tt.u}); got != tt.want {
+			t.Errorf("loadShaped(%s: %s) = %v, want %v", tt.u.Reason, tt.u.Message, got, tt.want)
+		}
+	}
+}

@@ -39,6 +39,9 @@ func suspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[str
 	if err != nil {
 		return nil, err
 	}
+	if err := markRestarts(ctx, s, cands, rep.ns); err != nil {
+		return nil, err
+	}
 	out := scoreSuspects(cands, scoring{units: units, ids: ids, pop: populationOf(units, rep.ns), owners: owners, firstBad: firstBad, storms: rep.storms})
 	if err := scope(ctx, s, out, since, until); err != nil {
 		return nil, err
@@ -416,6 +419,10 @@ func (in scoring) weighLoad(all []*scored, contentExplains bool) []*scored {
 	for _, x := range all {
 		if x.sp.restart == nil {
 			x.base = x.sup.confidence(0)
+		}
+		if x.sp.restartOnly && !contentExplains {
+			x.base = 0
+			x.sp.Why += "; but its template changed only to restart its pods (kubectl.kubernetes.io/restartedAt): nothing they run with changed"
 		}
 		if x.created && x.base > 0 && !triggerAt.IsZero() && x.sp.At.Before(triggerAt) {
 			// Its units ran through its arrival unharmed and failed after

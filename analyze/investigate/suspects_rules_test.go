@@ -1,6 +1,7 @@
 package investigate
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/faultline/faultline/analyze/identity"
 	"github.com/faultline/faultline/analyze/outcome"
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/timelinetest"
 )
 
 // rollout is a namespace where Deployment api rolled out (template hash
@@ -359,5 +361,28 @@ func TestDifferencesFromAnotherWorkload(t *testing.T) {
 				t.Errorf("difference candidates (-want +got)\n%s", diff)
 			}
 		})
+	}
+}
+
+// A template that changed only to restart its pods (the restartedAt
+// annotation) changed nothing they run with: no cause. One that changed
+// its image is one.
+func TestRestartOnly(t *testing.T) {
+	rs := func(name, ann, image string) timeline.ObjectVersion {
+		return timeline.ObjectVersion{Object: timeline.ObjectRef{Group: "apps", Resource: "replicasets", Kind: "ReplicaSet", Namespace: "ml", Name: name},
+			Content: json.RawMessage(`{"spec":{"template":{"metadata":{"labels":{"app":"api","pod-template-hash":"` + name + `"},"annotations":{` + ann + `}},` +
+				`"spec":{"containers":[{"name":"main","image":"` + image + `"}]}}}}`)}
+	}
+	s := &timelinetest.Mem{Vers: []timeline.ObjectVersion{rs("api-a", ``, "api:1"),
+		rs("api-b", `"kubectl.kubernetes.io/restartedAt":"2026-12-05T08:00:00Z"`, "api:1"),
+		rs("api-c", `"kubectl.kubernetes.io/restartedAt":"2026-12-05T09:00:00Z"`, "api:2")}}
+	restart := &Suspect{Ref: "Deployment/ml/api", Dimension: "owner.podTemplateHash", From: "a", To: "b"}
+	rollout := &Suspect{Ref: "Deployment/ml/api", Dimension: "owner.podTemplateHash", From: "b", To: "c"}
+	unknown := &Suspect{Ref: "Deployment/ml/api", Dimension: "owner.podTemplateHash", From: "a", To: "gone"}
+	if err := markRestarts(context.Background(), s, []*Suspect{restart, rollout, unknown}, "ml"); err != nil {
+		t.Fatal(err)
+	}
+	if !restart.restartOnly || rollout.restartOnly || unknown.restartOnly {
+		t.Errorf("restartOnly: restart %v, rollout %v, unknown %v; want true, false, false", restart.restartOnly, rollout.restartOnly, unknown.restartOnly)
 	}
 }

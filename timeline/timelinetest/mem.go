@@ -12,7 +12,8 @@ import (
 )
 
 // Mem is a timeline in memory. Records honours a query's Since, Until,
-// Where, Desc and Limit; Versions its Resource (every version is history).
+// Where, Desc and Limit; Versions its Resource, Namespace and Name (every
+// version is history).
 type Mem struct {
 	Recs []*timeline.Record // kept in time order by Add
 	Vers []timeline.ObjectVersion
@@ -61,7 +62,8 @@ func (m *Mem) Records(_ context.Context, q timeline.Query) iter.Seq2[*timeline.R
 func (m *Mem) Versions(_ context.Context, q timeline.VersionQuery) ([]timeline.ObjectVersion, error) {
 	var out []timeline.ObjectVersion
 	for _, v := range m.Vers {
-		if q.Resource == "" || v.Object.Resource == q.Resource {
+		if (q.Resource == "" || v.Object.Resource == q.Resource) && (q.Namespace == "" || v.Object.Namespace == q.Namespace) &&
+			(q.Name == "" || v.Object.Name == q.Name) {
 			out = append(out, v)
 		}
 	}
