@@ -90,7 +90,7 @@ func refString(o timeline.ObjectRef) string {
 // good, when it first went bad and why. (Or, Unborn, the story of the
 // pods a controller could not create.)
 type Unit struct {
-	Ref       string    `json:"ref"` // Pod/ns/name
+	Ref       string    `json:"ref"` // Pod/ns/name; unborn: CONTROLLER/ns/name/N
 	Namespace string    `json:"-"`
 	Name      string    `json:"-"`
 	UID       string    `json:"uid,omitempty"`

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/faultline/faultline/timeline"
 )
@@ -18,7 +19,8 @@ import (
 // pods wanted are in the controller's own status: a ReplicaSet that wants
 // 7 pods and has none is 7 pods refused. Each becomes a unit, named by the
 // controller and its number ("ReplicaSet/ml/api-5f6d/3"), with the
-// controller's template as its identity.
+// controller's template as its identity. (The most it lacked in any
+// version held: a later version may say the rollout was undone.)
 
 // podControllers are the kinds whose controllers create pods from a
 // template, and report FailedCreate when the apiserver refuses one, with
@@ -36,8 +38,7 @@ func unborn(o Observation) bool {
 }
 
 // expandUnborn replaces each unborn unit (one per controller, as fold
-// made it) with one unit per pod its controller lacked when last seen
-// (at least one).
+// made it) with one unit per pod its controller lacked (lacking).
 func expandUnborn(ctx context.Context, s Store, units []*Unit) ([]*Unit, error) {
 	out := units[:0:0]
 	for _, u := range units {
@@ -59,11 +60,11 @@ func expandUnborn(ctx context.Context, s Store, units []*Unit) ([]*Unit, error) 
 	return out, nil
 }
 
-// lacking is how many pods the unit's controller wanted and did not have
-// in its latest version held, at least 1 (the controller said it failed
-// to create one).
+// lacking is how many pods the unit's controller wanted and did not have,
+// at most over the versions of it held, and at least 1 (the controller
+// said it failed to create one).
 func lacking(ctx context.Context, s Store, u *Unit) (int, error) {
-	kind := u.Owner[:len(u.Owner)-len(u.Name)-1]
+	kind, _, _ := strings.Cut(u.Owner, "/")
 	pc := podControllers[kind]
 	vs, err := s.Versions(ctx, timeline.VersionQuery{Group: pc.group, Resource: pc.resource, Namespace: u.Namespace, Name: u.Name})
 	if err != nil {
