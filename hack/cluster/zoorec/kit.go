@@ -264,7 +264,8 @@ type Template struct {
 	Tolerations  []corev1.Toleration
 	Priority     string
 	GPU          bool
-	GPUs         int // GPUs a pod takes, when more than GPU's one
+	GPUs         int    // GPUs a pod takes, when more than GPU's one
+	Memory       string // the container's memory limit ("4Gi"), if any
 	Labels       map[string]string
 	// ServiceAccount the pods run as (empty: the namespace's default).
 	ServiceAccount string
@@ -282,6 +283,12 @@ func (t Template) spec(restart corev1.RestartPolicy) corev1.PodSpec {
 	c := corev1.Container{Name: name, Image: t.Image, Env: t.Env, EnvFrom: t.EnvFrom, VolumeMounts: t.Mounts}
 	if t.GPU || t.GPUs > 0 {
 		c.Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(int64(max(t.GPUs, 1)), resource.DecimalSI)}
+	}
+	if t.Memory != "" {
+		if c.Resources.Limits == nil {
+			c.Resources.Limits = corev1.ResourceList{}
+		}
+		c.Resources.Limits[corev1.ResourceMemory] = resource.MustParse(t.Memory)
 	}
 	return corev1.PodSpec{RestartPolicy: restart, NodeSelector: sel, Containers: []corev1.Container{c},
 		Volumes: t.Volumes, Tolerations: t.Tolerations, PriorityClassName: t.Priority, ServiceAccountName: t.ServiceAccount,
@@ -390,6 +397,12 @@ func (c *Cluster) FailPods(ctx context.Context, ns string, pods []string, reason
 // the last termination, the digest that ran, and a BackOff event. It
 // returns when it reported the first one.
 func (c *Cluster) CrashLoop(ctx context.Context, ns string, pods []corev1.Pod, image, digest, msg string) (time.Time, error) {
+	return c.crashLoopAs(ctx, ns, pods, image, digest, "Error", 1, msg)
+}
+
+// crashLoopAs is CrashLoop with the last termination's reason and exit
+// code (OOMKilled, 137: the kernel killed it at its memory limit).
+func (c *Cluster) crashLoopAs(ctx context.Context, ns string, pods []corev1.Pod, image, digest, reason string, code int32, msg string) (time.Time, error) {
 	var first time.Time
 	for _, p := range pods {
 		t := Now()
@@ -400,7 +413,7 @@ func (c *Cluster) CrashLoop(ctx context.Context, ns string, pods []corev1.Pod, i
 		ts := metav1.NewTime(t)
 		cs := corev1.ContainerStatus{Name: name, Image: image, ImageID: digest, RestartCount: 3,
 			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s restarting failed container=" + name + " pod=" + p.Name}},
-			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: msg, StartedAt: ts, FinishedAt: ts}}}
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, Message: msg, StartedAt: ts, FinishedAt: ts}}}
 		patch := map[string]any{"status": map[string]any{
 			"conditions": []map[string]any{
 				{"type": "Ready", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": t.Format(time.RFC3339)},

@@ -115,8 +115,20 @@ type Crasher struct {
 	// Only, when set, says which new pods crash (those on changed nodes).
 	Only func(corev1.Pod) bool
 	// pull: the pods cannot pull their image (ImagePullBackOff) rather
-	// than crash.
-	pull bool
+	// than crash; oom: they are killed at their memory limit.
+	pull, oom bool
+}
+
+// StartOOMCrasher makes every new running pod of a selector crash-loop,
+// killed at its memory limit (OOMKilled), until Stop.
+func (c *Cluster) StartOOMCrasher(ctx context.Context, ns, selector string, before map[string]bool, image string) *Crasher {
+	ctx, cancel := context.WithCancel(ctx)
+	k := &Crasher{c: c, ns: ns, selector: selector, image: image, seen: map[string]bool{}, cancel: cancel, done: make(chan struct{}), oom: true}
+	for n := range before {
+		k.seen[n] = true
+	}
+	go k.loop(ctx)
+	return k
 }
 
 // StartPullFailer makes every new running pod of a selector fail to pull
@@ -164,6 +176,11 @@ func (k *Crasher) loop(ctx context.Context) {
 			}
 			if len(fresh) > 0 {
 				report := k.c.CrashLoop
+				if k.oom {
+					report = func(ctx context.Context, ns string, pods []corev1.Pod, image, digest, msg string) (time.Time, error) {
+						return k.c.crashLoopAs(ctx, ns, pods, image, digest, "OOMKilled", 137, msg)
+					}
+				}
 				if k.pull {
 					report = func(ctx context.Context, ns string, pods []corev1.Pod, image, _, msg string) (time.Time, error) {
 						return k.c.PullFail(ctx, ns, pods, image, msg)
