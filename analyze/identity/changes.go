@@ -166,7 +166,7 @@ func objectDims(kind string, o *obj) []Dimension {
 			}
 		}
 	}
-	return dims
+	return append(dims, resourceDims(tmpl, ev)...)
 }
 
 func values(m map[string]Dimension) []Dimension {

@@ -109,6 +109,34 @@ func imageDims(dims *dimList, spec, status map[string]any, ev Evidence) {
 			dims.add(prefix+".digest/"+name, digests[name], ev)
 		}
 	}
+	for _, d := range resourceDims(spec, ev) {
+		dims.add(d.Name, d.Value, ev)
+	}
+}
+
+// resourceDims are the resources the containers of a pod spec ask for
+// and are held to ("resources/main/limits.memory" = "4Gi"): a limit
+// lowered below what a container uses kills it (OOMKilled) with nothing
+// else changed.
+func resourceDims(spec map[string]any, ev Evidence) []Dimension {
+	var out []Dimension
+	for _, x := range list(spec, "containers") {
+		c, _ := x.(map[string]any)
+		limits := strMap(c, "resources", "limits")
+		for k, v := range limits {
+			out = append(out, Dimension{Name: "resources/" + str(c, "name") + "/limits." + k, Value: v, Evidence: ev})
+		}
+		for k, v := range strMap(c, "resources", "requests") {
+			// A request equal to its limit says nothing more (the
+			// apiserver sets a pod's requests to its limits when the
+			// template gives none).
+			if limits[k] != v {
+				out = append(out, Dimension{Name: "resources/" + str(c, "name") + "/requests." + k, Value: v, Evidence: ev})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }
 
 // placementDims adds the pod's scheduling and its place in the job.

@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -57,5 +58,23 @@ func TestOfTemplate(t *testing.T) {
 	var nf *ErrNotFound
 	if _, err := r.OfTemplate(context.Background(), Ref{"ReplicaSet", "ml", "nope"}, t0); !errors.As(err, &nf) {
 		t.Errorf("a ReplicaSet not held: err %v, want ErrNotFound", err)
+	}
+}
+
+// A container's resources are part of what it runs with; a request equal
+// to its limit says nothing more.
+func TestResourceDims(t *testing.T) {
+	var spec map[string]any
+	if err := json.Unmarshal([]byte(`{"containers":[{"name":"main","resources":{"limits":{"memory":"4Gi","cpu":"2"},"requests":{"memory":"4Gi","cpu":"500m"}}},
+		{"name":"sidecar"}]}`), &spec); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range resourceDims(spec, Evidence{}) {
+		got = append(got, d.Name+"="+d.Value)
+	}
+	want := []string{"resources/main/limits.cpu=2", "resources/main/limits.memory=4Gi", "resources/main/requests.cpu=500m"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("resourceDims (-want +got)\n%s", diff)
 	}
 }

@@ -253,10 +253,11 @@ func otherWorkload(ce *Counterexample) bool {
 
 // ownTemplate says whether a dimension of the counterexample differs
 // because its workload's template does: the template's own hash, an
-// image tag, or the digest of a container whose image tag differs too.
+// image tag, a container's resources, or the digest of a container whose
+// image tag differs too.
 func ownTemplate(ce *Counterexample, name string) bool {
 	switch {
-	case strings.HasPrefix(name, "owner."), strings.HasPrefix(name, "image.tag/"):
+	case strings.HasPrefix(name, "owner."), strings.HasPrefix(name, "image.tag/"), strings.HasPrefix(name, "resources/"):
 		return true
 	case strings.HasPrefix(name, "owner/"):
 		return strings.HasSuffix(name, ".podTemplateHash") || strings.HasSuffix(name, ".controllerRevision")
