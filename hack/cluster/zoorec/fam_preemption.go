@@ -72,11 +72,11 @@ func runPreemption(ctx context.Context, c *Cluster, e *Expected) (string, error)
 	}
 	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
 	actor := c.DrawActor()
-	decoyAt := Now()
-	if err := c.LabelNodes(ctx, actor, rack.Names(), "cost-center", Pick(c, []string{"cc-1042", "cc-2077"})); err != nil {
+	decoy, err := c.costCenterDecoy(ctx, actor, rack)
+	if err != nil {
 		return "", err
 	}
-	e.Decoys = []Change{{Ref: rack.Selector(), Selector: rack.Selector(), Objects: rack.Refs(), Dimension: "node.label/cost-center", At: decoyAt, Actor: &actor}}
+	e.Decoys = []Change{decoy}
 	Sleep(ctx, c.Dur(3*time.Second, 10*time.Second))
 	lastGood := Now()
 	Sleep(ctx, time.Second)

@@ -52,12 +52,11 @@ func runSchedulingBreak(ctx context.Context, c *Cluster, e *Expected) (string, e
 	}
 	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
 	actor := c.DrawActor()
-	// The decoy: the same actor adds a harmless label to the same nodes.
-	decoyAt := Now()
-	if err := c.LabelNodes(ctx, actor, s.Names(), "cost-center", Pick(c, []string{"cc-1042", "cc-2077"})); err != nil {
+	decoy, err := c.costCenterDecoy(ctx, actor, s)
+	if err != nil {
 		return "", err
 	}
-	e.Decoys = []Change{{Ref: s.Selector(), Selector: s.Selector(), Objects: s.Refs(), Dimension: "node.label/cost-center", At: decoyAt, Actor: &actor}}
+	e.Decoys = []Change{decoy}
 	Sleep(ctx, c.Dur(3*time.Second, 10*time.Second))
 	lastGood := Now()
 	Sleep(ctx, time.Second)
@@ -197,6 +196,16 @@ func breakScheduling(ctx context.Context, c *Cluster, actor *Actor, s Subset, ho
 		ch.Dimension, ch.To = "node.taints", "reserved=capacity-test:NoSchedule"
 	}
 	return ch, nil
+}
+
+// costCenterDecoy is the decoy of the node families: the same actor adds
+// a harmless label (a cost center) to the same nodes.
+func (c *Cluster) costCenterDecoy(ctx context.Context, actor Actor, s Subset) (Change, error) {
+	at := Now()
+	if err := c.LabelNodes(ctx, actor, s.Names(), "cost-center", Pick(c, []string{"cc-1042", "cc-2077"})); err != nil {
+		return Change{}, err
+	}
+	return Change{Ref: s.Selector(), Selector: s.Selector(), Objects: s.Refs(), Dimension: "node.label/cost-center", At: at, Actor: &actor}, nil
 }
 
 // firstFailedScheduling waits for a FailedScheduling event in ns and

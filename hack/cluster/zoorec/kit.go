@@ -403,47 +403,38 @@ func (c *Cluster) CrashLoop(ctx context.Context, ns string, pods []corev1.Pod, i
 // crashLoopAs is CrashLoop with the last termination's reason and exit
 // code (OOMKilled, 137: the kernel killed it at its memory limit).
 func (c *Cluster) crashLoopAs(ctx context.Context, ns string, pods []corev1.Pod, image, digest, reason string, code int32, msg string) (time.Time, error) {
-	var first time.Time
-	for _, p := range pods {
-		t := Now()
-		if first.IsZero() {
-			first = t
-		}
-		name := p.Spec.Containers[0].Name
+	return c.notReady(ctx, ns, pods, "crash-loop", func(p corev1.Pod, name string, t time.Time) (corev1.ContainerStatus, string, string) {
 		ts := metav1.NewTime(t)
-		cs := corev1.ContainerStatus{Name: name, Image: image, ImageID: digest, RestartCount: 3,
-			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s restarting failed container=" + name + " pod=" + p.Name}},
-			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, Message: msg, StartedAt: ts, FinishedAt: ts}}}
-		patch := map[string]any{"status": map[string]any{
-			"conditions": []map[string]any{
-				{"type": "Ready", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": t.Format(time.RFC3339)},
-				{"type": "ContainersReady", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": t.Format(time.RFC3339)}},
-			"containerStatuses": []corev1.ContainerStatus{cs}}}
-		b, _ := json.Marshal(patch)
-		if _, err := c.Kwok.CoreV1().Pods(ns).Patch(ctx, p.Name, types.StrategicMergePatchType, b, metav1.PatchOptions{}, "status"); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return first, fmt.Errorf("crash-loop %s/%s: %w", ns, p.Name, err)
-		}
-		c.Event(ctx, &p, "Warning", "BackOff", "Back-off restarting failed container "+name+" in pod "+p.Name, t)
-	}
-	return first, nil
+		return corev1.ContainerStatus{Name: name, Image: image, ImageID: digest, RestartCount: 3,
+				State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s restarting failed container=" + name + " pod=" + p.Name}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, Message: msg, StartedAt: ts, FinishedAt: ts}}},
+			"BackOff", "Back-off restarting failed container " + name + " in pod " + p.Name
+	})
 }
 
 // PullFail reports the pods as a kubelet reports a container whose image
 // it cannot pull: ImagePullBackOff with the pull's error, not ready, and a
 // Failed event. It returns when it reported the first one.
 func (c *Cluster) PullFail(ctx context.Context, ns string, pods []corev1.Pod, image, msg string) (time.Time, error) {
+	return c.notReady(ctx, ns, pods, "pull-fail", func(p corev1.Pod, name string, t time.Time) (corev1.ContainerStatus, string, string) {
+		return corev1.ContainerStatus{Name: name, Image: image,
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image \"" + image + "\": " + msg}}},
+			"Failed", "Failed to pull image \"" + image + "\": " + msg
+	})
+}
+
+// notReady reports each pod's first container as the status func says,
+// the pod not ready, with the Warning event it gives; pods gone are
+// skipped. It returns when it reported the first one.
+func (c *Cluster) notReady(ctx context.Context, ns string, pods []corev1.Pod, what string,
+	status func(p corev1.Pod, container string, t time.Time) (cs corev1.ContainerStatus, reason, msg string)) (time.Time, error) {
 	var first time.Time
 	for _, p := range pods {
 		t := Now()
 		if first.IsZero() {
 			first = t
 		}
-		name := p.Spec.Containers[0].Name
-		cs := corev1.ContainerStatus{Name: name, Image: image,
-			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image \"" + image + "\": " + msg}}}
+		cs, reason, msg := status(p, p.Spec.Containers[0].Name, t)
 		patch := map[string]any{"status": map[string]any{
 			"conditions": []map[string]any{
 				{"type": "Ready", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": t.Format(time.RFC3339)},
@@ -454,9 +445,9 @@ func (c *Cluster) PullFail(ctx context.Context, ns string, pods []corev1.Pod, im
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			return first, fmt.Errorf("pull-fail %s/%s: %w", ns, p.Name, err)
+			return first, fmt.Errorf("%s %s/%s: %w", what, ns, p.Name, err)
 		}
-		c.Event(ctx, &p, "Warning", "Failed", "Failed to pull image \""+image+"\": "+msg, t)
+		c.Event(ctx, &p, "Warning", reason, msg, t)
 	}
 	return first, nil
 }

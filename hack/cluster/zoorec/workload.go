@@ -99,48 +99,22 @@ func podNames(pods []corev1.Pod) map[string]bool {
 	return out
 }
 
-// Crasher makes every new running pod of a selector crash-loop as soon as
-// it appears (the pods a broken config or image starts), until Stop.
+// Crasher makes every new running pod of a selector fail as soon as it
+// appears (the pods a broken config or image starts), until Stop.
 type Crasher struct {
-	c                  *Cluster
-	ns, selector       string
-	image, digest, msg string
-	seen               map[string]bool
-	mu                 sync.Mutex
-	pods               []corev1.Pod
-	first              time.Time
-	err                error
-	cancel             context.CancelFunc
-	done               chan struct{}
-	// Only, when set, says which new pods crash (those on changed nodes).
+	c            *Cluster
+	ns, selector string
+	seen         map[string]bool
+	mu           sync.Mutex
+	pods         []corev1.Pod
+	first        time.Time
+	err          error
+	cancel       context.CancelFunc
+	done         chan struct{}
+	// Only, when set, says which new pods fail (those on changed nodes).
 	Only func(corev1.Pod) bool
-	// pull: the pods cannot pull their image (ImagePullBackOff) rather
-	// than crash; oom: they are killed at their memory limit.
-	pull, oom bool
-}
-
-// StartOOMCrasher makes every new running pod of a selector crash-loop,
-// killed at its memory limit (OOMKilled), until Stop.
-func (c *Cluster) StartOOMCrasher(ctx context.Context, ns, selector string, before map[string]bool, image string) *Crasher {
-	ctx, cancel := context.WithCancel(ctx)
-	k := &Crasher{c: c, ns: ns, selector: selector, image: image, seen: map[string]bool{}, cancel: cancel, done: make(chan struct{}), oom: true}
-	for n := range before {
-		k.seen[n] = true
-	}
-	go k.loop(ctx)
-	return k
-}
-
-// StartPullFailer makes every new running pod of a selector fail to pull
-// its image, as a kubelet reports it, until Stop.
-func (c *Cluster) StartPullFailer(ctx context.Context, ns, selector string, before map[string]bool, image, msg string) *Crasher {
-	ctx, cancel := context.WithCancel(ctx)
-	k := &Crasher{c: c, ns: ns, selector: selector, image: image, msg: msg, seen: map[string]bool{}, cancel: cancel, done: make(chan struct{}), pull: true}
-	for n := range before {
-		k.seen[n] = true
-	}
-	go k.loop(ctx)
-	return k
+	// report makes the new pods fail and says when the first did.
+	report func(ctx context.Context, pods []corev1.Pod) (time.Time, error)
 }
 
 // StartCrasher starts crash-looping the selector's pods that are not in before.
@@ -151,8 +125,31 @@ func (c *Cluster) StartCrasher(ctx context.Context, ns, selector string, before 
 // StartCrasherOnly is StartCrasher for the new pods for which only is true;
 // the others are left to run.
 func (c *Cluster) StartCrasherOnly(ctx context.Context, ns, selector string, before map[string]bool, image, digest, msg string, only func(corev1.Pod) bool) *Crasher {
+	return c.startCrasher(ctx, ns, selector, before, only, func(ctx context.Context, pods []corev1.Pod) (time.Time, error) {
+		return c.CrashLoop(ctx, ns, pods, image, digest, msg)
+	})
+}
+
+// StartOOMCrasher makes every new running pod of a selector crash-loop,
+// killed at its memory limit (OOMKilled), until Stop.
+func (c *Cluster) StartOOMCrasher(ctx context.Context, ns, selector string, before map[string]bool, image string) *Crasher {
+	return c.startCrasher(ctx, ns, selector, before, nil, func(ctx context.Context, pods []corev1.Pod) (time.Time, error) {
+		return c.crashLoopAs(ctx, ns, pods, image, "", "OOMKilled", 137, "")
+	})
+}
+
+// StartPullFailer makes every new running pod of a selector fail to pull
+// its image, as a kubelet reports it, until Stop.
+func (c *Cluster) StartPullFailer(ctx context.Context, ns, selector string, before map[string]bool, image, msg string) *Crasher {
+	return c.startCrasher(ctx, ns, selector, before, nil, func(ctx context.Context, pods []corev1.Pod) (time.Time, error) {
+		return c.PullFail(ctx, ns, pods, image, msg)
+	})
+}
+
+func (c *Cluster) startCrasher(ctx context.Context, ns, selector string, before map[string]bool, only func(corev1.Pod) bool,
+	report func(context.Context, []corev1.Pod) (time.Time, error)) *Crasher {
 	ctx, cancel := context.WithCancel(ctx)
-	k := &Crasher{c: c, ns: ns, selector: selector, image: image, digest: digest, msg: msg, seen: map[string]bool{}, cancel: cancel, done: make(chan struct{}), Only: only}
+	k := &Crasher{c: c, ns: ns, selector: selector, seen: map[string]bool{}, cancel: cancel, done: make(chan struct{}), Only: only, report: report}
 	for n := range before {
 		k.seen[n] = true
 	}
@@ -175,18 +172,7 @@ func (k *Crasher) loop(ctx context.Context) {
 				}
 			}
 			if len(fresh) > 0 {
-				report := k.c.CrashLoop
-				if k.oom {
-					report = func(ctx context.Context, ns string, pods []corev1.Pod, image, digest, msg string) (time.Time, error) {
-						return k.c.crashLoopAs(ctx, ns, pods, image, digest, "OOMKilled", 137, msg)
-					}
-				}
-				if k.pull {
-					report = func(ctx context.Context, ns string, pods []corev1.Pod, image, _, msg string) (time.Time, error) {
-						return k.c.PullFail(ctx, ns, pods, image, msg)
-					}
-				}
-				t, err := report(ctx, k.ns, fresh, k.image, k.digest, k.msg)
+				t, err := k.report(ctx, fresh)
 				k.mu.Lock()
 				if k.first.IsZero() {
 					k.first = t
