@@ -141,10 +141,7 @@ func accessSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []m
 				return nil, err
 			}
 			res := rbacResources[r.Object.Resource]
-			ref := res.kind + "/" + r.Object.Name
-			if r.Object.Namespace != "" {
-				ref = res.kind + "/" + r.Object.Namespace + "/" + r.Object.Name
-			}
+			ref := identity.Ref{Kind: res.kind, Namespace: r.Object.Namespace, Name: r.Object.Name}.String()
 			key := ref + "@" + r.Time.String()
 			sp := byRef[key]
 			if sp == nil {
@@ -181,4 +178,21 @@ func pastTense(verb string) string {
 		return "deleted"
 	}
 	return strings.TrimSuffix(verb, "e") + "ed"
+}
+
+// firstRecord is the first record of the filter in [since, until), or
+// the last with desc.
+func firstRecord(ctx context.Context, s Store, expr string, since, until time.Time, desc bool) (*timeline.Record, error) {
+	f, err := timeline.CompileFilter(expr)
+	if err != nil {
+		return nil, err
+	}
+	var out *timeline.Record
+	for r, err := range s.Records(ctx, timeline.Query{Since: since, Until: until, Where: f, Limit: 1, Desc: desc}) {
+		if err != nil {
+			return nil, err
+		}
+		out = r
+	}
+	return out, nil
 }

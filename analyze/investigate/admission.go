@@ -3,7 +3,7 @@ package investigate
 import (
 	"context"
 	"fmt"
-	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -114,23 +114,6 @@ func refusals(ctx context.Context, s Store, units []*outcome.Unit, ids []map[str
 	return out, nil
 }
 
-// firstRecord is the first record of the filter in [since, until), or
-// the last with desc.
-func firstRecord(ctx context.Context, s Store, expr string, since, until time.Time, desc bool) (*timeline.Record, error) {
-	f, err := timeline.CompileFilter(expr)
-	if err != nil {
-		return nil, err
-	}
-	var out *timeline.Record
-	for r, err := range s.Records(ctx, timeline.Query{Since: since, Until: until, Where: f, Limit: 1, Desc: desc}) {
-		if err != nil {
-			return nil, err
-		}
-		out = r
-	}
-	return out, nil
-}
-
 // admissionSuspects are the writes to admission objects that can have
 // made the slice's pod creates refused. Each reaches the unborn bad units
 // of the namespaces it governs that were refused after it (but those whose
@@ -143,6 +126,7 @@ func admissionSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids 
 		return nil, err
 	}
 	byKey := map[string]*Suspect{}
+	verbs := map[*Suspect]string{}
 	var out []*Suspect
 	for _, rf := range rs {
 		from := since
@@ -158,10 +142,7 @@ func admissionSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids 
 				return nil, err
 			}
 			kind := admissionResources[r.Object.Group][r.Object.Resource]
-			ref := kind + "/" + r.Object.Name
-			if r.Object.Namespace != "" {
-				ref = kind + "/" + r.Object.Namespace + "/" + r.Object.Name
-			}
+			ref := identity.Ref{Kind: kind, Namespace: r.Object.Namespace, Name: r.Object.Name}.String()
 			key := ref + "@" + r.Time.String()
 			if byKey[key] != nil {
 				continue
@@ -176,7 +157,7 @@ func admissionSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids 
 			sp := &Suspect{Ref: ref, Dimension: dim, To: to, At: r.Time, Kind: "change", Objects: 1,
 				Run: r.Evidence.Run, Line: r.Evidence.Line, By: r.User, UserAgent: r.UserAgent,
 				reached: map[*outcome.Unit]bool{}, admits: r.Object.Name}
-			byKey[key] = sp
+			byKey[key], verbs[sp] = sp, r.Verb
 			out = append(out, sp)
 		}
 	}
@@ -188,17 +169,9 @@ func admissionSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids 
 				n++
 			}
 		}
-		sp.Why = fmt.Sprintf("%s by %s, then %d pod creates it governs were refused (its content is not in the evidence)", pastTense(verbOf(sp)), sp.By, n)
+		sp.Why = fmt.Sprintf("%s by %s, then %d pod creates it governs were refused (its content is not in the evidence)", pastTense(verbs[sp]), sp.By, n)
 	}
 	return out, nil
-}
-
-// verbOf is the audit verb of an admission suspect.
-func verbOf(sp *Suspect) string {
-	if sp.Dimension == "created" {
-		return "create"
-	}
-	return strings.Fields(sp.To)[0]
 }
 
 // reach marks the units each admission write reached: an unborn bad unit
@@ -229,7 +202,7 @@ func reach(sps []*Suspect, units []*outcome.Unit) {
 			switch {
 			case !governs(sp, u):
 			case u.Unborn && u.Bad():
-				if u.BadAt.After(sp.At) && (len(named) == 0 || contains(named, sp)) {
+				if u.BadAt.After(sp.At) && (len(named) == 0 || slices.Contains(named, sp)) {
 					sp.reached[u] = true
 				}
 			case u.Good() && u.Created.After(sp.At):
@@ -239,24 +212,30 @@ func reach(sps []*Suspect, units []*outcome.Unit) {
 	}
 }
 
-func contains(sps []*Suspect, sp *Suspect) bool {
-	for _, x := range sps {
-		if x == sp {
-			return true
-		}
-	}
-	return false
-}
-
 // mentions says whether a message names an object: its name as a whole
 // word (between characters that cannot be part of a Kubernetes name), as
 // the apiserver quotes a webhook, a quota or a policy that refused.
 func mentions(msg, name string) bool {
-	if name == "" || msg == "" {
+	if name == "" {
 		return false
 	}
-	re, err := regexp.Compile(`(^|[^a-z0-9-])` + regexp.QuoteMeta(name) + `($|[^a-z0-9-])`)
-	return err == nil && re.MatchString(msg)
+	for i := 0; ; {
+		j := strings.Index(msg[i:], name)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(name)
+		if (start == 0 || !nameByte(msg[start-1])) && (end == len(msg) || !nameByte(msg[end])) {
+			return true
+		}
+		i = start + 1
+	}
+}
+
+// nameByte says whether b can be part of a Kubernetes name (a DNS label:
+// lower-case letters, digits, hyphens).
+func nameByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '-'
 }
 
 // undoAdmission undoes a write to an admission object: the refused pods

@@ -477,15 +477,20 @@ func identities(ctx context.Context, s Store, units []*outcome.Unit, rules []ide
 	res.PinAtPodStart()
 	ids := make([]map[string]identity.Dimension, len(units))
 	cons := constraints{}
-	ranks := map[*outcome.Unit]string{} // rank is per pod: kept apart from the slice
+	ranks := map[*outcome.Unit]string{}                // rank is per pod: kept apart from the slice
+	templates := map[identity.Ref]*identity.Identity{} // unborn units' controllers
 	for i, u := range units {
 		var id *identity.Identity
 		var err error
 		if u.Unborn {
 			// The pods its controller could not create: what they would
-			// have run with.
-			kind, _, _ := strings.Cut(u.Ref, "/")
-			id, err = res.OfTemplate(ctx, identity.Ref{Kind: kind, Namespace: u.Namespace, Name: u.Name}, u.BadAt)
+			// have run with, the same for each of them.
+			kind, _, _ := strings.Cut(u.Owner, "/")
+			ref := identity.Ref{Kind: kind, Namespace: u.Namespace, Name: u.Name}
+			if id = templates[ref]; id == nil {
+				id, err = res.OfTemplate(ctx, ref, u.BadAt)
+				templates[ref] = id
+			}
 		} else {
 			id, err = res.Of(ctx, identity.Ref{Kind: "Pod", Namespace: u.Namespace, Name: u.Name})
 		}

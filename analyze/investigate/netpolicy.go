@@ -113,10 +113,7 @@ func netPolicySuspects(ctx context.Context, s Store, units []*outcome.Unit, ids 
 			return nil, err
 		}
 		k := netPolicies[r.Object.Group][r.Object.Resource]
-		ref := k.kind + "/" + r.Object.Name
-		if r.Object.Namespace != "" {
-			ref = k.kind + "/" + r.Object.Namespace + "/" + r.Object.Name
-		}
+		ref := identity.Ref{Kind: k.kind, Namespace: r.Object.Namespace, Name: r.Object.Name}.String()
 		dim, to := "spec", r.Verb+" (content not in the evidence)"
 		switch r.Verb {
 		case "create":

@@ -77,8 +77,14 @@ func lacking(ctx context.Context, s Store, u *Unit) (int, error) {
 			n = max(n, wanted(kind, v.Content)-have(kind, v.Content))
 		}
 	}
-	return max(n, 1), nil
+	return min(max(n, 1), maxUnborn), nil
 }
+
+// maxUnborn bounds the units one controller's refusals make. It is a
+// guard against a version that asks for absurd numbers (a corrupt dump,
+// replicas: 1000000000), not a judgement: no controller of a 7,500-node
+// fleet lacks more pods than this.
+const maxUnborn = 10_000
 
 // controllerState is what the controllers' versions say of their pods.
 type controllerState struct {

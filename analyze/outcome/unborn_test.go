@@ -152,3 +152,21 @@ func TestStateOverEvent(t *testing.T) {
 		t.Errorf("units (-want +got):\n%s", diff)
 	}
 }
+
+// A controller that asks for absurd numbers makes a bounded number of
+// units.
+func TestUnbornBounded(t *testing.T) {
+	s := &fakeStore{
+		versions: []timeline.ObjectVersion{{Object: timeline.ObjectRef{Group: "apps", Resource: "replicasets", Kind: "ReplicaSet",
+			Namespace: "ml", Name: "api-5f6d", UID: "u1"}, Time: t0, Content: json.RawMessage(`{"spec":{"replicas":1000000000},"status":{"replicas":0}}`)}},
+		records: []*timeline.Record{{ID: 1, Time: t0.Add(time.Second), Source: timeline.SourceEvent, Type: "Warning", Reason: "FailedCreate",
+			Object: timeline.ObjectRef{Kind: "ReplicaSet", Namespace: "ml", Name: "api-5f6d", UID: "u1"}}},
+	}
+	out, err := Read(context.Background(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Units) != maxUnborn {
+		t.Errorf("%d units, want %d", len(out.Units), maxUnborn)
+	}
+}
