@@ -74,21 +74,9 @@ func runLimitsOOM(ctx context.Context, c *Cluster, e *Expected) (string, error) 
 		return "", err
 	}
 	e.Changes = []Change{{Ref: "Deployment/" + ns + "/" + name, Dimension: "resources/main/limits.memory", From: from, To: to, At: at, Actor: &actor}}
-	if err := crash.WaitOrStop(ctx, 1, 2*time.Minute); err != nil {
+	if _, err := c.stalledRollout(ctx, e, crash, lastGood, ns, name); err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(20*time.Second, 30*time.Second))
-	_, firstBad, err := crash.Stop()
-	if err != nil {
-		return "", err
-	}
-	hash, err := c.newestTemplateHash(ctx, ns, name)
-	if err != nil {
-		return "", err
-	}
-	e.Boundary = crashBoundary(lastGood, firstBad)
-	e.Slice = map[string]string{"owner/Deployment": name, "owner.podTemplateHash": hash}
-	e.SliceEquivalents = []map[string]string{{"owner.podTemplateHash": hash}, {"owner/ReplicaSet": name + "-" + hash}}
 	e.Population = map[string]string{"owner/Deployment": name}
 	e.CounterexampleDiffersIn = []string{"owner.podTemplateHash", "resources/main/limits.memory"}
 	e.Mitigation = []Action{{Action: "rollback", Target: "Deployment/" + ns + "/" + name}}

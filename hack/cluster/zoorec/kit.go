@@ -266,6 +266,7 @@ type Template struct {
 	GPU          bool
 	GPUs         int    // GPUs a pod takes, when more than GPU's one
 	Memory       string // the container's memory limit ("4Gi"), if any
+	Readiness    *corev1.Probe
 	Labels       map[string]string
 	// ServiceAccount the pods run as (empty: the namespace's default).
 	ServiceAccount string
@@ -280,7 +281,7 @@ func (t Template) spec(restart corev1.RestartPolicy) corev1.PodSpec {
 	for k, v := range t.NodeSelector {
 		sel[k] = v
 	}
-	c := corev1.Container{Name: name, Image: t.Image, Env: t.Env, EnvFrom: t.EnvFrom, VolumeMounts: t.Mounts}
+	c := corev1.Container{Name: name, Image: t.Image, Env: t.Env, EnvFrom: t.EnvFrom, VolumeMounts: t.Mounts, ReadinessProbe: t.Readiness}
 	if t.GPU || t.GPUs > 0 {
 		c.Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(int64(max(t.GPUs, 1)), resource.DecimalSI)}
 	}

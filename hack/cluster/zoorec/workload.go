@@ -220,3 +220,26 @@ func (k *Crasher) Stop() ([]corev1.Pod, time.Time, error) {
 	defer k.mu.Unlock()
 	return k.pods, k.first, k.err
 }
+
+// stalledRollout waits until the crasher failed a first new pod of the
+// Deployment, lets the rollout stall a while, stops the crasher and sets
+// the truth the families of a broken rollout share: the boundary and the
+// slice, the new ReplicaSet's pods. It returns the pods it failed.
+func (c *Cluster) stalledRollout(ctx context.Context, e *Expected, crash *Crasher, lastGood time.Time, ns, name string) ([]corev1.Pod, error) {
+	if err := crash.WaitOrStop(ctx, 1, 2*time.Minute); err != nil {
+		return nil, err
+	}
+	Sleep(ctx, c.Dur(20*time.Second, 30*time.Second))
+	failed, firstBad, err := crash.Stop()
+	if err != nil {
+		return nil, err
+	}
+	hash, err := c.newestTemplateHash(ctx, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	e.Boundary = crashBoundary(lastGood, firstBad)
+	e.Slice = map[string]string{"owner/Deployment": name, "owner.podTemplateHash": hash}
+	e.SliceEquivalents = []map[string]string{{"owner.podTemplateHash": hash}, {"owner/ReplicaSet": name + "-" + hash}}
+	return failed, nil
+}
