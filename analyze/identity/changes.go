@@ -166,7 +166,7 @@ func objectDims(kind string, o *obj) []Dimension {
 			}
 		}
 	}
-	return append(dims, resourceDims(tmpl, ev)...)
+	return append(dims, containerDims(tmpl, ev)...)
 }
 
 func values(m map[string]Dimension) []Dimension {

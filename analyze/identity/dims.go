@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // rankLabels say which rank or index a pod has in its job, most specific first.
@@ -109,34 +111,109 @@ func imageDims(dims *dimList, spec, status map[string]any, ev Evidence) {
 			dims.add(prefix+".digest/"+name, digests[name], ev)
 		}
 	}
-	for _, d := range resourceDims(spec, ev) {
+	for _, d := range containerDims(spec, ev) {
 		dims.add(d.Name, d.Value, ev)
 	}
 }
 
-// resourceDims are the resources the containers of a pod spec ask for
-// and are held to ("resources/main/limits.memory" = "4Gi"): a limit
-// lowered below what a container uses kills it (OOMKilled) with nothing
-// else changed.
-func resourceDims(spec map[string]any, ev Evidence) []Dimension {
+// containerDims are what each container of a pod spec runs with beyond
+// its image, each a change that can break a pod with nothing else
+// changed:
+//   - the resources it asks for and is held to ("resources/main/limits.memory"
+//     = "4Gi"): a limit lowered below what it uses kills it (OOMKilled);
+//   - its probes ("probes/main/readiness" = "httpGet :8080/healthz period=5s"):
+//     a readiness probe at a path the image does not serve keeps it from
+//     ever turning ready, and a liveness probe too strict kills it;
+//   - its command and args ("command/main", "args/main"), as a digest of
+//     what the timeline holds of them (each element is stored keyed-hashed):
+//     a flag changed.
+func containerDims(spec map[string]any, ev Evidence) []Dimension {
 	var out []Dimension
 	for _, x := range list(spec, "containers") {
 		c, _ := x.(map[string]any)
+		name := str(c, "name")
 		limits := strMap(c, "resources", "limits")
 		for k, v := range limits {
-			out = append(out, Dimension{Name: "resources/" + str(c, "name") + "/limits." + k, Value: v, Evidence: ev})
+			out = append(out, Dimension{Name: "resources/" + name + "/limits." + k, Value: v, Evidence: ev})
 		}
 		for k, v := range strMap(c, "resources", "requests") {
 			// A request equal to its limit says nothing more (the
 			// apiserver sets a pod's requests to its limits when the
 			// template gives none).
 			if limits[k] != v {
-				out = append(out, Dimension{Name: "resources/" + str(c, "name") + "/requests." + k, Value: v, Evidence: ev})
+				out = append(out, Dimension{Name: "resources/" + name + "/requests." + k, Value: v, Evidence: ev})
+			}
+		}
+		for _, probe := range []string{"readiness", "liveness", "startup"} {
+			if p := mapAt(c, probe+"Probe"); p != nil {
+				out = append(out, Dimension{Name: "probes/" + name + "/" + probe, Value: probeString(p), Evidence: ev})
+			}
+		}
+		for _, field := range []string{"command", "args"} {
+			if l := list(c, field); len(l) > 0 {
+				b, _ := json.Marshal(l)
+				h := sha256.Sum256(b)
+				out = append(out, Dimension{Name: field + "/" + name, Value: "sha256:" + hex.EncodeToString(h[:]), Evidence: ev})
 			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// probeString spells a probe as its handler and the timings it sets
+// other than the defaults: "httpGet :8080/healthz period=5s failure=1".
+func probeString(p map[string]any) string {
+	var b strings.Builder
+	switch {
+	case mapAt(p, "httpGet") != nil:
+		h := mapAt(p, "httpGet")
+		b.WriteString("httpGet ")
+		if s := str(h, "scheme"); s != "" && s != "HTTP" {
+			b.WriteString(strings.ToLower(s) + "://")
+		}
+		b.WriteString(str(h, "host") + ":" + scalar(h["port"]) + str(h, "path"))
+	case mapAt(p, "tcpSocket") != nil:
+		b.WriteString("tcpSocket :" + scalar(mapAt(p, "tcpSocket")["port"]))
+	case mapAt(p, "grpc") != nil:
+		g := mapAt(p, "grpc")
+		b.WriteString("grpc :" + scalar(g["port"]))
+		if s := str(g, "service"); s != "" {
+			b.WriteString(" " + s)
+		}
+	case mapAt(p, "exec") != nil:
+		cmd, _ := json.Marshal(list(mapAt(p, "exec"), "command"))
+		h := sha256.Sum256(cmd)
+		b.WriteString("exec sha256:" + hex.EncodeToString(h[:6]))
+	default:
+		b.WriteString("(no handler)")
+	}
+	// The timings the apiserver does not default to (it stores 10 s, 1 s,
+	// 1 and 3 when the spec gives none): a template that spells out a
+	// default runs the same probe as one that does not.
+	for _, t := range []struct{ field, name, unit, dflt string }{
+		{"initialDelaySeconds", "delay", "s", "0"}, {"periodSeconds", "period", "s", "10"}, {"timeoutSeconds", "timeout", "s", "1"},
+		{"successThreshold", "success", "", "1"}, {"failureThreshold", "failure", "", "3"}, {"terminationGracePeriodSeconds", "grace", "s", ""},
+	} {
+		if v, ok := p[t.field]; ok && scalar(v) != t.dflt {
+			b.WriteString(" " + t.name + "=" + scalar(v) + t.unit)
+		}
+	}
+	return b.String()
+}
+
+// scalar spells a JSON scalar (a port is a number or a name).
+func scalar(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case nil:
+		return ""
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // placementDims adds the pod's scheduling and its place in the job.
@@ -205,6 +282,10 @@ func (r *Resolver) ownerChainDims(ctx context.Context, dims *dimList, p *obj) er
 	return nil
 }
 
+// Deleted is the value of a ConfigMap or Secret a pod reads that was
+// deleted before the pod started: it has none of its keys.
+const Deleted = "(deleted)"
+
 // configDims adds the config the pod reads through volumes, envFrom and
 // env, as content hashes.
 func (r *Resolver) configDims(ctx context.Context, dims *dimList, p *obj, spec map[string]any, ev Evidence) error {
@@ -212,18 +293,37 @@ func (r *Resolver) configDims(ctx context.Context, dims *dimList, p *obj, spec m
 	for _, ref := range []struct {
 		resource, dim string
 		refs          []configRef
-	}{{"configmaps", "configmap", cms}, {"secrets", "secret", secrets}} {
+		kind          string
+	}{{"configmaps", "configmap", cms, "ConfigMap"}, {"secrets", "secret", secrets, "Secret"}} {
 		for _, cr := range ref.refs {
 			name := cr.name
 			var o *obj
 			var err error
+			at := r.at
 			if r.pinStart {
+				at = podStart(p)
 				o, err = r.atStart(ctx, "", ref.resource, p.v.Object.Namespace, name, p)
 			} else {
 				o, err = r.get(ctx, "", ref.resource, p.v.Object.Namespace, name)
 			}
 			if err != nil {
 				return err
+			}
+			if !at.IsZero() {
+				// Deleted after the version that stood, by the time the
+				// pod started (or the instant): it read nothing.
+				var after time.Time
+				if o != nil {
+					after = o.v.Time
+				}
+				d, err := r.deletedBetween(ctx, ref.resource, ref.kind, p.v.Object.Namespace, name, after, at)
+				if err != nil {
+					return err
+				}
+				if d != nil {
+					dims.add(ref.dim+"/"+name, Deleted, *d)
+					continue
+				}
 			}
 			if o == nil {
 				dims.add(ref.dim+"/"+name, "(not in the timeline)", ev)

@@ -142,7 +142,8 @@ type Resolver struct {
 	runs   map[string]*jobRun         // pod ("ns/name", "uid:UID") -> latest job run
 
 	pinStart  bool
-	histories map[string]*history // group/resource -> every version
+	histories map[string]*history              // group/resource -> every version
+	deletes   map[string]map[string][]Evidence // resource -> ns/name -> its deletions, oldest first
 }
 
 // PinAtPodStart makes a pod's identity the one it started with: the
@@ -220,6 +221,38 @@ func standingAt(hist []*obj, t time.Time) *obj {
 		pick = o
 	}
 	return pick
+}
+
+// deletedBetween returns the first successful delete of the object in
+// (after, until], from the audit log; nil when none. A version the store
+// holds says the object stood; only its deletion says it stopped.
+func (r *Resolver) deletedBetween(ctx context.Context, resource, kind, ns, name string, after, until time.Time) (*Evidence, error) {
+	byName, ok := r.deletes[resource]
+	if !ok {
+		f, err := timeline.CompileFilter(fmt.Sprintf(`resource == %q && group == "" && subresource == "" && verb == "delete" && code > 0 && code < 400`, resource))
+		if err != nil {
+			return nil, err // a constant but for the resource name: a bug
+		}
+		byName = map[string][]Evidence{}
+		for rec, err := range r.store.Records(ctx, timeline.Query{Where: f}) {
+			if err != nil {
+				return nil, fmt.Errorf("deletions of %s: %w", resource, err)
+			}
+			nk := rec.Object.Namespace + "/" + rec.Object.Name
+			byName[nk] = append(byName[nk], Evidence{Ref: Ref{kind, rec.Object.Namespace, rec.Object.Name}.String(),
+				Time: rec.Time, Run: rec.Evidence.Run, Line: rec.Evidence.Line})
+		}
+		if r.deletes == nil {
+			r.deletes = map[string]map[string][]Evidence{}
+		}
+		r.deletes[resource] = byName
+	}
+	for _, d := range byName[ns+"/"+name] {
+		if d.Time.After(after) && !d.Time.After(until) {
+			return &d, nil
+		}
+	}
+	return nil, nil
 }
 
 // atStart returns the object (by namespace and name) as it stood when the

@@ -505,3 +505,61 @@ func FuzzParseRef(f *testing.F) {
 		}
 	})
 }
+
+// A pod that started after a ConfigMap it reads was deleted read nothing
+// of it (Deleted, with the delete as evidence); one started before, or
+// after the ConfigMap was made again, read it. A delete that failed
+// deleted nothing.
+func TestDeletedBeforeStart(t *testing.T) {
+	m := world(t)
+	del := func(secs int, code int) *timeline.Record {
+		return &timeline.Record{Time: t0.Add(time.Duration(secs) * time.Second), Source: timeline.SourceAudit, Verb: "delete", Code: code,
+			Object:   timeline.ObjectRef{Resource: "configmaps", Namespace: "ml", Name: "trainer-env"},
+			Evidence: timeline.Evidence{Run: 2, Line: int64(secs)}}
+	}
+	m.recs = append(m.recs, del(80, 404), del(90, 200))
+	m.add(t, t0.Add(3*time.Minute), "42", pod("ml", "trainer-1", "p1", "gpu-1", "ReplicaSet", "rs1", "sha256:0001", "trainer-env", ""))
+	m.add(t, t0.Add(4*time.Minute), "43", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"trainer-env","namespace":"ml","uid":"c3"},"data":{"LR":"sha256:fff"}}`)
+	m.add(t, t0.Add(5*time.Minute), "44", pod("ml", "trainer-2", "p2", "gpu-1", "ReplicaSet", "rs1", "sha256:0001", "trainer-env", ""))
+	tests := []struct {
+		pod, whole, lr string
+		ev             Evidence
+	}{
+		{"trainer-0", "", "sha256:aaa", Evidence{}},
+		{"trainer-1", Deleted, "", Evidence{Ref: "ConfigMap/ml/trainer-env", Time: t0.Add(90 * time.Second), Run: 2, Line: 90}},
+		{"trainer-2", "", "sha256:fff", Evidence{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.pod, func(t *testing.T) {
+			r := NewResolver(m, time.Time{}, nil)
+			r.PinAtPodStart()
+			id, err := r.Of(context.Background(), Ref{"Pod", "ml", tt.pod})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := dimNames(id)
+			if got["configmap/trainer-env/LR"] != tt.lr {
+				t.Errorf("LR = %q, want %q", got["configmap/trainer-env/LR"], tt.lr)
+			}
+			if tt.whole == "" {
+				if got["configmap/trainer-env"] == Deleted {
+					t.Errorf("configmap/trainer-env = %q, want its content", Deleted)
+				}
+				return
+			}
+			for _, d := range id.Dimensions {
+				if d.Name == "configmap/trainer-env" {
+					if diff := cmp.Diff(struct {
+						V  string
+						Ev Evidence
+					}{tt.whole, tt.ev}, struct {
+						V  string
+						Ev Evidence
+					}{d.Value, d.Evidence}); diff != "" {
+						t.Errorf("configmap/trainer-env (-want +got)\n%s", diff)
+					}
+				}
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,20 +62,41 @@ func TestOfTemplate(t *testing.T) {
 	}
 }
 
-// A container's resources are part of what it runs with; a request equal
-// to its limit says nothing more.
-func TestResourceDims(t *testing.T) {
+// A container's resources, probes, command and args are part of what it
+// runs with; a request equal to its limit says nothing more.
+func TestContainerDims(t *testing.T) {
 	var spec map[string]any
-	if err := json.Unmarshal([]byte(`{"containers":[{"name":"main","resources":{"limits":{"memory":"4Gi","cpu":"2"},"requests":{"memory":"4Gi","cpu":"500m"}}},
-		{"name":"sidecar"}]}`), &spec); err != nil {
+	if err := json.Unmarshal([]byte(`{"containers":[{"name":"main","resources":{"limits":{"memory":"4Gi","cpu":"2"},"requests":{"memory":"4Gi","cpu":"500m"}},
+		"readinessProbe":{"httpGet":{"path":"/readyz","port":8080},"periodSeconds":5,"timeoutSeconds":1,"failureThreshold":1},
+		"livenessProbe":{"tcpSocket":{"port":"grpc"},"initialDelaySeconds":30},
+		"startupProbe":{"httpGet":{"path":"/up","port":8443,"scheme":"HTTPS","host":"localhost"}},
+		"args":["hmac-sha256:aa","hmac-sha256:bb"]},
+		{"name":"sidecar","readinessProbe":{"exec":{"command":["hmac-sha256:cc"]}},"command":["hmac-sha256:dd"]}]}`), &spec); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, d := range resourceDims(spec, Evidence{}) {
+	for _, d := range containerDims(spec, Evidence{}) {
 		got = append(got, d.Name+"="+d.Value)
 	}
-	want := []string{"resources/main/limits.cpu=2", "resources/main/limits.memory=4Gi", "resources/main/requests.cpu=500m"}
+	want := []string{
+		"args/main=sha256:",
+		"command/sidecar=sha256:",
+		"probes/main/liveness=tcpSocket :grpc delay=30s",
+		"probes/main/readiness=httpGet :8080/readyz period=5s failure=1",
+		"probes/main/startup=httpGet https://localhost:8443/up",
+		"probes/sidecar/readiness=exec sha256:",
+		"resources/main/limits.cpu=2", "resources/main/limits.memory=4Gi", "resources/main/requests.cpu=500m"}
+	// The digests are of what the timeline holds (keyed hashes): checked
+	// to be digests, compared up to their prefix.
+	for i, g := range got {
+		if n, v, _ := strings.Cut(g, "="); strings.HasPrefix(v, "sha256:") || strings.HasPrefix(v, "exec sha256:") {
+			if _, digest, _ := strings.Cut(v, "sha256:"); len(digest) < 12 {
+				t.Errorf("%s = %q: not a digest", n, v)
+			}
+			got[i] = g[:strings.Index(g, "sha256:")+len("sha256:")]
+		}
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("resourceDims (-want +got)\n%s", diff)
+		t.Errorf("containerDims (-want +got)\n%s", diff)
 	}
 }

@@ -47,7 +47,7 @@ func scope(ctx context.Context, s Store, sps []Suspect, since, until time.Time) 
 			return err
 		}
 		hit := sp.refs                    // the nodes the bad units ran on
-		if sp.Dimension != "node.ready" { // every node that made the same change
+		if !nodeCondition(sp.Dimension) { // every node that made the same change
 			var same []string
 			for _, c := range nodeChanges {
 				if c.Dimension == sp.Dimension && c.From == sp.From && c.To == sp.To {

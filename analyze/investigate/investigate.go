@@ -894,5 +894,5 @@ func lastGoodBefore(ctx context.Context, s Store, out *outcome.Outcomes, t time.
 // sameEpisode says whether the node episode is what the main findings
 // already name: their leading suspect is its nodes' failure.
 func sameEpisode(nep *Episode, changes []Suspect) bool {
-	return len(changes) > 0 && len(nep.Changes) > 0 && changes[0].Dimension == "node.ready" && nep.Changes[0].Dimension == "node.ready"
+	return len(changes) > 0 && len(nep.Changes) > 0 && nodeCondition(changes[0].Dimension) && changes[0].Dimension == nep.Changes[0].Dimension
 }

@@ -31,6 +31,10 @@ type NodeHealth struct {
 	Examples    []string `json:"examples"`
 
 	refs []string
+	// condition: the nodes reported it in their status (NotReady,
+	// DiskPressure), not in their own logs (an Xid, a link down: the
+	// host suspects weigh those).
+	condition bool
 }
 
 // nodeHealth groups the bad observations of nodes from since on by
@@ -58,7 +62,7 @@ func nodeHealth(out *outcome.Outcomes, since time.Time, units []*outcome.Unit, i
 		seen[o.Reason+"/"+o.Object.Name] = true
 		h := byReason[o.Reason]
 		if h == nil {
-			h = &NodeHealth{Reason: o.Reason, First: o.Time}
+			h = &NodeHealth{Reason: o.Reason, First: o.Time, condition: o.Source == outcome.SourceStatus}
 			byReason[o.Reason] = h
 		}
 		h.Nodes++
@@ -91,14 +95,26 @@ func nodeHealth(out *outcome.Outcomes, since time.Time, units []*outcome.Unit, i
 func nodeSuspects(health []NodeHealth) []*Suspect {
 	var out []*Suspect
 	for _, h := range health {
-		if h.Reason != "NodeNotReady" {
+		if !h.condition {
 			continue
 		}
-		out = append(out, &Suspect{Ref: h.refs[0], Dimension: "node.ready", From: "True", To: "False", At: h.First,
+		sp := &Suspect{Ref: h.refs[0], Dimension: "node.ready", From: "True", To: "False", At: h.First,
 			Kind: "change", Objects: h.Nodes, refs: h.refs,
-			Why: fmt.Sprintf("%d nodes stopped reporting Ready from %s", h.Nodes, h.First.UTC().Format(time.RFC3339))})
+			Why: fmt.Sprintf("%d nodes stopped reporting Ready from %s", h.Nodes, h.First.UTC().Format(time.RFC3339))}
+		if h.Reason != "NodeNotReady" {
+			sp.Dimension, sp.From, sp.To = "node.condition/"+h.Reason, "False", "True"
+			sp.Why = fmt.Sprintf("%d nodes reported %s from %s", h.Nodes, h.Reason, h.First.UTC().Format(time.RFC3339))
+		}
+		out = append(out, sp)
 	}
 	return out
+}
+
+// nodeCondition says whether a dimension is a node's own condition
+// (node.ready, node.condition/DiskPressure): what the node reports of
+// itself, which no one set and no one can set back.
+func nodeCondition(dim string) bool {
+	return dim == "node.ready" || strings.HasPrefix(dim, "node.condition/")
 }
 
 // supportOfNodes counts the units that ran on the nodes.

@@ -266,7 +266,7 @@ func (p population) supportOfSuspect(units []*outcome.Unit, ids []map[string]ide
 		return p.supportOfHost(units, sp)
 	case sp.reached != nil:
 		return p.supportOfReach(units, sp.reached)
-	case sp.Dimension == "node.ready":
+	case nodeCondition(sp.Dimension):
 		return p.supportOfNodes(ids, sp.refs)
 	case sp.unread:
 		return p.supportOfWrite(units, ids, sp.Dimension, sp.At)

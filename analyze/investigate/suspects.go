@@ -218,6 +218,9 @@ func (cs *candidates) addDifferences(ce *Counterexample, units []*outcome.Unit, 
 		if cs.byKey[candidateKey{d.Dimension, d.Good, d.Bad}] != nil {
 			continue // already seen changing in time
 		}
+		if d.Bad == identity.Deleted {
+			continue // the object's deletion is the change (deletionSuspects)
+		}
 		// When the bad value was first seen in a bad unit.
 		var at time.Time
 		var run, line int64
@@ -253,11 +256,12 @@ func otherWorkload(ce *Counterexample) bool {
 
 // ownTemplate says whether a dimension of the counterexample differs
 // because its workload's template does: the template's own hash, an
-// image tag, a container's resources, or the digest of a container whose
+// image tag, a container's resources, probes, command or args, or the digest of a container whose
 // image tag differs too.
 func ownTemplate(ce *Counterexample, name string) bool {
 	switch {
-	case strings.HasPrefix(name, "owner."), strings.HasPrefix(name, "image.tag/"), strings.HasPrefix(name, "resources/"):
+	case strings.HasPrefix(name, "owner."), strings.HasPrefix(name, "image.tag/"), strings.HasPrefix(name, "resources/"),
+		strings.HasPrefix(name, "probes/"), strings.HasPrefix(name, "command/"), strings.HasPrefix(name, "args/"):
 		return true
 	case strings.HasPrefix(name, "owner/"):
 		return strings.HasSuffix(name, ".podTemplateHash") || strings.HasSuffix(name, ".controllerRevision")
@@ -299,6 +303,7 @@ func otherSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []ma
 		return nil, err
 	}
 	out = append(out, writes...)
+	out = append(out, deletionSuspects(units, ids, where)...)
 	access, err := accessSuspects(ctx, s, units, ids, rep.cons, where, since, until.Add(time.Second))
 	if err != nil {
 		return nil, err
@@ -462,7 +467,8 @@ func discount(all []*scored) {
 		competitors := 0
 		if x.base > 0 {
 			for _, y := range all {
-				if y != x && !carrier(y.sp.Dimension) && !y.created && y.base >= 0.8*x.base && (y.sp.Dimension != x.sp.Dimension || y.sp.Ref != x.sp.Ref) {
+				if y != x && !carrier(y.sp.Dimension) && !y.created && y.base >= 0.8*x.base && (y.sp.Dimension != x.sp.Dimension || y.sp.Ref != x.sp.Ref) &&
+					!namesNodes(y, x) {
 					competitors++
 				}
 			}
@@ -483,6 +489,17 @@ func discount(all []*scored) {
 		}
 		x.sp.Score = round3(x.sp.Score)
 	}
+}
+
+// namesNodes says whether y is a property of nodes that only names where
+// x happened: a node property the bad units' nodes had all along (a
+// difference, such as their pool or GPU driver) against a node condition
+// those nodes were seen to report at the time (DiskPressure, NotReady).
+// What the nodes were is where; what happened to them is what. (The other
+// way round, the condition still competes with the property.)
+func namesNodes(y, x *scored) bool {
+	return y.sp.Kind == "difference" && strings.HasPrefix(y.sp.Dimension, "node.") &&
+		x.sp.Kind == "change" && nodeCondition(x.sp.Dimension)
 }
 
 // rank orders the suspects by score, nearer the first bad first, and
@@ -677,9 +694,23 @@ func undo(rep *Report, top Suspect) []Action {
 		return []Action{undoNetPolicy(top)}
 	case top.Dimension == "created":
 		return spreadArrival(top)
+	case top.Dimension == "deleted":
+		return []Action{recreate(top)}
 	}
 	return []Action{{Action: "rollback", Target: top.Ref, To: top.From,
 		Why: "undo " + top.Dimension + " to its last-known-good value"}}
+}
+
+// recreate puts a deleted object back as it last stood. Its last version
+// is in the timeline when the audit log or a dump carried its body (a
+// Secret's never does: its values are not stored).
+func recreate(top Suspect) Action {
+	kind, ns, name := splitRef(top.Ref)
+	a := Action{Action: "rollback", Target: top.Ref,
+		Why: "recreate it as it stood before it was deleted: its last version, if the timeline holds it, is the last of " +
+			command("faultline", "history", strings.ToLower(kind)+"/"+strings.TrimPrefix(ns+"/", "/")+name)}
+	a.Verify = objectCommand("get", kind, ns, name)
+	return a
 }
 
 // undoContent restores a ConfigMap's or Secret's content, or one key of
@@ -732,7 +763,7 @@ func undoNode(top Suspect) []Action {
 	mit := []Action{{Action: "cordon", Target: target,
 		Why:     "stop new work landing where " + top.Dimension + "=" + top.To,
 		Command: nodesCommand("cordon", top.Selector, top.refs), Verify: getNodesCommand(top.Selector, top.refs, "")}}
-	if top.From != "" && top.Dimension != "node.ready" {
+	if top.From != "" && !nodeCondition(top.Dimension) {
 		a := Action{Action: "set", Target: target + " " + strings.TrimPrefix(top.Dimension, "node.label/"), To: top.From,
 			Why: "back to the last-known-good node identity"}
 		a.Command, a.Verify = nodeRollback(top)

@@ -39,6 +39,8 @@ func decide(rep *Report) {
 			what = top.Ref + " arrived"
 		case "restart":
 			what = top.Ref + " restarted"
+		case "deleted":
+			what = top.Ref + " was deleted"
 		}
 		rep.VerdictWhy = fmt.Sprintf("%s (confidence %.2f: %s)", what, top.Confidence, top.ConfidenceWhy)
 		return

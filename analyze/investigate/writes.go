@@ -88,3 +88,36 @@ func (p population) supportOfWrite(units []*outcome.Unit, ids []map[string]ident
 	}
 	return s
 }
+
+// Deletions. A ConfigMap or Secret deleted while pods still read it breaks
+// none of them: it breaks the next pods that start, which cannot mount it
+// or read its keys. Identity says so of each pod that started after the
+// deletion (identity.Deleted, with the delete as evidence). Each object
+// that bad units of the slice read as deleted is a suspect: its deletion,
+// reaching every unit that started reading it deleted, good or bad.
+func deletionSuspects(units []*outcome.Unit, ids []map[string]identity.Dimension, where map[string]string) []*Suspect {
+	byRef := map[string]*Suspect{}
+	var out []*Suspect
+	for i, u := range units {
+		if !u.Bad() || !matches(ids[i], where) {
+			continue
+		}
+		for name, d := range ids[i] {
+			if d.Value != identity.Deleted || byRef[d.Evidence.Ref] != nil {
+				continue
+			}
+			sp := &Suspect{Ref: d.Evidence.Ref, Dimension: "deleted", To: "deleted", At: d.Evidence.Time, Kind: "change", Objects: 1,
+				Run: d.Evidence.Run, Line: d.Evidence.Line, reached: map[*outcome.Unit]bool{}}
+			for j, v := range units {
+				if v.Namespace == u.Namespace && ids[j][name].Value == identity.Deleted {
+					sp.reached[v] = true
+				}
+			}
+			sp.Why = fmt.Sprintf("deleted; %d pods started after it and read it", len(sp.reached))
+			byRef[sp.Ref] = sp
+			out = append(out, sp)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Ref < out[j].Ref })
+	return out
+}

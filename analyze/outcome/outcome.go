@@ -39,10 +39,18 @@ const (
 	// are the control plane's own.
 	defaultBadRequests = `code >= 400 && (code == 429 || code >= 500 || ` +
 		`(code in [401, 403] && user.startsWith("system:serviceaccount:") && !user.startsWith("system:serviceaccount:kube-system:"))) && resource != ""`
+	//
+	// Besides the failures named, any Warning event about a pod (a volume
+	// that will not mount, a sandbox that cannot be made, a readiness
+	// probe that fails) and any state of a node but Ready (nodeState: a
+	// condition that reports a problem) are bad. Such a warning about a
+	// pod that was Ready in the end did not fail it (fold).
 	defaultBadStates = `reason in [` +
 		`"Failed", "OOMKilled", "Error", "ContainerCannotRun", "CrashLoopBackOff", "BackOff", ` +
 		`"ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError", "Evicted", "Preempted", ` +
-		`"FailedScheduling", "FailedCreate", "NodeNotReady", "BackoffLimitExceeded", "DeadlineExceeded"]`
+		`"FailedScheduling", "FailedCreate", "NodeNotReady", "BackoffLimitExceeded", "DeadlineExceeded"] || ` +
+		`(reason != "" && type == "Warning" && source == "event" && kind == "Pod") || ` +
+		`(reason != "" && reason != "Ready" && source == "status" && kind == "Node")`
 	// NodeFaults: the node-log reasons of timeline.NodeFaults (a test
 	// holds the two lists equal), reason first for its index.
 	defaultBadNode = `reason in ["Xid", "ECC", "RowRemap", "NVLink", "PLEG", "KubeletEviction", "OOMKill", ` +
@@ -280,7 +288,7 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 	}
 	sortObs(out.Bad)
 	sortObs(out.Good)
-	if out.Units, err = expandUnborn(ctx, s, fold(units, out.Bad, out.Good)); err != nil {
+	if out.Units, err = expandUnborn(ctx, s, fold(units, out.Bad, out.Good, out.States)); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -424,7 +432,7 @@ func mustFilter(expr string) *timeline.Filter {
 // scheduled at first and then ran did not go bad then. A controller that could
 // not create its pods (Unborn) becomes a unit of its own. It returns the
 // units, those new ones last.
-func fold(units []*Unit, bad, good []Observation) []*Unit {
+func fold(units []*Unit, bad, good, states []Observation) []*Unit {
 	byRef := map[string]*Unit{}
 	for _, u := range units {
 		byRef[u.Ref] = u
@@ -433,11 +441,21 @@ func fold(units []*Unit, bad, good []Observation) []*Unit {
 	for _, o := range good {
 		lastGood[o.Ref()] = o.Time // oldest first: the last one stays
 	}
+	last := map[string]string{} // each object's last state
+	for _, o := range states {
+		last[o.Ref()] = o.Reason
+	}
 	for _, o := range bad {
 		if o.Reason == "FailedScheduling" && lastGood[o.Ref()].After(o.Time) {
 			// The scheduler could not place it at first (no room yet:
 			// a preemption under way, an autoscaler adding nodes), and
 			// then it ran: it waited, it did not fail.
+			continue
+		}
+		if warningOnly(o) && slices.Contains(endedWell, last[o.Ref()]) {
+			// A warning that is no failure by itself (a volume slow to
+			// mount, a probe failing while the pod warms up) about a pod
+			// that was Ready in the end, or completed: it passed.
 			continue
 		}
 		u := byRef[o.Ref()]
@@ -590,6 +608,22 @@ type state struct {
 	at              time.Time // when the state began, if the object says
 }
 
+// failures are the reasons DefaultBad names: a pod, node or job that
+// failed (a test holds the two lists equal). A Warning event of another
+// reason says something went wrong that may pass (warningOnly).
+var failures = []string{"Failed", "OOMKilled", "Error", "ContainerCannotRun", "CrashLoopBackOff", "BackOff",
+	"ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError", "Evicted", "Preempted",
+	"FailedScheduling", "FailedCreate", "NodeNotReady", "BackoffLimitExceeded", "DeadlineExceeded"}
+
+// endedWell are the states of a pod that did its work: Ready, or done.
+var endedWell = []string{"Ready", "Succeeded", "Complete"}
+
+// warningOnly says whether a bad observation is an event about a pod
+// whose reason is not a failure by itself.
+func warningOnly(o Observation) bool {
+	return o.Source == timeline.SourceEvent && o.Object.Kind == "Pod" && !slices.Contains(failures, o.Reason)
+}
+
 // badWaiting are the waiting reasons of containers that will not start.
 var badWaiting = []string{"CrashLoopBackOff", "ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError",
 	"CreateContainerError", "InvalidImageName", "RunContainerError", "ContainerCannotRun"}
@@ -720,22 +754,32 @@ func failedState(status map[string]any, cs []map[string]any) state {
 	return s
 }
 
-// nodeState is a node's state: Ready, or NodeNotReady since its Ready
-// condition last changed.
+// nodeState is a node's state: NodeNotReady since its Ready condition
+// last changed; else the first other condition that holds (DiskPressure,
+// MemoryPressure, PIDPressure, NetworkUnavailable, and the conditions of
+// node-problem-detector such as KernelDeadlock: each says a problem is
+// present when True), named by its type, since it began; else Ready.
 func nodeState(status map[string]any) state {
+	var ready, problem state
 	for _, cond := range slice(status, "conditions") {
 		c, _ := cond.(map[string]any)
-		if str(c, "type") != "Ready" {
-			continue
+		typ := str(c, "type")
+		switch {
+		case typ == "Ready" && str(c, "status") == "True":
+			ready = state{reason: "Ready"}
+		case typ == "Ready":
+			s := state{reason: "NodeNotReady", message: str(c, "message")}
+			s.at, _ = time.Parse(time.RFC3339, str(c, "lastTransitionTime"))
+			return s
+		case typ != "" && str(c, "status") == "True" && problem.reason == "":
+			problem = state{reason: typ, message: str(c, "message")}
+			problem.at, _ = time.Parse(time.RFC3339, str(c, "lastTransitionTime"))
 		}
-		if str(c, "status") == "True" {
-			return state{reason: "Ready"}
-		}
-		s := state{reason: "NodeNotReady", message: str(c, "message")}
-		s.at, _ = time.Parse(time.RFC3339, str(c, "lastTransitionTime"))
-		return s
 	}
-	return state{}
+	if problem.reason != "" && ready.reason != "" {
+		return problem
+	}
+	return ready
 }
 
 // jobState is a job's state: Failed (or its condition's reason) or

@@ -46,6 +46,16 @@ func TestStateOf(t *testing.T) {
 		{"node ready", "Node", `{"status":{"conditions":[{"type":"Ready","status":"True"}]}}`, state{reason: "Ready"}},
 		{"node not ready", "Node", `{"status":{"conditions":[{"type":"Ready","status":"Unknown","message":"kubelet stopped posting"}]}}`,
 			state{reason: "NodeNotReady", message: "kubelet stopped posting"}},
+		// Any other condition reports a problem when True (the kubelet's
+		// pressures, node-problem-detector's), since it began; NotReady
+		// comes first.
+		{"disk pressure", "Node", `{"status":{"conditions":[{"type":"Ready","status":"True"},{"type":"MemoryPressure","status":"False"},{"type":"DiskPressure","status":"True","message":"kubelet has disk pressure","lastTransitionTime":"2026-05-01T10:00:00Z"}]}}`,
+			state{reason: "DiskPressure", message: "kubelet has disk pressure", at: time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)}},
+		{"a problem detected", "Node", `{"status":{"conditions":[{"type":"KernelDeadlock","status":"True","message":"task hung"},{"type":"Ready","status":"True"}]}}`,
+			state{reason: "KernelDeadlock", message: "task hung"}},
+		{"not ready over pressure", "Node", `{"status":{"conditions":[{"type":"DiskPressure","status":"True"},{"type":"Ready","status":"False","message":"PLEG"}]}}`,
+			state{reason: "NodeNotReady", message: "PLEG"}},
+		{"a problem without Ready says nothing", "Node", `{"status":{"conditions":[{"type":"DiskPressure","status":"True"}]}}`, state{}},
 		{"job failed", "Job", `{"status":{"conditions":[{"type":"Failed","status":"True","reason":"BackoffLimitExceeded"}]}}`, state{reason: "BackoffLimitExceeded"}},
 		{"job complete", "Job", `{"status":{"conditions":[{"type":"Complete","status":"True"}]}}`, state{reason: "Complete"}},
 		{"wrong types say nothing", "Pod", `{"status":{"phase":7,"containerStatuses":"x"}}`, state{}},

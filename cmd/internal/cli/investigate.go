@@ -416,6 +416,8 @@ func changeName(c investigate.Suspect) string {
 		return c.Ref + " created"
 	case d == "restart":
 		return c.Ref + " restarted"
+	case d == "deleted":
+		return c.Ref + " deleted"
 	case strings.HasPrefix(d, "configmap/") && kind == "ConfigMap", strings.HasPrefix(d, "secret/") && kind == "Secret":
 		if parts := strings.SplitN(d, "/", 3); len(parts) == 3 {
 			what = c.Ref + " key " + parts[2]
