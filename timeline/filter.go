@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
@@ -247,6 +248,23 @@ func (r *Record) Pod() string {
 		_ = json.Unmarshal(r.Extra, &x) // Extra is written by ingesters as JSON; a bad one reads as empty
 	}
 	return x.Pod
+}
+
+// FirstSeen is when what the record reports was first seen: an Event
+// that counts repeats (one object, its count going up) says when the
+// first happened (firstTimestamp), while its record is stamped with the
+// latest; any other record, its time.
+func (r *Record) FirstSeen() time.Time {
+	if r.Source != SourceEvent || len(r.Extra) == 0 {
+		return r.Time
+	}
+	var x struct {
+		FirstTimestamp time.Time `json:"firstTimestamp"`
+	}
+	if json.Unmarshal(r.Extra, &x) != nil || x.FirstTimestamp.IsZero() || !x.FirstTimestamp.Before(r.Time) {
+		return r.Time // Extra is written by ingesters as JSON; a bad one says nothing
+	}
+	return x.FirstTimestamp
 }
 
 // Constant folds a call of timestamp() or duration() on a string literal, as

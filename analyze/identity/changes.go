@@ -166,6 +166,9 @@ func objectDims(kind string, o *obj) []Dimension {
 			}
 		}
 	}
+	if kind == "DaemonSet" {
+		dims = append(dims, agentDims(o.v.Object.Namespace, o.v.Object.Name, tmpl, ev)...)
+	}
 	return append(dims, containerDims(tmpl, ev)...)
 }
 

@@ -364,6 +364,17 @@ func (r *Resolver) podNodeDims(ctx context.Context, dims *dimList, p *obj, spec 
 	if n != nil {
 		*dims = append(*dims, nodeDims(n)...)
 	}
+	at := r.at
+	if r.pinStart {
+		at = podStart(p)
+	}
+	agents, err := r.agentsOn(ctx, node, at)
+	if err != nil {
+		return err
+	}
+	for _, a := range agents {
+		*dims = append(*dims, agentDims(a.ns, a.ds, mapAt(a.o.m, "spec"), a.o.evidence())...)
+	}
 	return nil
 }
 

@@ -144,6 +144,7 @@ type Resolver struct {
 	pinStart  bool
 	histories map[string]*history              // group/resource -> every version
 	deletes   map[string]map[string][]Evidence // resource -> ns/name -> its deletions, oldest first
+	agents    map[string][]agentPod            // node -> the DaemonSets' pods on it
 }
 
 // PinAtPodStart makes a pod's identity the one it started with: the

@@ -563,3 +563,49 @@ func TestDeletedBeforeStart(t *testing.T) {
 		})
 	}
 }
+
+// A pod runs on its node's agents as they were when it was created: the
+// DaemonSet's pod there created last before it. A DaemonSet lends the
+// same dimension from its template, so its rollout is a change the pods
+// hold.
+func TestNodeAgents(t *testing.T) {
+	m := world(t)
+	agent := func(name, uid, created, image string) string {
+		return fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"namespace":"gpu","uid":%q,"creationTimestamp":%q,
+			"ownerReferences":[{"kind":"DaemonSet","name":"device-plugin","uid":"ds1","controller":true}]},
+			"spec":{"nodeName":"gpu-1","containers":[{"name":"plugin","image":%q}]}}`, name, uid, created, image)
+	}
+	m.add(t, t0.Add(10*time.Second), "60", agent("device-plugin-a", "a1", "2026-05-01T10:00:10Z", "plugin:v1"))
+	m.add(t, t0.Add(100*time.Second), "61", agent("device-plugin-b", "a2", "2026-05-01T10:01:40Z", "plugin:v2"))
+	m.add(t, t0.Add(150*time.Second), "62", pod("ml", "trainer-late", "p9", "gpu-1", "ReplicaSet", "rs1", "sha256:0001", "trainer-env", ""))
+	const dim = "node.agent/gpu/device-plugin/plugin"
+	for _, tt := range []struct{ pod, want string }{{"trainer-0", "plugin:v1"}, {"trainer-late", "plugin:v2"}, {"device-plugin-b", "plugin:v2"}} {
+		r := NewResolver(m, time.Time{}, nil)
+		r.PinAtPodStart()
+		ns := "ml"
+		if strings.HasPrefix(tt.pod, "device-plugin") {
+			ns = "gpu"
+		}
+		id, err := r.Of(context.Background(), Ref{"Pod", ns, tt.pod})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := dimNames(id)[dim]; got != tt.want {
+			t.Errorf("%s: %s = %q, want %q", tt.pod, dim, got, tt.want)
+		}
+	}
+	var ds obj
+	if err := json.Unmarshal([]byte(`{"spec":{"template":{"spec":{"containers":[{"name":"plugin","image":"plugin:v3"}]}}}}`), &ds.m); err != nil {
+		t.Fatal(err)
+	}
+	ds.v.Object = timeline.ObjectRef{Namespace: "gpu", Name: "device-plugin"}
+	var got []string
+	for _, d := range objectDims("DaemonSet", &ds) {
+		if strings.HasPrefix(d.Name, "node.agent/") {
+			got = append(got, d.Name+"="+d.Value)
+		}
+	}
+	if diff := cmp.Diff([]string{dim + "=plugin:v3"}, got); diff != "" {
+		t.Errorf("a DaemonSet's agent dimensions (-want +got)\n%s", diff)
+	}
+}

@@ -1,6 +1,7 @@
 package investigate
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -9,6 +10,8 @@ import (
 
 	"github.com/faultline/faultline/analyze/identity"
 	"github.com/faultline/faultline/analyze/outcome"
+	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/timelinetest"
 )
 
 // A ConfigMap deleted while a service still read it: the service's pods
@@ -96,5 +99,101 @@ func TestNodeConditionOverNodeProperties(t *testing.T) {
 	want := []row{{"node.condition/DiskPressure", true}, {"node.label/nvidia.com/cuda.driver.major", false}}
 	if diff := cmp.Diff(want, rows); diff != "" {
 		t.Errorf("ranked (-want +got)\n%s", diff)
+	}
+}
+
+// A DaemonSet's new image, rolled to one pool's nodes: the pods started
+// there afterwards hold it as their node's agent and went bad. The write
+// is named as the DaemonSet's own image change (its twin, the same write
+// seen as an image tag, is not a second suspect), counted by the pods of
+// its nodes; the pool's driver label, which those nodes had all along,
+// does not compete with it.
+func TestAgentRollout(t *testing.T) {
+	const agent = "node.agent/gpu/device-plugin-a/plugin"
+	var units []*outcome.Unit
+	var ids []map[string]identity.Dimension
+	for i := range 8 {
+		units = append(units, badUnit("ml", fmt.Sprintf("train-new-%d", i), 40, 45))
+		ids = append(ids, idOf("owner/Deployment", "train", "node.pool", "a", agent, "plugin:v2", "node.label/nvidia.com/cuda.driver.major", "535"))
+	}
+	for i := range 20 {
+		units = append(units, goodUnit("ml", fmt.Sprintf("train-b-%d", i), 40, 60))
+		ids = append(ids, idOf("owner/Deployment", "train", "node.pool", "b", "node.agent/gpu/device-plugin-b/plugin", "plugin:v1",
+			"node.label/nvidia.com/cuda.driver.major", "550"))
+	}
+	cs := &candidates{byKey: map[candidateKey]*Suspect{}}
+	cs.addChanges([]identity.ObjectChange{
+		{Ref: "DaemonSet/gpu/device-plugin-a", Change: identity.Change{Dimension: "image.tag/plugin", From: "plugin:v1", To: "plugin:v2", When: at(10)}},
+		{Ref: "DaemonSet/gpu/device-plugin-a", Change: identity.Change{Dimension: agent, From: "plugin:v1", To: "plugin:v2", When: at(10)}},
+	})
+	driver := &Suspect{Ref: "Deployment/ml/train", Dimension: "node.label/nvidia.com/cuda.driver.major", From: "550", To: "535", At: at(0), Kind: "difference"}
+	got := scoreSuspects(append(cs.list(), driver), scoring{units: units, ids: ids, pop: populationOf(units, "ml"), firstBad: at(45)})
+	type row struct {
+		Ref, Dimension string
+		Confident      bool
+	}
+	var rows []row
+	for _, sp := range got {
+		rows = append(rows, row{sp.Ref, sp.Dimension, sp.Confidence >= Confident})
+	}
+	want := []row{{"DaemonSet/gpu/device-plugin-a", "image.tag/plugin", true}, {"Deployment/ml/train", "node.label/nvidia.com/cuda.driver.major", false}}
+	if diff := cmp.Diff(want, rows); diff != "" {
+		t.Errorf("ranked (-want +got)\n%s", diff)
+	}
+}
+
+// Pods refused because the ServiceAccount they run as was deleted: the
+// failure names it as not found, and the audit log holds its delete.
+// The delete is the suspect, reaching the units that name it; a delete
+// that failed, one in another namespace, or one after the first bad is
+// not; an object already a suspect is not named twice.
+func TestMissingSuspects(t *testing.T) {
+	del := func(secs float64, ns, resource, name string, code int, user string) *timeline.Record {
+		return &timeline.Record{Time: at(secs), Source: timeline.SourceAudit, Verb: "delete", Code: code, User: user,
+			Object:   timeline.ObjectRef{Resource: resource, Namespace: ns, Name: name},
+			Evidence: timeline.Evidence{Run: 1, Line: int64(secs)}}
+	}
+	s := (&timelinetest.Mem{}).Add(
+		del(14, "ml", "serviceaccounts", "trainer", 404, "carol"), // already gone
+		del(10, "ml", "serviceaccounts", "trainer", 200, "alice"),
+		del(12, "other", "serviceaccounts", "runner", 200, "bob"),
+		del(15, "ml", "configmaps", "env", 200, "bob"),
+		del(50, "ml", "persistentvolumeclaims", "data", 200, "bob"), // after the first bad
+	)
+	var units []*outcome.Unit
+	var ids []map[string]identity.Dimension
+	for i := range 5 {
+		u := badUnit("ml", fmt.Sprintf("train-rs/%d", i), 20, 30)
+		u.Message = `Error creating: pods "train-rs-" is forbidden: error looking up service account ml/trainer: serviceaccount "trainer" not found`
+		units = append(units, u)
+		ids = append(ids, idOf("owner/ReplicaSet", "train-rs"))
+	}
+	for _, msg := range []string{`MountVolume.SetUp failed for volume "cfg" : configmap "env" not found`,
+		`0/40 nodes are available: persistentvolumeclaim "data" not found`, `serviceaccount "runner" not found`} {
+		u := badUnit("ml", "other-"+msg[:4], 20, 31)
+		u.Message = msg
+		units = append(units, u)
+		ids = append(ids, idOf("owner/ReplicaSet", "train-rs"))
+	}
+	for i := range 10 {
+		units = append(units, goodUnit("ml", fmt.Sprintf("web-%d", i), 0, 40))
+		ids = append(ids, idOf("owner/ReplicaSet", "web"))
+	}
+	have := []*Suspect{{Ref: "ConfigMap/ml/env", Dimension: "deleted"}}
+	sps, err := missingSuspects(context.Background(), s, units, ids, map[string]string{"owner/ReplicaSet": "train-rs"}, have, at(0), at(30))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		Ref, By string
+		At      float64
+		Reached int
+	}
+	var got []row
+	for _, sp := range sps {
+		got = append(got, row{sp.Ref, sp.By, sp.At.Sub(t0).Seconds(), len(sp.reached)})
+	}
+	if diff := cmp.Diff([]row{{"ServiceAccount/ml/trainer", "alice", 10, 5}}, got); diff != "" {
+		t.Errorf("suspects (-want +got)\n%s", diff)
 	}
 }

@@ -193,6 +193,10 @@ type Suspect struct {
 
 	refs   []string // the objects that made it
 	unread bool     // a write whose content is not in the evidence (writes.go)
+	// holds is the dimension the units hold the change in when it is not
+	// the change's own: a DaemonSet's image (image.tag/C) is held by the
+	// pods of its nodes as node.agent/NS/NAME/C.
+	holds string
 	// reached are the units the evidence shows the change reached, when
 	// that is not what they hold (access.go, placement.go).
 	reached map[*outcome.Unit]bool

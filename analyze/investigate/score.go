@@ -277,7 +277,11 @@ func (p population) supportOfSuspect(units []*outcome.Unit, ids []map[string]ide
 	if sp.Kind != "change" {
 		at = time.Time{} // a difference was not seen happening: no exposure
 	}
-	return p.supportOf(units, ids, sp.Dimension, sp.To, at)
+	dim := sp.Dimension
+	if sp.holds != "" {
+		dim = sp.holds
+	}
+	return p.supportOf(units, ids, dim, sp.To, at)
 }
 
 // supportOfReach counts the units the evidence shows a change reached

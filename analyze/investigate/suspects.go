@@ -103,6 +103,12 @@ func ranOn(units []*outcome.Unit, ids []map[string]identity.Dimension, where map
 					refSet[identity.Ref{Kind: parts[0], Namespace: parts[1], Name: parts[2]}] = true
 				}
 			}
+			// A node agent: the DaemonSet that ran it on the unit's node.
+			if rest, ok := strings.CutPrefix(d.Name, "node.agent/"); ok {
+				if parts := strings.Split(rest, "/"); len(parts) == 3 {
+					refSet[identity.Ref{Kind: "DaemonSet", Namespace: parts[0], Name: parts[1]}] = true
+				}
+			}
 			if strings.HasPrefix(d.Name, "owner/") && !strings.Contains(d.Name, ".") {
 				owners[strings.TrimPrefix(d.Name, "owner/")+"/"+d.Value] = true
 			}
@@ -189,7 +195,15 @@ func (cs *candidates) addChanges(changes []identity.ObjectChange) {
 		if c.Dimension == "node.taints" && systemTaintsOnly(c.From, c.To) {
 			continue
 		}
-		cs.add(candidateKey{c.Dimension, c.From, c.To}, c.Ref, c.When, c.Evidence.Run, c.Evidence.Line, true)
+		if strings.HasPrefix(c.Ref, "DaemonSet/") && strings.HasPrefix(c.Dimension, "image.tag/") {
+			continue // its twin node.agent/… below is the same write, held by the pods of its nodes
+		}
+		sp := cs.add(candidateKey{c.Dimension, c.From, c.To}, c.Ref, c.When, c.Evidence.Run, c.Evidence.Line, true)
+		if agent, ok := strings.CutPrefix(c.Dimension, "node.agent/"); ok && strings.HasPrefix(c.Ref, "DaemonSet/") {
+			// A DaemonSet's new image, named as the DaemonSet's own change
+			// and counted by the pods whose nodes run it.
+			sp.Dimension, sp.holds = "image.tag/"+agent[strings.LastIndex(agent, "/")+1:], c.Dimension
+		}
 	}
 }
 
@@ -304,6 +318,11 @@ func otherSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []ma
 	}
 	out = append(out, writes...)
 	out = append(out, deletionSuspects(units, ids, where)...)
+	missing, err := missingSuspects(ctx, s, units, ids, where, out, since, firstBad)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, missing...)
 	access, err := accessSuspects(ctx, s, units, ids, rep.cons, where, since, until.Add(time.Second))
 	if err != nil {
 		return nil, err
@@ -493,13 +512,15 @@ func discount(all []*scored) {
 
 // namesNodes says whether y is a property of nodes that only names where
 // x happened: a node property the bad units' nodes had all along (a
-// difference, such as their pool or GPU driver) against a node condition
-// those nodes were seen to report at the time (DiskPressure, NotReady).
-// What the nodes were is where; what happened to them is what. (The other
-// way round, the condition still competes with the property.)
+// difference, such as their pool or GPU driver) against a change seen
+// happening to those nodes at the time: a condition they reported
+// (DiskPressure, NotReady), a label, kernel or taint they were given, an
+// agent rolled out to them (a DaemonSet's new image). What the nodes were
+// is where; what happened to them is what. (The other way round, the
+// change still competes with the property.)
 func namesNodes(y, x *scored) bool {
 	return y.sp.Kind == "difference" && strings.HasPrefix(y.sp.Dimension, "node.") &&
-		x.sp.Kind == "change" && nodeCondition(x.sp.Dimension)
+		x.sp.Kind == "change" && (strings.HasPrefix(x.sp.Dimension, "node.") || strings.HasPrefix(x.sp.holds, "node.agent/"))
 }
 
 // rank orders the suspects by score, nearer the first bad first, and

@@ -3,6 +3,7 @@ package investigate
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -120,4 +121,90 @@ func deletionSuspects(units []*outcome.Unit, ids []map[string]identity.Dimension
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Ref < out[j].Ref })
 	return out
+}
+
+// Objects a failure names as missing. Whatever the object, a pod that
+// cannot start because it is gone says so in the words of the API's
+// NotFound: `configmap "app-config" not found` (the kubelet),
+// `serviceaccount "trainer" not found` (admission, a controller's
+// FailedCreate), `persistentvolumeclaim "data" not found` (the
+// scheduler). A successful delete of that object in the unit's namespace
+// (or cluster-wide), before the first bad, is a suspect "deleted" that
+// reaches the bad units naming it; identity's (deleted) covers the
+// ConfigMaps and Secrets pods read even when no message names them.
+var notFound = regexp.MustCompile(`([a-z][a-z.]*) "([^"]+)" not found`)
+
+// missingSuspects are the deletions of the objects the bad units of the
+// slice name as not found, in [since, until]; those already suspects
+// (have) are left out.
+func missingSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension, where map[string]string,
+	have []*Suspect, since, until time.Time) ([]*Suspect, error) {
+	type missing struct{ resource, ns, name string }
+	naming := map[missing][]*outcome.Unit{}
+	var order []missing
+	for i, u := range units {
+		if !u.Bad() || !matches(ids[i], where) {
+			continue
+		}
+		for _, m := range notFound.FindAllStringSubmatch(u.Message, 4) {
+			resource := m[1]
+			if !strings.HasSuffix(resource, "s") {
+				resource += "s" // the kubelet says configmap, the API configmaps
+			}
+			k := missing{resource, u.Namespace, m[2]}
+			if naming[k] == nil {
+				order = append(order, k)
+			}
+			naming[k] = append(naming[k], u)
+		}
+	}
+	known := map[string]bool{}
+	for _, sp := range have {
+		if sp.Dimension == "deleted" {
+			known[strings.ToLower(sp.Ref)] = true
+		}
+	}
+	var out []*Suspect
+	for _, k := range order {
+		expr := fmt.Sprintf(`resource == %q && name == %q && (ns == %q || ns == "") && subresource == "" && verb == "delete" && code > 0 && code < 400`,
+			k.resource, k.name, k.ns)
+		r, err := firstRecord(ctx, s, expr, since, until.Add(time.Nanosecond), true)
+		if err != nil {
+			return nil, err
+		}
+		if r == nil {
+			continue
+		}
+		kind := r.Object.Kind
+		if kind == "" {
+			kind = kindOfResource(k.resource)
+		}
+		ref := identity.Ref{Kind: kind, Namespace: r.Object.Namespace, Name: r.Object.Name}.String()
+		if known[strings.ToLower(ref)] {
+			continue
+		}
+		sp := &Suspect{Ref: ref, Dimension: "deleted", To: "deleted", At: r.Time, Kind: "change", Objects: 1,
+			Run: r.Evidence.Run, Line: r.Evidence.Line, By: r.User, UserAgent: r.UserAgent, reached: map[*outcome.Unit]bool{}}
+		for _, u := range naming[k] {
+			sp.reached[u] = true
+		}
+		sp.Why = fmt.Sprintf("deleted by %s; %d failed units say it was not found", r.User, len(naming[k]))
+		out = append(out, sp)
+	}
+	return out, nil
+}
+
+// kindOfResource spells a resource as its kind: the kinds whose names
+// join words, else the singular with its first letter upper-cased.
+func kindOfResource(resource string) string {
+	if k, ok := map[string]string{"configmaps": "ConfigMap", "serviceaccounts": "ServiceAccount", "persistentvolumeclaims": "PersistentVolumeClaim",
+		"persistentvolumes": "PersistentVolume", "priorityclasses": "PriorityClass", "runtimeclasses": "RuntimeClass", "storageclasses": "StorageClass",
+		"networkpolicies": "NetworkPolicy", "resourcequotas": "ResourceQuota", "limitranges": "LimitRange"}[resource]; ok {
+		return k
+	}
+	singular := strings.TrimSuffix(resource, "s")
+	if singular == "" {
+		return resource
+	}
+	return strings.ToUpper(singular[:1]) + singular[1:]
 }

@@ -37,8 +37,14 @@ const (
 	// A workload's own identity denied (401, 403) fails the workload; a
 	// system component's denials at start-up (its RBAC not yet loaded)
 	// are the control plane's own.
+	//
+	// A pod create refused (403: a quota, a ServiceAccount gone, a policy)
+	// is a pod that did not come to be, whoever asked: a controller's
+	// refused creates are its workload's failures, as its FailedCreate
+	// event says (an Event that counts repeats is one record).
 	defaultBadRequests = `code >= 400 && (code == 429 || code >= 500 || ` +
-		`(code in [401, 403] && user.startsWith("system:serviceaccount:") && !user.startsWith("system:serviceaccount:kube-system:"))) && resource != ""`
+		`(code in [401, 403] && user.startsWith("system:serviceaccount:") && !user.startsWith("system:serviceaccount:kube-system:")) || ` +
+		`(code == 403 && verb == "create" && resource == "pods" && subresource == "" && ns != "kube-system")) && resource != ""`
 	//
 	// Besides the failures named, any Warning event about a pod (a volume
 	// that will not mount, a sandbox that cannot be made, a readiness
@@ -364,7 +370,7 @@ func badRecords(ctx context.Context, s Store, opt Options, bad *timeline.Filter,
 				}
 				seen[r.ID] = true
 			}
-			o := Observation{Time: r.Time, Source: r.Source, Object: r.Object, Reason: r.Reason,
+			o := Observation{Time: r.FirstSeen(), Source: r.Source, Object: r.Object, Reason: r.Reason,
 				Message: r.Message, Code: r.Code, Bad: true, RecordID: r.ID, Evidence: r.Evidence}
 			// A denial is the pod's failure: it does not pass with a retry,
 			// as a 429 or a 5xx may (whether the pod survived those, its own
@@ -410,12 +416,12 @@ func (g *gather[T]) appendTo(dst []T) []T {
 }
 
 // badFields are the fields of a bad record that its observation keeps;
-// denialExtra asks for the extra JSON of denials only, the one use of it
-// here (the pod), which a columnar store would otherwise read for every
-// bad record.
+// denialExtra asks for the extra JSON of denials (the pod) and of events
+// (when the first of them was), its only uses here, which a columnar store
+// would otherwise read for every bad record.
 var (
 	badFields   = timeline.FieldReason | timeline.FieldMessage | timeline.FieldCode
-	denialExtra = &timeline.FieldsWhere{Fields: timeline.FieldExtra, Where: mustFilter("code in [401, 403]")}
+	denialExtra = &timeline.FieldsWhere{Fields: timeline.FieldExtra, Where: mustFilter(`code in [401, 403] || source == "event"`)}
 )
 
 func mustFilter(expr string) *timeline.Filter {

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/timelinetest"
 )
 
 // A Warning event about a pod that names no failure (a volume that will
@@ -88,6 +89,35 @@ func TestNodeProblemIsBad(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s %s at %s", o.Ref(), o.Reason, o.Time.Sub(t0)))
 	}
 	if diff := cmp.Diff([]string{"Node/gpu-1 DiskPressure at 9s"}, got); diff != "" {
+		t.Errorf("bad (-want +got):\n%s", diff)
+	}
+}
+
+// A pod create the apiserver refused is bad whoever asked (a controller's
+// refused creates are its workload's failures); a system component's
+// other denials are not, nor a refused create in kube-system. An Event
+// that counted repeats is seen from its first.
+func TestRefusedCreatesAndRepeatedEvents(t *testing.T) {
+	req := func(id int64, verb, ns string, code int) *timeline.Record {
+		return &timeline.Record{ID: id, Time: t0.Add(time.Duration(id) * time.Second), Source: timeline.SourceAudit, Verb: verb, Code: code,
+			User: "system:serviceaccount:kube-system:replicaset-controller", Object: timeline.ObjectRef{Resource: "pods", Namespace: ns}}
+	}
+	// A store that keeps only the fields asked for, as the real ones do.
+	s := (&timelinetest.Mem{}).Add(
+		req(1, "create", "ml", 403), req(2, "list", "ml", 403), req(3, "create", "kube-system", 403), req(4, "create", "ml", 201),
+		&timeline.Record{ID: 5, Time: t0.Add(50 * time.Second), Source: timeline.SourceEvent, Type: "Warning", Reason: "FailedCreate",
+			Object: timeline.ObjectRef{Kind: "ReplicaSet", Namespace: "ml", Name: "api-1"},
+			Extra:  []byte(`{"count":12,"firstTimestamp":"2026-05-01T10:00:20Z","lastTimestamp":"2026-05-01T10:00:50Z"}`)},
+	)
+	out, err := Read(context.Background(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range out.Bad {
+		got = append(got, fmt.Sprintf("%d at %s", o.RecordID, o.Time.Sub(t0)))
+	}
+	if diff := cmp.Diff([]string{"1 at 1s", "5 at 20s"}, got); diff != "" {
 		t.Errorf("bad (-want +got):\n%s", diff)
 	}
 }
