@@ -356,7 +356,7 @@ func writeHeadline(tw *textWriter, r *investigate.Report) {
 	case r.Slice != nil:
 		// Values shortened: the slice is whole below, under SLICE.
 		tw.prose(9, "BROKE    %s: %d of %d units bad; %d of %d in scope",
-			shortDigests(sliceText(r.Slice.Where)), r.Slice.Bad, r.Slice.Total, r.Units.Bad, inScope)
+			shortDigests(sliceText(headlineWhere(r.Slice.Where))), r.Slice.Bad, r.Slice.Total, r.Units.Bad, inScope)
 	case r.Units.Bad > 0:
 		tw.prose(9, "BROKE    %d of %d units in scope went bad", r.Units.Bad, inScope)
 	default:
@@ -434,15 +434,47 @@ func changeName(c investigate.Suspect) string {
 		what = c.Ref + " " + strings.TrimPrefix(strings.TrimPrefix(d, "node."), "label/")
 	}
 	from, to := investigate.ShortID(c.From), investigate.ShortID(c.To)
-	// One image's two tags: the repository once.
+	// One image's two tags: the repository once; and, when the line
+	// would not fit the headline, its last path element, then its tags
+	// alone (the change is whole under SUSPECTS).
 	if i := strings.LastIndex(from, ":"); i > strings.LastIndex(from, "/") && strings.HasPrefix(to, from[:i+1]) && !strings.HasPrefix(from, "sha256:") {
 		to = to[i+1:]
+		if len(what+from+to) > maxCauseName {
+			from = from[strings.LastIndex(from[:i], "/")+1:]
+		}
+		if len(what+from+to) > maxCauseName {
+			from = from[strings.LastIndex(from, ":")+1:]
+		}
 	}
 	return what + ": " + from + " -> " + to
 }
 
+// maxCauseName is how long a change's name may be and fit the headline's
+// CAUSE line (100 columns less its label and the words around it).
+const maxCauseName = 85
+
 // digests are sha256 digests in a text.
 var digests = regexp.MustCompile(`sha256:[0-9a-f]{12}[0-9a-f]+`)
+
+// headlineWhere shortens a slice for the headline (it is whole below,
+// under SLICE): a node agent is its DaemonSet and container
+// ("agent/nvidia-device-plugin/plugin"), and an image its last path
+// element with its tag ("k8s-device-plugin:v0.17.0").
+func headlineWhere(where map[string]string) map[string]string {
+	out := make(map[string]string, len(where))
+	for k, v := range where {
+		if rest, ok := strings.CutPrefix(k, "node.agent/"); ok {
+			if _, ds, ok := strings.Cut(rest, "/"); ok {
+				k = "agent/" + ds
+			}
+			if i := strings.LastIndex(v, "/"); i >= 0 && strings.Contains(v[i:], ":") {
+				v = v[i+1:]
+			}
+		}
+		out[k] = v
+	}
+	return out
+}
 
 // shortDigests shortens every sha256 digest of s as investigate.ShortID
 // does.
