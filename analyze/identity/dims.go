@@ -386,7 +386,8 @@ func digestOf(imageID string) string {
 	return imageID
 }
 
-// configRefs lists the ConfigMaps and Secrets a pod spec reads, sorted,
+// configRefs lists the ConfigMaps and Secrets a pod spec reads (its image
+// pull secrets too), sorted,
 // each with the keys it reads: nil for every key (a volume without items,
 // envFrom), else the keys named (env valueFrom, a volume's items). A pod
 // that reads one key of a shared ConfigMap does not run with the others.
@@ -424,6 +425,12 @@ func configRefs(spec map[string]any) (cms, secrets []configRef) {
 			volume(cm, "c", mapAt(sm, "configMap"), "name")
 			volume(sec, "s", mapAt(sm, "secret"), "name")
 		}
+	}
+	// The credentials the kubelet pulls the pod's images with: a pull
+	// secret rotated or deleted fails the next pulls.
+	for _, x := range list(spec, "imagePullSecrets") {
+		ps, _ := x.(map[string]any)
+		add(sec, "s", str(ps, "name"))
 	}
 	for _, field := range []string{"containers", "initContainers"} {
 		for _, x := range list(spec, field) {

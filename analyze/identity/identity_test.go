@@ -465,6 +465,8 @@ func TestConfigRefsKeys(t *testing.T) {
 			map[string][]string{"shared": {"a.yaml", "b.yaml"}}},
 		{"a volume without items", `{"volumes":[{"name":"v","configMap":{"name":"shared"}}]}`,
 			map[string][]string{"shared": nil}},
+		{"an image pull secret, whole", `{"imagePullSecrets":[{"name":"registry-creds"}],"containers":[{"image":"r.example/a:1"}]}`,
+			map[string][]string{"registry-creds": nil}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -472,9 +474,9 @@ func TestConfigRefsKeys(t *testing.T) {
 			if err := json.Unmarshal([]byte(tt.spec), &spec); err != nil {
 				t.Fatal(err)
 			}
-			cms, _ := configRefs(spec)
+			cms, secrets := configRefs(spec)
 			got := map[string][]string{}
-			for _, r := range cms {
+			for _, r := range append(cms, secrets...) {
 				var keys []string
 				for k := range r.keys {
 					keys = append(keys, k)
