@@ -3,8 +3,10 @@ package investigate
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/faultline/faultline/analyze/gang"
+	"github.com/faultline/faultline/analyze/outcome"
 )
 
 // Verdicts.
@@ -70,6 +72,9 @@ func decide(rep *Report) {
 		rep.VerdictWhy = fmt.Sprintf("the leading suspect, %s %s, has confidence %.2f (%s)", top.Ref, top.Dimension, top.Confidence, top.ConfidenceWhy)
 	}
 	var next []string
+	if shared := sharedFailure(rep.units); shared != "" {
+		next = append(next, shared)
+	}
 	if rep.Boundary != nil {
 		next = append(next, fmt.Sprintf("mark instants you know: faultline bisect good|bad TIME (the window is %s .. %s)",
 			rep.Boundary.LastGood.UTC().Format("15:04:05"), rep.Boundary.FirstBad.UTC().Format("15:04:05")))
@@ -117,4 +122,57 @@ func rankOrUnknown(r string) string {
 		return "unknown"
 	}
 	return r
+}
+
+// sharedFailure says how most bad units failed, when more than half of
+// them (two at least) failed alike, and where to look when no change in
+// the evidence explains it: pulls that fail name the registry, a cause
+// outside the cluster that leaves no change behind. "" otherwise.
+func sharedFailure(units []*outcome.Unit) string {
+	count := map[string]int{}
+	example := map[string]*outcome.Unit{}
+	bad := 0
+	for _, u := range units {
+		if !u.Bad() || u.Reason == "" {
+			continue
+		}
+		bad++
+		count[u.Reason]++
+		if example[u.Reason] == nil {
+			example[u.Reason] = u
+		}
+	}
+	top := ""
+	for r, n := range count {
+		if n > count[top] || (n == count[top] && r < top) {
+			top = r
+		}
+	}
+	if n := count[top]; n < 2 || 2*n <= bad {
+		return ""
+	}
+	u := example[top]
+	what := fmt.Sprintf("%d of %d bad units failed alike: %s (as %s)", count[top], bad, top, u.Ref)
+	if host := pullHost(u); host != "" {
+		what += fmt.Sprintf(", pulling from %s: look at that registry, which no change here explains", host)
+	}
+	return what
+}
+
+// pullHost is the registry a unit that failed pulling its image pulled
+// from, when its failure says so ("ErrImagePull", "ImagePullBackOff").
+func pullHost(u *outcome.Unit) string {
+	if u.Reason != "ErrImagePull" && u.Reason != "ImagePullBackOff" {
+		return ""
+	}
+	_, rest, ok := strings.Cut(u.Message, `image "`)
+	if !ok {
+		return ""
+	}
+	ref, _, _ := strings.Cut(rest, `"`)
+	host, _, ok := strings.Cut(ref, "/")
+	if !ok || !strings.ContainsAny(host, ".:") && host != "localhost" {
+		return "docker.io" // a reference without a registry host
+	}
+	return host
 }
