@@ -47,10 +47,17 @@ func planStatements(t testing.TB) []planStatement {
 	records("controlplane restarts: apiserver lists (restarts.go)",
 		`user == "system:apiserver" && verb in ["list", "watch"] && resource != ""`, window, "record_user")
 	records("outcome: default bad requests (outcome.go)",
-		`code >= 400 && (code == 429 || code >= 500 || (code in [401, 403] && user.startsWith("system:serviceaccount:") && !user.startsWith("system:serviceaccount:kube-system:"))) && resource != ""`,
+		`code >= 400 && (code == 429 || code >= 500 || (code in [401, 403] && user.startsWith("system:serviceaccount:") && !user.startsWith("system:serviceaccount:kube-system:")) || `+
+			`(code == 403 && verb == "create" && resource == "pods" && subresource == "" && ns != "kube-system")) && resource != ""`,
 		window, "record_error")
 	records("outcome: default bad states (outcome.go)",
-		`reason in ["Failed", "OOMKilled", "BackOff", "Evicted"]`, window, "record_reason")
+		`reason in ["Failed", "OOMKilled", "BackOff", "Evicted"] || (reason != "" && type == "Warning" && source == "event" && kind == "Pod") || `+
+			`(reason != "" && reason != "Ready" && source == "status" && kind == "Node")`, window, "record_reason")
+	records("identity: deletions of ConfigMaps (identity.go)",
+		`resource == "configmaps" && group == "" && subresource == "" && verb == "delete" && code > 0 && code < 400`, timeline.Query{}, "record_resource")
+	records("investigate: the delete of an object a failure names (writes.go)",
+		`resource == "serviceaccounts" && name == "trainer" && (ns == "ml" || ns == "") && subresource == "" && verb == "delete" && code > 0 && code < 400`,
+		timeline.Query{Since: since, Until: until, Limit: 1, Desc: true}, "record_resource")
 	records("outcome: default good (outcome.go)",
 		`source == "status" && reason in ["Ready", "Running", "Succeeded", "Complete"]`, window, "record_reason")
 	records("investigate: writes to an object (writes.go)",
