@@ -159,6 +159,8 @@ func TestMissingSuspects(t *testing.T) {
 		del(12, "other", "serviceaccounts", "runner", 200, "bob"),
 		del(15, "ml", "configmaps", "env", 200, "bob"),
 		del(50, "ml", "persistentvolumeclaims", "data", 200, "bob"), // after the first bad
+		del(16, "", "priorityclasses", "batch-high", 200, "dave"),   // cluster-wide
+		del(17, "ml", "networkpolicies", "allow-dns", 200, "erin"),
 	)
 	var units []*outcome.Unit
 	var ids []map[string]identity.Dimension
@@ -169,7 +171,8 @@ func TestMissingSuspects(t *testing.T) {
 		ids = append(ids, idOf("owner/ReplicaSet", "train-rs"))
 	}
 	for _, msg := range []string{`MountVolume.SetUp failed for volume "cfg" : configmap "env" not found`,
-		`0/40 nodes are available: persistentvolumeclaim "data" not found`, `serviceaccount "runner" not found`} {
+		`0/40 nodes are available: persistentvolumeclaim "data" not found`, `serviceaccount "runner" not found`,
+		`pods "x" is forbidden: priorityclasses.scheduling.k8s.io "batch-high" not found`, `networkpolicy "allow-dns" not found`} {
 		u := badUnit("ml", "other-"+msg[:4], 20, 31)
 		u.Message = msg
 		units = append(units, u)
@@ -193,7 +196,8 @@ func TestMissingSuspects(t *testing.T) {
 	for _, sp := range sps {
 		got = append(got, row{sp.Ref, sp.By, sp.At.Sub(t0).Seconds(), len(sp.reached)})
 	}
-	if diff := cmp.Diff([]row{{"ServiceAccount/ml/trainer", "alice", 10, 5}}, got); diff != "" {
+	want := []row{{"ServiceAccount/ml/trainer", "alice", 10, 5}, {"PriorityClass/batch-high", "dave", 16, 1}, {"NetworkPolicy/ml/allow-dns", "erin", 17, 1}}
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("suspects (-want +got)\n%s", diff)
 	}
 }

@@ -132,14 +132,14 @@ func deletionSuspects(units []*outcome.Unit, ids []map[string]identity.Dimension
 // (or cluster-wide), before the first bad, is a suspect "deleted" that
 // reaches the bad units naming it; identity's (deleted) covers the
 // ConfigMaps and Secrets pods read even when no message names them.
-var notFound = regexp.MustCompile(`([a-z][a-z.]*) "([^"]+)" not found`)
+var notFound = regexp.MustCompile(`([a-z][a-z0-9.-]*) "([^"]+)" not found`)
 
 // missingSuspects are the deletions of the objects the bad units of the
 // slice name as not found, in [since, until]; those already suspects
 // (have) are left out.
 func missingSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension, where map[string]string,
 	have []*Suspect, since, until time.Time) ([]*Suspect, error) {
-	type missing struct{ resource, ns, name string }
+	type missing struct{ resource, ns, name string } // resource: the word the failure used
 	naming := map[missing][]*outcome.Unit{}
 	var order []missing
 	for i, u := range units {
@@ -147,11 +147,9 @@ func missingSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []
 			continue
 		}
 		for _, m := range notFound.FindAllStringSubmatch(u.Message, 4) {
-			resource := m[1]
-			if !strings.HasSuffix(resource, "s") {
-				resource += "s" // the kubelet says configmap, the API configmaps
-			}
-			k := missing{resource, u.Namespace, m[2]}
+			// The API names a resource with its group (priorityclasses.scheduling.k8s.io).
+			word, _, _ := strings.Cut(m[1], ".")
+			k := missing{word, u.Namespace, m[2]}
 			if naming[k] == nil {
 				order = append(order, k)
 			}
@@ -166,8 +164,17 @@ func missingSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []
 	}
 	var out []*Suspect
 	for _, k := range order {
-		expr := fmt.Sprintf(`resource == %q && name == %q && (ns == %q || ns == "") && subresource == "" && verb == "delete" && code > 0 && code < 400`,
-			k.resource, k.name, k.ns)
+		// The kubelet names a kind (configmap), the API a resource
+		// (configmaps): the word, or its plural.
+		plural := k.resource + "s"
+		switch {
+		case strings.HasSuffix(k.resource, "y"):
+			plural = strings.TrimSuffix(k.resource, "y") + "ies"
+		case strings.HasSuffix(k.resource, "s"):
+			plural = k.resource + "es"
+		}
+		expr := fmt.Sprintf(`resource in [%q, %q] && name == %q && (ns == %q || ns == "") && subresource == "" && verb == "delete" && code > 0 && code < 400`,
+			k.resource, plural, k.name, k.ns)
 		r, err := firstRecord(ctx, s, expr, since, until.Add(time.Nanosecond), true)
 		if err != nil {
 			return nil, err
@@ -177,7 +184,7 @@ func missingSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []
 		}
 		kind := r.Object.Kind
 		if kind == "" {
-			kind = kindOfResource(k.resource)
+			kind = kindOfResource(r.Object.Resource)
 		}
 		ref := identity.Ref{Kind: kind, Namespace: r.Object.Namespace, Name: r.Object.Name}.String()
 		if known[strings.ToLower(ref)] {
