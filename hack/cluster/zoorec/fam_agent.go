@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -86,24 +84,10 @@ func (c *Cluster) setAgentImage(ctx context.Context, a Actor, pool, image string
 // device manager could not allocate for: Failed, UnexpectedAdmissionError,
 // and the event. It returns when the first was.
 func (c *Cluster) rejectAtAdmission(ctx context.Context, pods []corev1.Pod, msg string) (time.Time, error) {
-	var first time.Time
-	for _, p := range pods {
-		t := Now()
-		b, _ := json.Marshal(map[string]any{"status": map[string]any{"phase": "Failed", "reason": "UnexpectedAdmissionError", "message": msg,
-			"conditions":        []map[string]any{{"type": "Ready", "status": "False", "reason": "PodFailed", "lastTransitionTime": t.Format(time.RFC3339)}},
-			"containerStatuses": []corev1.ContainerStatus{}}})
-		if _, err := c.Kwok.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, b, metav1.PatchOptions{}, "status"); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return first, fmt.Errorf("reject %s/%s: %w", p.Namespace, p.Name, err)
-		}
-		if first.IsZero() {
-			first = t
-		}
-		c.Event(ctx, &p, "Warning", "UnexpectedAdmissionError", msg, t)
-	}
-	return first, nil
+	return c.kubeletFailed(ctx, pods, "UnexpectedAdmissionError", func(corev1.Pod) string { return msg },
+		func(corev1.Pod, string, time.Time) ([]map[string]any, []corev1.ContainerStatus) {
+			return nil, []corev1.ContainerStatus{}
+		}, nil)
 }
 
 func runAgentRollout(ctx context.Context, c *Cluster, e *Expected) (string, error) {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -54,35 +53,18 @@ func (c *Cluster) diskPressure(ctx context.Context, nodes []string) (time.Time, 
 	return first, nil
 }
 
-// kubeletEvict reports the pods evicted by their kubelet's eviction manager: the
-// pod Failed with reason Evicted, its container gone, and the Evicted
-// event. It returns when the first was.
+// kubeletEvict reports the pods evicted by their kubelet's eviction
+// manager: Failed with reason Evicted, a DisruptionTarget condition, the
+// container gone, and the Evicted event, one after another. It returns
+// when the first was.
 func (c *Cluster) kubeletEvict(ctx context.Context, pods []corev1.Pod, msg func(corev1.Pod) string) (time.Time, error) {
-	var first time.Time
-	for _, p := range pods {
-		t := Now()
-		m := msg(p)
+	return c.kubeletFailed(ctx, pods, "Evicted", msg, func(p corev1.Pod, m string, t time.Time) ([]map[string]any, []corev1.ContainerStatus) {
 		cs := corev1.ContainerStatus{Name: p.Spec.Containers[0].Name, Image: p.Spec.Containers[0].Image,
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "ContainerStatusUnknown",
 				Message: "The container could not be located when the pod was terminated", FinishedAt: metav1.NewTime(t)}}}
-		b, _ := json.Marshal(map[string]any{"status": map[string]any{"phase": "Failed", "reason": "Evicted", "message": m,
-			"conditions": []map[string]any{
-				{"type": "Ready", "status": "False", "reason": "PodFailed", "lastTransitionTime": t.Format(time.RFC3339)},
-				{"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet", "message": m, "lastTransitionTime": t.Format(time.RFC3339)}},
-			"containerStatuses": []corev1.ContainerStatus{cs}}})
-		if _, err := c.Kwok.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, b, metav1.PatchOptions{}, "status"); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return first, fmt.Errorf("evict %s/%s: %w", p.Namespace, p.Name, err)
-		}
-		if first.IsZero() {
-			first = t
-		}
-		c.Event(ctx, &p, "Warning", "Evicted", m, t)
-		Sleep(ctx, c.Dur(50*time.Millisecond, 400*time.Millisecond))
-	}
-	return first, nil
+		return []map[string]any{{"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet", "message": m,
+			"lastTransitionTime": t.Format(time.RFC3339)}}, []corev1.ContainerStatus{cs}
+	}, func() { Sleep(ctx, c.Dur(50*time.Millisecond, 400*time.Millisecond)) })
 }
 
 func runDiskPressure(ctx context.Context, c *Cluster, e *Expected) (string, error) {

@@ -453,6 +453,38 @@ func (c *Cluster) notReady(ctx context.Context, ns string, pods []corev1.Pod, wh
 	return first, nil
 }
 
+// kubeletFailed reports the pods Failed as their kubelet reports a pod it
+// gave up on (evicted, rejected at admission): the pod's reason and
+// message (msg), not ready, the conditions and container statuses more
+// adds, and the Warning event of that reason; pause runs after each. Pods
+// gone are skipped. It returns when the first was reported.
+func (c *Cluster) kubeletFailed(ctx context.Context, pods []corev1.Pod, reason string, msg func(corev1.Pod) string,
+	more func(p corev1.Pod, msg string, t time.Time) ([]map[string]any, []corev1.ContainerStatus), pause func()) (time.Time, error) {
+	var first time.Time
+	for _, p := range pods {
+		t := Now()
+		m := msg(p)
+		conds, cs := more(p, m, t)
+		conds = append([]map[string]any{{"type": "Ready", "status": "False", "reason": "PodFailed", "lastTransitionTime": t.Format(time.RFC3339)}}, conds...)
+		b, _ := json.Marshal(map[string]any{"status": map[string]any{"phase": "Failed", "reason": reason, "message": m,
+			"conditions": conds, "containerStatuses": cs}})
+		if _, err := c.Kwok.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, b, metav1.PatchOptions{}, "status"); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return first, fmt.Errorf("%s %s/%s: %w", reason, p.Namespace, p.Name, err)
+		}
+		if first.IsZero() {
+			first = t
+		}
+		c.Event(ctx, &p, "Warning", reason, m, t)
+		if pause != nil {
+			pause()
+		}
+	}
+	return first, nil
+}
+
 // ReportImage reports the digest a running pod pulled, as a kubelet does.
 func (c *Cluster) ReportImage(ctx context.Context, ns string, pods []corev1.Pod, image, digest string) error {
 	for _, p := range pods {
