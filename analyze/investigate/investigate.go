@@ -206,6 +206,9 @@ type Suspect struct {
 	// preemptor: the arrival of a workload whose pods preempted the
 	// bad units (preemption.go).
 	preemptor bool
+	// quota: the arrival of a workload whose pods used the room of a
+	// quota the units were then refused for (quota.go).
+	quota bool
 	// netpol: a write to a network policy (netpolicy.go).
 	netpol bool
 	// restartOnly: a template hash whose templates differ only by a

@@ -160,6 +160,9 @@ func givesRoomBack(top Suspect) Action {
 	kind, ns, name := splitRef(top.Ref)
 	a := Action{Action: "rollback", Target: top.Ref,
 		Why: "its pods took the room of running pods of lower priority: suspend it (or scale it to nothing) until the preempted workload has room of its own, if that workload matters more now"}
+	if top.quota {
+		a.Why = "its pods used the room the namespace's quota allows: suspend it (or scale it down) until the refused workload is back, or raise the quota"
+	}
 	switch kind {
 	case "Job":
 		a.Command = command(append([]string{"kubectl", "patch", "job/" + name}, append(nsArgs(ns), "--type=merge", "-p", `{"spec":{"suspend":true}}`)...)...)

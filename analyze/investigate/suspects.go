@@ -338,6 +338,11 @@ func otherSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []ma
 		return nil, err
 	}
 	out = append(out, preemptors...)
+	quota, err := quotaSuspects(ctx, s, units, ids, where, since, until.Add(time.Second))
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, quota...)
 	netpols, err := netPolicySuspects(ctx, s, units, ids, where, since, firstBad)
 	if err != nil {
 		return nil, err
@@ -473,7 +478,31 @@ func (in scoring) weighLoad(all []*scored, contentExplains bool) []*scored {
 			x.sp.Why += "; its units failed the way load does (throttled, timed out): see faultline controlplane"
 		}
 	}
+	// A generation counts the writes to a workload's spec; its template
+	// hash says whether what its pods run with changed (a change of
+	// rollout strategy or replicas bumps the one and not the other). So a
+	// generation is never surer than its workload's template hash.
+	for _, x := range all {
+		if !strings.HasSuffix(x.sp.Dimension, ".generation") {
+			continue
+		}
+		for _, y := range all {
+			if y.sp.Ref == x.sp.Ref && (y.sp.Dimension == "owner.podTemplateHash" || y.sp.Dimension == "owner.controllerRevision") && y.base < x.base {
+				x.base = y.base
+				x.sp.Why += "; but a generation counts writes to the spec, and its template hash says " + ifZero(y.base,
+					"nothing its pods run with changed", "what they run with changed no more surely than that")
+			}
+		}
+	}
 	return all
+}
+
+// ifZero is zero when f is 0, else other.
+func ifZero(f float64, zero, other string) string {
+	if f == 0 {
+		return zero
+	}
+	return other
 }
 
 // discount shares each suspect's confidence with its competitors and sets
@@ -709,7 +738,7 @@ func undo(rep *Report, top Suspect) []Action {
 		return dnsArrival(top)
 	case top.admits != "":
 		return []Action{undoAdmission(top)}
-	case top.preemptor:
+	case top.preemptor, top.quota:
 		return []Action{givesRoomBack(top)}
 	case top.netpol:
 		return []Action{undoNetPolicy(top)}
