@@ -301,7 +301,9 @@ func (r *Resolver) configDims(ctx context.Context, dims *dimList, p *obj, spec m
 			var err error
 			at := r.at
 			if r.pinStart {
-				at = podStart(p)
+				if at, err = r.startOf(ctx, p); err != nil {
+					return err
+				}
 				o, err = r.atStart(ctx, "", ref.resource, p.v.Object.Namespace, name, p)
 			} else {
 				o, err = r.get(ctx, "", ref.resource, p.v.Object.Namespace, name)
@@ -366,7 +368,9 @@ func (r *Resolver) podNodeDims(ctx context.Context, dims *dimList, p *obj, spec 
 	}
 	at := r.at
 	if r.pinStart {
-		at = podStart(p)
+		if at, err = r.startOf(ctx, p); err != nil {
+			return err
+		}
 	}
 	agents, err := r.agentsOn(ctx, node, at)
 	if err != nil {
