@@ -542,14 +542,14 @@ func discount(all []*scored) {
 // namesNodes says whether y is a property of nodes that only names where
 // x happened: a node property the bad units' nodes had all along (a
 // difference, such as their pool or GPU driver) against a change seen
-// happening to those nodes at the time: a condition they reported
-// (DiskPressure, NotReady), a label, kernel or taint they were given, an
-// agent rolled out to them (a DaemonSet's new image). What the nodes were
-// is where; what happened to them is what. (The other way round, the
-// change still competes with the property.)
+// happening at the time: a condition those nodes reported (DiskPressure,
+// NotReady), a label, kernel or taint they were given, an agent rolled
+// out to them, or an image the units' workload rolled out that fails on
+// those nodes only. What the nodes were is where; what happened is what:
+// a property held all along does not say why it broke now. (The other
+// way round, the change still competes with the property.)
 func namesNodes(y, x *scored) bool {
-	return y.sp.Kind == "difference" && strings.HasPrefix(y.sp.Dimension, "node.") &&
-		x.sp.Kind == "change" && (strings.HasPrefix(x.sp.Dimension, "node.") || strings.HasPrefix(x.sp.holds, "node.agent/"))
+	return y.sp.Kind == "difference" && strings.HasPrefix(y.sp.Dimension, "node.") && x.sp.Kind == "change"
 }
 
 // rank orders the suspects by score, nearer the first bad first, and
