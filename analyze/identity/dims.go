@@ -301,9 +301,7 @@ func (r *Resolver) configDims(ctx context.Context, dims *dimList, p *obj, spec m
 			var err error
 			at := r.at
 			if r.pinStart {
-				if at, err = r.startOf(ctx, p); err != nil {
-					return err
-				}
+				at = podStart(p)
 				o, err = r.atStart(ctx, "", ref.resource, p.v.Object.Namespace, name, p)
 			} else {
 				o, err = r.get(ctx, "", ref.resource, p.v.Object.Namespace, name)
@@ -368,9 +366,7 @@ func (r *Resolver) podNodeDims(ctx context.Context, dims *dimList, p *obj, spec 
 	}
 	at := r.at
 	if r.pinStart {
-		if at, err = r.startOf(ctx, p); err != nil {
-			return err
-		}
+		at = podStart(p)
 	}
 	agents, err := r.agentsOn(ctx, node, at)
 	if err != nil {

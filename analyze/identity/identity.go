@@ -256,31 +256,6 @@ func (r *Resolver) deletedBetween(ctx context.Context, resource, kind, ns, name 
 	return nil, nil
 }
 
-// startOf is when the pod p was created (podStart), but never before its
-// controller's first version: a creationTimestamp is to the second, and a
-// pod made in the second its ReplicaSet was made runs with what the
-// ReplicaSet was made with (its Deployment's generation after the write
-// that made it), not with what stood at the second's start.
-func (r *Resolver) startOf(ctx context.Context, p *obj) (time.Time, error) {
-	start := podStart(p)
-	owners := ownerRefs(p.m)
-	if len(owners) == 0 || owners[0].uid == "" {
-		return start, nil
-	}
-	m, ok := kinds[strings.ToLower(owners[0].kind)]
-	if !ok {
-		return start, nil
-	}
-	h, err := r.history(ctx, m.group, m.resource)
-	if err != nil {
-		return start, err
-	}
-	if vs := h.byUID[owners[0].uid]; len(vs) > 0 && vs[0].v.Time.After(start) && vs[0].v.Time.Sub(start) < time.Second {
-		start = vs[0].v.Time
-	}
-	return start, nil
-}
-
 // atStart returns the object (by namespace and name) as it stood when the
 // pod p was created.
 func (r *Resolver) atStart(ctx context.Context, group, resource, ns, name string, p *obj) (*obj, error) {
@@ -288,11 +263,7 @@ func (r *Resolver) atStart(ctx context.Context, group, resource, ns, name string
 	if err != nil {
 		return nil, err
 	}
-	start, err := r.startOf(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	return standingAt(h.byName[ns+"/"+name], start), nil
+	return standingAt(h.byName[ns+"/"+name], podStart(p)), nil
 }
 
 // ownerAtStart returns the owner as it stood when the pod p was created.
@@ -305,11 +276,7 @@ func (r *Resolver) ownerAtStart(ctx context.Context, o ownerRef, p *obj) (*obj, 
 	if err != nil {
 		return nil, err
 	}
-	start, err := r.startOf(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	return standingAt(h.byUID[o.uid], start), nil
+	return standingAt(h.byUID[o.uid], podStart(p)), nil
 }
 
 func (r *Resolver) nodeAtStart(ctx context.Context, name string, p *obj) (*obj, error) {

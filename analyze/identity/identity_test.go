@@ -611,28 +611,3 @@ func TestNodeAgents(t *testing.T) {
 		t.Errorf("a DaemonSet's agent dimensions (-want +got)\n%s", diff)
 	}
 }
-
-// A pod's creationTimestamp is to the second; its ReplicaSet, made by a
-// write later in that second, was made with the Deployment that write
-// left. The pod runs with that, not with what stood at the second's start.
-func TestStartNotBeforeController(t *testing.T) {
-	m := &memStore{}
-	dep := func(gen int) string {
-		return fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"api","namespace":"ml","uid":"d1","generation":%d}}`, gen)
-	}
-	m.add(t, t0.Add(-time.Minute), "1", dep(2))
-	m.add(t, t0.Add(300*time.Millisecond), "2", dep(3)) // the restart
-	m.add(t, t0.Add(400*time.Millisecond), "3", `{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"api-2","namespace":"ml","uid":"rs2",
-		"ownerReferences":[{"kind":"Deployment","name":"api","uid":"d1","controller":true}]}}`)
-	m.add(t, t0.Add(500*time.Millisecond), "4", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"api-2-a","namespace":"ml","uid":"p1",
-		"creationTimestamp":"2026-05-01T10:00:00Z","ownerReferences":[{"kind":"ReplicaSet","name":"api-2","uid":"rs2","controller":true}]},"spec":{}}`)
-	r := NewResolver(m, time.Time{}, nil)
-	r.PinAtPodStart()
-	id, err := r.Of(context.Background(), Ref{"Pod", "ml", "api-2-a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := dimNames(id)["owner/Deployment.generation"]; got != "3" {
-		t.Errorf("owner/Deployment.generation = %q, want 3 (the write that made its ReplicaSet)", got)
-	}
-}
