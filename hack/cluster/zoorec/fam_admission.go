@@ -126,19 +126,10 @@ func runAdmissionBreak(ctx context.Context, c *Cluster, e *Expected) (string, er
 	if err := c.RolloutRestart(ctx, routineActor, ns, name); err != nil {
 		return "", err
 	}
-	firstBad, err := c.firstEvent(ctx, ns, "FailedCreate")
-	if err != nil {
-		return "", err
-	}
-	Sleep(ctx, c.Dur(20*time.Second, 30*time.Second))
-	e.Boundary = crashBoundary(lastGood, firstBad)
-	hash, err := c.newestTemplateHash(ctx, ns, name)
-	if err != nil {
-		return "", err
-	}
 	// The refused pods are the new ReplicaSet's.
-	e.Slice = map[string]string{"owner/Deployment": name, "owner.podTemplateHash": hash}
-	e.SliceEquivalents = []map[string]string{{"owner.podTemplateHash": hash}, {"owner/ReplicaSet": name + "-" + hash}}
+	if err := c.refusedRollout(ctx, e, lastGood, ns, name); err != nil {
+		return "", err
+	}
 	e.Population = map[string]string{"namespace": ns}
 	e.CounterexampleDiffersIn = []string{"owner.podTemplateHash", "owner/ReplicaSet", "namespace"}
 	e.Mitigation = []Action{{Action: "rollback", Target: ref}}

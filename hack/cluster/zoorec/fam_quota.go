@@ -77,18 +77,10 @@ func runQuotaExhausted(ctx context.Context, c *Cluster, e *Expected) (string, er
 	if err := c.RolloutRestart(ctx, routineActor, ns, name); err != nil {
 		return "", err
 	}
-	firstBad, err := c.firstEvent(ctx, ns, "FailedCreate")
-	if err != nil {
+	// The refused pods are the new ReplicaSet's.
+	if err := c.refusedRollout(ctx, e, lastGood, ns, name); err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(20*time.Second, 30*time.Second))
-	e.Boundary = crashBoundary(lastGood, firstBad)
-	hash, err := c.newestTemplateHash(ctx, ns, name)
-	if err != nil {
-		return "", err
-	}
-	e.Slice = map[string]string{"owner/Deployment": name, "owner.podTemplateHash": hash}
-	e.SliceEquivalents = []map[string]string{{"owner.podTemplateHash": hash}, {"owner/ReplicaSet": name + "-" + hash}}
 	e.Population = map[string]string{"namespace": ns}
 	e.CounterexampleDiffersIn = []string{"owner.podTemplateHash", "owner/ReplicaSet", "owner/Deployment"}
 	e.Mitigation = []Action{{Action: "rollback", Target: "Job/" + ns + "/" + job}}

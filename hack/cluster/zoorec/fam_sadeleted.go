@@ -80,18 +80,10 @@ func runSADeleted(ctx context.Context, c *Cluster, e *Expected) (string, error) 
 			return "", err
 		}
 	}
-	firstBad, err := c.firstEvent(ctx, ns, "FailedCreate")
-	if err != nil {
+	// The refused pods are the new ReplicaSet's.
+	if err := c.refusedRollout(ctx, e, lastGood, ns, victim); err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(20*time.Second, 30*time.Second))
-	e.Boundary = crashBoundary(lastGood, firstBad)
-	hash, err := c.newestTemplateHash(ctx, ns, victim)
-	if err != nil {
-		return "", err
-	}
-	e.Slice = map[string]string{"owner/Deployment": victim, "owner.podTemplateHash": hash}
-	e.SliceEquivalents = []map[string]string{{"owner.podTemplateHash": hash}, {"owner/ReplicaSet": victim + "-" + hash}}
 	e.Population = map[string]string{"namespace": ns}
 	e.CounterexampleDiffersIn = []string{"owner.podTemplateHash", "owner/ReplicaSet", "owner/Deployment", "serviceAccount"}
 	e.Mitigation = []Action{{Action: "rollback", Target: ch.Ref}}

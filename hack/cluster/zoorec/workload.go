@@ -243,3 +243,23 @@ func (c *Cluster) stalledRollout(ctx context.Context, e *Expected, crash *Crashe
 	e.SliceEquivalents = []map[string]string{{"owner.podTemplateHash": hash}, {"owner/ReplicaSet": name + "-" + hash}}
 	return failed, nil
 }
+
+// refusedRollout waits for the FailedCreate of a Deployment whose new
+// pods the apiserver refuses, lets the rollout stall a while and sets the
+// truth the families of a refused rollout share: the boundary and the
+// slice, the new ReplicaSet's pods, never created.
+func (c *Cluster) refusedRollout(ctx context.Context, e *Expected, lastGood time.Time, ns, name string) error {
+	firstBad, err := c.firstEvent(ctx, ns, "FailedCreate")
+	if err != nil {
+		return err
+	}
+	Sleep(ctx, c.Dur(20*time.Second, 30*time.Second))
+	e.Boundary = crashBoundary(lastGood, firstBad)
+	hash, err := c.newestTemplateHash(ctx, ns, name)
+	if err != nil {
+		return err
+	}
+	e.Slice = map[string]string{"owner/Deployment": name, "owner.podTemplateHash": hash}
+	e.SliceEquivalents = []map[string]string{{"owner.podTemplateHash": hash}, {"owner/ReplicaSet": name + "-" + hash}}
+	return nil
+}
