@@ -63,8 +63,12 @@ func (r *Resolver) pod(ctx context.Context, p *obj) ([]Dimension, error) {
 	spec := mapAt(p.m, "spec")
 	imageDims(&dims, spec, mapAt(p.m, "status"), ev)
 	placementDims(&dims, p, spec, ev)
-	if err := r.ownerChainDims(ctx, &dims, p); err != nil {
+	owner, err := r.ownerChainDims(ctx, &dims, p)
+	if err != nil {
 		return nil, err
+	}
+	if owner != nil {
+		markAdmitted(dims, p, owner)
 	}
 	if err := r.configDims(ctx, &dims, p, spec, ev); err != nil {
 		return nil, err
@@ -124,6 +128,8 @@ func imageDims(dims *dimList, spec, status map[string]any, ev Evidence) {
 //   - its probes ("probes/main/readiness" = "httpGet :8080/healthz period=5s"):
 //     a readiness probe at a path the image does not serve keeps it from
 //     ever turning ready, and a liveness probe too strict kills it;
+//   - its literal environment ("env/main/ATTN_IMPL" = "flash2"): a flag,
+//     a batch size, a path changed;
 //   - its command and args ("command/main", "args/main"), as a digest of
 //     what the timeline holds of them (each element is stored keyed-hashed):
 //     a flag changed.
@@ -147,6 +153,18 @@ func containerDims(spec map[string]any, ev Evidence) []Dimension {
 		for _, probe := range []string{"readiness", "liveness", "startup"} {
 			if p := mapAt(c, probe+"Probe"); p != nil {
 				out = append(out, Dimension{Name: "probes/" + name + "/" + probe, Value: probeString(p), Evidence: ev})
+			}
+		}
+		for _, x := range list(c, "env") {
+			// A literal value (kept in clear, or a keyed hash when it
+			// looks like a credential: a change is still a change); one
+			// read from a ConfigMap or Secret is that object's key.
+			em, _ := x.(map[string]any)
+			if v, ok := em["value"].(string); ok && str(em, "name") != "" {
+				if v == "" {
+					v = emptyValue
+				}
+				out = append(out, Dimension{Name: "env/" + name + "/" + str(em, "name"), Value: v, Evidence: ev})
 			}
 		}
 		for _, field := range []string{"command", "args"} {
@@ -254,7 +272,8 @@ func placementDims(dims *dimList, p *obj, spec map[string]any, ev Evidence) {
 
 // ownerChainDims adds the pod's owner chain (four owners at most), with
 // each owner's generation at the instant.
-func (r *Resolver) ownerChainDims(ctx context.Context, dims *dimList, p *obj) error {
+func (r *Resolver) ownerChainDims(ctx context.Context, dims *dimList, p *obj) (*obj, error) {
+	var first *obj
 	cur := p
 	for depth := 0; depth < 4; depth++ {
 		refs := ownerRefs(cur.m)
@@ -270,16 +289,19 @@ func (r *Resolver) ownerChainDims(ctx context.Context, dims *dimList, p *obj) er
 			}
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if owner == nil {
 			dims.add("owner/"+o.kind, o.name, cur.evidence())
 			break
 		}
+		if first == nil {
+			first = owner
+		}
 		*dims = append(*dims, ownerDims(owner)...)
 		cur = owner
 	}
-	return nil
+	return first, nil
 }
 
 // Deleted is the value of a ConfigMap or Secret a pod reads that was

@@ -32,7 +32,19 @@ type Dimension struct {
 	Name     string   `json:"name"`
 	Value    string   `json:"value"`
 	Evidence Evidence `json:"evidence"`
+	// Admission, on a pod's dimension its owner's template does not give
+	// (a container's resources, probes, env, command, args or image), is
+	// what set it as the pod was admitted: "LimitRange" when the pod says
+	// its LimitRanger did, else "admission" (a mutating webhook or
+	// admission policy). No write to the workload made that value.
+	Admission string `json:"admission,omitempty"`
 }
+
+// Admission values.
+const (
+	ByLimitRange = "LimitRange" // the LimitRanger plugin set it from a LimitRange's defaults
+	ByAdmission  = "admission"  // a mutating webhook or policy: the pod does not say which
+)
 
 // Identity is what a unit ran on at an instant.
 type Identity struct {

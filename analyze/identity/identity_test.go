@@ -191,6 +191,7 @@ func TestPodIdentity(t *testing.T) {
 		"node.label/nvidia.com/cuda.driver.major": "550",
 		"artifact.dataset":                        "imagenet@v42",
 		"artifact.model.env":                      "llama-7b@3",
+		"env/trainer/MODEL_VERSION":               "llama-7b@3",
 	}
 	if diff := cmp.Diff(want, dimNames(id)); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)

@@ -141,22 +141,11 @@ func admissionSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids 
 			if err != nil {
 				return nil, err
 			}
-			kind := admissionResources[r.Object.Group][r.Object.Resource]
-			ref := identity.Ref{Kind: kind, Namespace: r.Object.Namespace, Name: r.Object.Name}.String()
-			key := ref + "@" + r.Time.String()
+			sp := admissionWrite(r)
+			key := sp.Ref + "@" + r.Time.String()
 			if byKey[key] != nil {
 				continue
 			}
-			dim, to := "spec", r.Verb+" (content not in the evidence)"
-			switch {
-			case r.Verb == "create":
-				dim, to = "created", "created"
-			case kind == "Namespace":
-				dim = "labels"
-			}
-			sp := &Suspect{Ref: ref, Dimension: dim, To: to, At: r.Time, Kind: "change", Objects: 1,
-				Run: r.Evidence.Run, Line: r.Evidence.Line, By: r.User, UserAgent: r.UserAgent,
-				reached: map[*outcome.Unit]bool{}, admits: r.Object.Name}
 			byKey[key], verbs[sp] = sp, r.Verb
 			out = append(out, sp)
 		}
@@ -172,6 +161,24 @@ func admissionSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids 
 		sp.Why = fmt.Sprintf("%s by %s, then %d pod creates it governs were refused (its content is not in the evidence)", pastTense(verbs[sp]), sp.By, n)
 	}
 	return out, nil
+}
+
+// admissionWrite is the suspect of one write to an admission object: its
+// creation, a Namespace's labels, or a spec whose content the audit log
+// does not hold.
+func admissionWrite(r *timeline.Record) *Suspect {
+	kind := admissionResources[r.Object.Group][r.Object.Resource]
+	dim, to := "spec", r.Verb+" (content not in the evidence)"
+	switch {
+	case r.Verb == "create":
+		dim, to = "created", "created"
+	case kind == "Namespace":
+		dim = "labels"
+	}
+	return &Suspect{Ref: identity.Ref{Kind: kind, Namespace: r.Object.Namespace, Name: r.Object.Name}.String(),
+		Dimension: dim, To: to, At: r.Time, Kind: "change", Objects: 1,
+		Run: r.Evidence.Run, Line: r.Evidence.Line, By: r.User, UserAgent: r.UserAgent,
+		reached: map[*outcome.Unit]bool{}, admits: r.Object.Name}
 }
 
 // reach marks the units each admission write reached: an unborn bad unit
@@ -245,6 +252,10 @@ func undoAdmission(top Suspect) Action {
 	kind, ns, name := splitRef(top.Ref)
 	why := "undo the write, so the refused pods are admitted (its previous content is not in the evidence)"
 	switch {
+	case top.mutates && top.Dimension == "created":
+		why = "remove it (or correct it), then restart the workload, so its new pods are created as their template asks"
+	case top.mutates:
+		why = "undo the write, then restart the workload, so its new pods are created as their template asks (its previous content is not in the evidence)"
 	case top.Dimension == "created" && strings.HasSuffix(kind, "WebhookConfiguration"):
 		why = "remove it, or make it fail open (failurePolicy: Ignore) until what it calls answers, so the refused pods are admitted"
 	case top.Dimension == "created":

@@ -203,6 +203,9 @@ type Suspect struct {
 	// admits names the admission object written (admission.go), as a
 	// refusal would quote it.
 	admits string
+	// mutates: the admission write set what the units were created with
+	// (mutation.go), rather than refusing them.
+	mutates bool
 	// preemptor: the arrival of a workload whose pods preempted the
 	// bad units (preemption.go).
 	preemptor bool

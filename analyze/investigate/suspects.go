@@ -235,6 +235,9 @@ func (cs *candidates) addDifferences(ce *Counterexample, units []*outcome.Unit, 
 		if d.Bad == identity.Deleted {
 			continue // the object's deletion is the change (deletionSuspects)
 		}
+		if admittedIn(units, ids, d.Dimension, d.Bad) {
+			continue // set at admission, not by the workload: mutationSuspects
+		}
 		// When the bad value was first seen in a bad unit.
 		var at time.Time
 		var run, line int64
@@ -270,12 +273,13 @@ func otherWorkload(ce *Counterexample) bool {
 
 // ownTemplate says whether a dimension of the counterexample differs
 // because its workload's template does: the template's own hash, an
-// image tag, a container's resources, probes, command or args, or the digest of a container whose
+// image tag, a container's resources, probes, env, command or args, or the digest of a container whose
 // image tag differs too.
 func ownTemplate(ce *Counterexample, name string) bool {
 	switch {
 	case strings.HasPrefix(name, "owner."), strings.HasPrefix(name, "image.tag/"), strings.HasPrefix(name, "resources/"),
-		strings.HasPrefix(name, "probes/"), strings.HasPrefix(name, "command/"), strings.HasPrefix(name, "args/"):
+		strings.HasPrefix(name, "probes/"), strings.HasPrefix(name, "command/"), strings.HasPrefix(name, "args/"),
+		strings.HasPrefix(name, "env/"):
 		return true
 	case strings.HasPrefix(name, "owner/"):
 		return strings.HasSuffix(name, ".podTemplateHash") || strings.HasSuffix(name, ".controllerRevision")
@@ -333,6 +337,11 @@ func otherSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []ma
 		return nil, err
 	}
 	out = append(out, admission...)
+	mutations, err := mutationSuspects(ctx, s, units, ids, where, since, firstBad)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, mutations...)
 	preemptors, err := preemptionSuspects(ctx, s, units, ids, where, since, until.Add(time.Second))
 	if err != nil {
 		return nil, err

@@ -75,6 +75,9 @@ func decide(rep *Report) {
 	if shared := sharedFailure(rep.units); shared != "" {
 		next = append(next, shared)
 	}
+	if set := admittedHint(rep); set != "" {
+		next = append(next, set)
+	}
 	if rep.Boundary != nil {
 		next = append(next, fmt.Sprintf("mark instants you know: faultline bisect good|bad TIME (the window is %s .. %s)",
 			rep.Boundary.LastGood.UTC().Format("15:04:05"), rep.Boundary.FirstBad.UTC().Format("15:04:05")))

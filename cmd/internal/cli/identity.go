@@ -169,7 +169,11 @@ func identityRun(ctx context.Context, o *identityOptions, refArg string) error {
 	fmt.Fprint(tw, "\n\n")
 	o.f.header(tw, "DIMENSION\tVALUE\tEVIDENCE")
 	for _, d := range id.Dimensions {
-		termsafe.Fprintf(tw, "%s\t%s\t%s\n", d.Name, d.Value, evidenceString(d.Evidence))
+		value := d.Value
+		if d.Admission != "" {
+			value += " (set at admission: " + d.Admission + ")"
+		}
+		termsafe.Fprintf(tw, "%s\t%s\t%s\n", d.Name, value, evidenceString(d.Evidence))
 	}
 	return tw.Flush()
 }

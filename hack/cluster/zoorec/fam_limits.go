@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // Family limits-oom: the actor "right-sizes" a service, lowering its
@@ -22,11 +19,7 @@ func init() {
 }
 
 func (c *Cluster) setLimit(ctx context.Context, a Actor, ns, name, resource, value string) error {
-	p := fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"main","resources":{"limits":{%q:%q}}}]}}}}`, resource, value)
-	if _, err := c.As(a).AppsV1().Deployments(ns).Patch(ctx, name, types.StrategicMergePatchType, []byte(p), metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("set %s limit of %s/%s: %w", resource, ns, name, err)
-	}
-	return nil
+	return c.patchContainer(ctx, a, ns, name, resource+" limit", map[string]any{"resources": map[string]any{"limits": map[string]string{resource: value}}})
 }
 
 func runLimitsOOM(ctx context.Context, c *Cluster, e *Expected) (string, error) {

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -32,16 +30,7 @@ func readiness(path string, period int32) *corev1.Probe {
 
 // setProbe sets the Deployment's container readiness probe as the actor.
 func (c *Cluster) setProbe(ctx context.Context, a Actor, ns, name string, p *corev1.Probe) error {
-	patch := map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
-		"containers": []map[string]any{{"name": "main", "readinessProbe": p}}}}}}
-	b, err := json.Marshal(patch)
-	if err != nil {
-		return err
-	}
-	if _, err := c.As(a).AppsV1().Deployments(ns).Patch(ctx, name, types.StrategicMergePatchType, b, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("set readiness probe of %s/%s: %w", ns, name, err)
-	}
-	return nil
+	return c.patchContainer(ctx, a, ns, name, "readiness probe", map[string]any{"readinessProbe": p})
 }
 
 // unready reports the pods as a kubelet reports a running container whose

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -261,5 +262,25 @@ func (c *Cluster) refusedRollout(ctx context.Context, e *Expected, lastGood time
 	}
 	e.Slice = map[string]string{"owner/Deployment": name, "owner.podTemplateHash": hash}
 	e.SliceEquivalents = []map[string]string{{"owner.podTemplateHash": hash}, {"owner/ReplicaSet": name + "-" + hash}}
+	return nil
+}
+
+// patchContainer patches the Deployment's container "main" as the actor,
+// as kubectl set resources, set env or an edit of its probe does; what
+// names the change in an error.
+func (c *Cluster) patchContainer(ctx context.Context, a Actor, ns, name, what string, fields map[string]any) error {
+	ctr := map[string]any{"name": "main"}
+	for k, v := range fields {
+		ctr[k] = v
+	}
+	patch := map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+		"containers": []map[string]any{ctr}}}}}
+	b, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	if _, err := c.As(a).AppsV1().Deployments(ns).Patch(ctx, name, types.StrategicMergePatchType, b, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("set %s of %s/%s: %w", what, ns, name, err)
+	}
 	return nil
 }
