@@ -76,6 +76,9 @@ func (r *Resolver) pod(ctx context.Context, p *obj) ([]Dimension, error) {
 	if err := r.podNodeDims(ctx, &dims, p, spec, ev); err != nil {
 		return nil, err
 	}
+	if err := r.storageDims(ctx, &dims, p, owner, spec, ev); err != nil {
+		return nil, err
+	}
 
 	// What the pod's job run consumed, as the ML platform recorded it.
 	rd, err := r.runDims(ctx, p)
@@ -308,6 +311,30 @@ func (r *Resolver) ownerChainDims(ctx context.Context, dims *dimList, p *obj) (*
 // deleted before the pod started: it has none of its keys.
 const Deleted = "(deleted)"
 
+// whenStarted returns the object as it stood when the pod started (at the
+// resolver's instant, unless pinned to pod starts), and the delete that
+// took it away after that version and by then (nil when none).
+func (r *Resolver) whenStarted(ctx context.Context, group, resource, kind, ns, name string, p *obj) (*obj, *Evidence, error) {
+	var o *obj
+	var err error
+	at := r.at
+	if r.pinStart {
+		at = podStart(p)
+		o, err = r.atStart(ctx, group, resource, ns, name, p)
+	} else {
+		o, err = r.get(ctx, group, resource, ns, name)
+	}
+	if err != nil || at.IsZero() {
+		return o, nil, err
+	}
+	var after time.Time
+	if o != nil {
+		after = o.v.Time
+	}
+	d, err := r.deletedBetween(ctx, group, resource, kind, ns, name, after, at)
+	return o, d, err
+}
+
 // configDims adds the config the pod reads through volumes, envFrom and
 // env, as content hashes.
 func (r *Resolver) configDims(ctx context.Context, dims *dimList, p *obj, spec map[string]any, ev Evidence) error {
@@ -319,33 +346,14 @@ func (r *Resolver) configDims(ctx context.Context, dims *dimList, p *obj, spec m
 	}{{"configmaps", "configmap", cms, "ConfigMap"}, {"secrets", "secret", secrets, "Secret"}} {
 		for _, cr := range ref.refs {
 			name := cr.name
-			var o *obj
-			var err error
-			at := r.at
-			if r.pinStart {
-				at = podStart(p)
-				o, err = r.atStart(ctx, "", ref.resource, p.v.Object.Namespace, name, p)
-			} else {
-				o, err = r.get(ctx, "", ref.resource, p.v.Object.Namespace, name)
-			}
+			o, d, err := r.whenStarted(ctx, "", ref.resource, ref.kind, p.v.Object.Namespace, name, p)
 			if err != nil {
 				return err
 			}
-			if !at.IsZero() {
-				// Deleted after the version that stood, by the time the
-				// pod started (or the instant): it read nothing.
-				var after time.Time
-				if o != nil {
-					after = o.v.Time
-				}
-				d, err := r.deletedBetween(ctx, ref.resource, ref.kind, p.v.Object.Namespace, name, after, at)
-				if err != nil {
-					return err
-				}
-				if d != nil {
-					dims.add(ref.dim+"/"+name, Deleted, *d)
-					continue
-				}
+			if d != nil {
+				// Deleted by the time the pod started: it read nothing.
+				dims.add(ref.dim+"/"+name, Deleted, *d)
+				continue
 			}
 			if o == nil {
 				dims.add(ref.dim+"/"+name, "(not in the timeline)", ev)

@@ -155,7 +155,7 @@ type Resolver struct {
 
 	pinStart  bool
 	histories map[string]*history              // group/resource -> every version
-	deletes   map[string]map[string][]Evidence // resource -> ns/name -> its deletions, oldest first
+	deletes   map[string]map[string][]Evidence // group/resource -> ns/name -> its deletions, oldest first
 	agents    map[string][]agentPod            // node -> the DaemonSets' pods on it
 }
 
@@ -239,10 +239,10 @@ func standingAt(hist []*obj, t time.Time) *obj {
 // deletedBetween returns the first successful delete of the object in
 // (after, until], from the audit log; nil when none. A version the store
 // holds says the object stood; only its deletion says it stopped.
-func (r *Resolver) deletedBetween(ctx context.Context, resource, kind, ns, name string, after, until time.Time) (*Evidence, error) {
-	byName, ok := r.deletes[resource]
+func (r *Resolver) deletedBetween(ctx context.Context, group, resource, kind, ns, name string, after, until time.Time) (*Evidence, error) {
+	byName, ok := r.deletes[group+"/"+resource]
 	if !ok {
-		f, err := timeline.CompileFilter(fmt.Sprintf(`resource == %q && group == "" && subresource == "" && verb == "delete" && code > 0 && code < 400`, resource))
+		f, err := timeline.CompileFilter(fmt.Sprintf(`resource == %q && group == %q && subresource == "" && verb == "delete" && code > 0 && code < 400`, resource, group))
 		if err != nil {
 			return nil, err // a constant but for the resource name: a bug
 		}
@@ -258,7 +258,7 @@ func (r *Resolver) deletedBetween(ctx context.Context, resource, kind, ns, name 
 		if r.deletes == nil {
 			r.deletes = map[string]map[string][]Evidence{}
 		}
-		r.deletes[resource] = byName
+		r.deletes[group+"/"+resource] = byName
 	}
 	for _, d := range byName[ns+"/"+name] {
 		if d.Time.After(after) && !d.Time.After(until) {

@@ -44,6 +44,9 @@ func (m *memStore) add(t *testing.T, at time.Time, rv string, obj string) {
 		group = g
 	}
 	res := strings.ToLower(h.Kind) + "s"
+	if strings.HasSuffix(h.Kind, "s") {
+		res = strings.ToLower(h.Kind) + "es" // StorageClass
+	}
 	sum := sha256.Sum256([]byte(obj))
 	m.vs = append(m.vs, timeline.ObjectVersion{
 		Object:          timeline.ObjectRef{Group: group, Resource: res, Kind: h.Kind, Namespace: h.Metadata.Namespace, Name: h.Metadata.Name, UID: h.Metadata.UID},

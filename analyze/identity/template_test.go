@@ -62,15 +62,17 @@ func TestOfTemplate(t *testing.T) {
 	}
 }
 
-// A container's resources, probes, command and args are part of what it
-// runs with; a request equal to its limit says nothing more.
+// A container's resources, probes, literal env, command and args are part
+// of what it runs with; a request equal to its limit says nothing more, and
+// a variable read from a ConfigMap is that ConfigMap's key.
 func TestContainerDims(t *testing.T) {
 	var spec map[string]any
 	if err := json.Unmarshal([]byte(`{"containers":[{"name":"main","resources":{"limits":{"memory":"4Gi","cpu":"2"},"requests":{"memory":"4Gi","cpu":"500m"}},
 		"readinessProbe":{"httpGet":{"path":"/readyz","port":8080},"periodSeconds":5,"timeoutSeconds":1,"failureThreshold":1},
 		"livenessProbe":{"tcpSocket":{"port":"grpc"},"initialDelaySeconds":30},
 		"startupProbe":{"httpGet":{"path":"/up","port":8443,"scheme":"HTTPS","host":"localhost"}},
-		"args":["hmac-sha256:aa","hmac-sha256:bb"]},
+		"args":["hmac-sha256:aa","hmac-sha256:bb"],
+		"env":[{"name":"MODE","value":"fast"},{"name":"EMPTY","value":""},{"name":"LR","valueFrom":{"configMapKeyRef":{"name":"cfg","key":"lr"}}}]},
 		{"name":"sidecar","readinessProbe":{"exec":{"command":["hmac-sha256:cc"]}},"command":["hmac-sha256:dd"]}]}`), &spec); err != nil {
 		t.Fatal(err)
 	}
@@ -81,6 +83,7 @@ func TestContainerDims(t *testing.T) {
 	want := []string{
 		"args/main=sha256:",
 		"command/sidecar=sha256:",
+		"env/main/EMPTY=\"\"", "env/main/MODE=fast",
 		"probes/main/liveness=tcpSocket :grpc delay=30s",
 		"probes/main/readiness=httpGet :8080/readyz period=5s failure=1",
 		"probes/main/startup=httpGet https://localhost:8443/up",

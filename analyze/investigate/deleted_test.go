@@ -43,7 +43,7 @@ func TestDeletionSuspects(t *testing.T) {
 	}
 	sp := sps[0]
 	want := Suspect{Ref: "ConfigMap/ml/api-config", Dimension: "deleted", To: "deleted", At: at(10), Kind: "change", Objects: 1, Run: 3, Line: 77,
-		Why: "deleted; 6 pods started after it and read it"}
+		Why: "deleted; 6 pods started after it and used it"}
 	if diff := cmp.Diff(want, *sp, cmpopts.IgnoreUnexported(Suspect{})); diff != "" {
 		t.Errorf("suspect (-want +got)\n%s", diff)
 	}

@@ -38,7 +38,10 @@ func decide(rep *Report) {
 		what := fmt.Sprintf("%s %s changed", top.Ref, top.Dimension)
 		switch top.Dimension {
 		case "created":
-			what = top.Ref + " arrived"
+			what = top.Ref + " arrived" // a workload, and its load
+			if top.admits != "" || top.netpol {
+				what = top.Ref + " was created" // a rule of what may run, or reach
+			}
 		case "restart":
 			what = top.Ref + " restarted"
 		case "deleted":

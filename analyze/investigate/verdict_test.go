@@ -8,6 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/faultline/faultline/analyze/gang"
+	"github.com/faultline/faultline/analyze/identity"
+	"github.com/faultline/faultline/analyze/outcome"
 )
 
 func TestVerdictDecide(t *testing.T) {
@@ -40,6 +42,15 @@ func TestVerdictDecide(t *testing.T) {
 		{"a workload's arrival is said so", Report{Boundary: boundary, Units: UnitCounts{Bad: 10, Good: 30},
 			Changes: []Suspect{{Ref: "Job/ml/storm", Dimension: "created", To: "Job", Confidence: 0.9}}},
 			verdict{VerdictCause, false}, []string{"Job/ml/storm arrived"}, nil},
+		{"a rule of admission is created, not arrived", Report{Boundary: boundary, Units: UnitCounts{Bad: 10, Good: 30},
+			Changes: []Suspect{{Ref: "LimitRange/ml/defaults", Dimension: "created", To: "created", Confidence: 0.9, admits: "defaults", mutates: true}}},
+			verdict{VerdictCause, false}, []string{"LimitRange/ml/defaults was created"}, nil},
+		{"admission set a value, and no cause: where to look", Report{Boundary: boundary, Units: UnitCounts{Bad: 2, Good: 1},
+			units:          []*outcome.Unit{badUnit("ml", "api-a", 30, 32), badUnit("ml", "api-b", 30, 33), goodUnit("ml", "api-0", 0, 40)},
+			ids:            []map[string]identity.Dimension{admittedID("5f6d", "256Mi", identity.ByLimitRange), admittedID("5f6d", "256Mi", identity.ByLimitRange), admittedID("77aa", "", "")},
+			Slice:          &Slice{Where: map[string]string{"owner.podTemplateHash": "5f6d"}},
+			Counterexample: &Counterexample{Differs: []Differ{{Dimension: "resources/main/limits.memory", Bad: "256Mi"}}}, Changes: []Suspect{}},
+			verdict{VerdictNoCause, true}, []string{"2 units went bad"}, []string{"set at admission", "kubectl get limitrange -n ml"}},
 		{"below Confident: no confident cause, and why", Report{Boundary: boundary, Units: UnitCounts{Bad: 10, Good: 30},
 			Changes: []Suspect{lr(0.455), {Rank: 2, Ref: "ConfigMap/ml/env", Dimension: "configmap/env/BATCH", Confidence: 0.455}}},
 			verdict{VerdictNoCause, true}, []string{"the leading suspect, ConfigMap/ml/env configmap/env/LR, has confidence 0.46"},

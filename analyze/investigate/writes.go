@@ -109,12 +109,15 @@ func deletionSuspects(units []*outcome.Unit, ids []map[string]identity.Dimension
 			}
 			sp := &Suspect{Ref: d.Evidence.Ref, Dimension: "deleted", To: "deleted", At: d.Evidence.Time, Kind: "change", Objects: 1,
 				Run: d.Evidence.Run, Line: d.Evidence.Line, reached: map[*outcome.Unit]bool{}}
+			// A namespaced object (a ConfigMap) is read by its namespace's
+			// pods; a cluster-scoped one (a StorageClass) by any.
+			_, ns, _ := splitRef(sp.Ref)
 			for j, v := range units {
-				if v.Namespace == u.Namespace && ids[j][name].Value == identity.Deleted {
+				if (ns == "" || v.Namespace == u.Namespace) && ids[j][name].Value == identity.Deleted {
 					sp.reached[v] = true
 				}
 			}
-			sp.Why = fmt.Sprintf("deleted; %d pods started after it and read it", len(sp.reached))
+			sp.Why = fmt.Sprintf("deleted; %d pods started after it and used it", len(sp.reached))
 			byRef[sp.Ref] = sp
 			out = append(out, sp)
 		}

@@ -51,6 +51,9 @@ var DefaultResources = []Wanted{
 	{"apps", "replicasets", false},
 	{"apps", "statefulsets", false},
 	{"apps", "daemonsets", false},
+	// What pods' volumes are provisioned by: a claim names its class.
+	{"", "persistentvolumeclaims", false},
+	{"storage.k8s.io", "storageclasses", false},
 	// Gang-scheduled training jobs.
 	{"kubeflow.org", "mpijobs", true},
 	{"kubeflow.org", "pytorchjobs", true},

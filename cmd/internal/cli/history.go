@@ -193,8 +193,13 @@ func resourceOf(kind string) string {
 	if _, r, ok := identity.Resource(k); ok {
 		return r
 	}
-	if strings.HasSuffix(k, "s") {
-		return k
+	switch {
+	case strings.HasSuffix(k, "ss"), strings.HasSuffix(k, "x"), strings.HasSuffix(k, "ch"), strings.HasSuffix(k, "sh"):
+		return k + "es" // storageclass, ingress
+	case strings.HasSuffix(k, "y") && len(k) > 1 && !strings.ContainsRune("aeiou", rune(k[len(k)-2])):
+		return k[:len(k)-1] + "ies" // networkpolicy
+	case strings.HasSuffix(k, "s"):
+		return k // already plural
 	}
 	return k + "s"
 }

@@ -165,22 +165,5 @@ func (c *Cluster) newestTemplateHash(ctx context.Context, ns, name string) (stri
 // firstEvent waits for the first event of the reason in the namespace and
 // returns when it happened.
 func (c *Cluster) firstEvent(ctx context.Context, ns, reason string) (time.Time, error) {
-	var first time.Time
-	err := until(ctx, 2*time.Minute, reason, func() (bool, error) {
-		evs, err := c.Admin.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + reason})
-		if err != nil {
-			return false, err
-		}
-		for _, ev := range evs.Items {
-			t := ev.EventTime.Time
-			if t.IsZero() {
-				t = ev.FirstTimestamp.Time
-			}
-			if first.IsZero() || t.Before(first) {
-				first = t.UTC()
-			}
-		}
-		return !first.IsZero(), nil
-	})
-	return first, err
+	return c.firstEventSince(ctx, ns, reason, time.Time{})
 }
