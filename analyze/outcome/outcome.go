@@ -297,6 +297,7 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 	if out.Units, err = expandUnborn(ctx, s, fold(units, out.Bad, out.Good, out.States)); err != nil {
 		return nil, err
 	}
+	out.Bad = unexcused(out.Bad, out.Good, out.States)
 	return out, nil
 }
 
@@ -443,25 +444,9 @@ func fold(units []*Unit, bad, good, states []Observation) []*Unit {
 	for _, u := range units {
 		byRef[u.Ref] = u
 	}
-	lastGood := map[string]time.Time{}
-	for _, o := range good {
-		lastGood[o.Ref()] = o.Time // oldest first: the last one stays
-	}
-	last := map[string]string{} // each object's last state
-	for _, o := range states {
-		last[o.Ref()] = o.Reason
-	}
+	ex := excuses(good, states)
 	for _, o := range bad {
-		if o.Reason == "FailedScheduling" && lastGood[o.Ref()].After(o.Time) {
-			// The scheduler could not place it at first (no room yet:
-			// a preemption under way, an autoscaler adding nodes), and
-			// then it ran: it waited, it did not fail.
-			continue
-		}
-		if warningOnly(o) && slices.Contains(endedWell, last[o.Ref()]) {
-			// A warning that is no failure by itself (a volume slow to
-			// mount, a probe failing while the pod warms up) about a pod
-			// that was Ready in the end, or completed: it passed.
+		if ex.excused(o) {
 			continue
 		}
 		u := byRef[o.Ref()]
@@ -508,6 +493,51 @@ func fold(units []*Unit, bad, good, states []Observation) []*Unit {
 		}
 	}
 	return units
+}
+
+// excuse knows, of each object, its last good observation and its last
+// state: what can show a bad observation to be no failure after all.
+type excuse struct {
+	lastGood map[string]time.Time
+	last     map[string]string
+}
+
+func excuses(good, states []Observation) excuse {
+	ex := excuse{lastGood: map[string]time.Time{}, last: map[string]string{}}
+	for _, o := range good {
+		ex.lastGood[o.Ref()] = o.Time // oldest first: the last one stays
+	}
+	for _, o := range states {
+		ex.last[o.Ref()] = o.Reason
+	}
+	return ex
+}
+
+// excused says whether a bad observation was no failure after all:
+//   - a pod the scheduler could not place at first (no room yet: a
+//     preemption under way, an autoscaler adding nodes, a volume being
+//     provisioned), and that then ran: it waited, it did not fail;
+//   - a warning that is no failure by itself (a volume slow to mount, a
+//     probe failing while the pod warms up) about a pod that was Ready in
+//     the end, or completed: it passed.
+func (ex excuse) excused(o Observation) bool {
+	if o.Reason == "FailedScheduling" && ex.lastGood[o.Ref()].After(o.Time) {
+		return true
+	}
+	return warningOnly(o) && slices.Contains(endedWell, ex.last[o.Ref()])
+}
+
+// unexcused keeps the bad observations that were failures: what the
+// boundary is found from. An excused one is no more bad than a good one.
+func unexcused(bad, good, states []Observation) []Observation {
+	ex := excuses(good, states)
+	out := bad[:0:0]
+	for _, o := range bad {
+		if !ex.excused(o) {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 func sortObs(obs []Observation) {

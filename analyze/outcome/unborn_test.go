@@ -109,6 +109,16 @@ func TestWaitedToBeScheduled(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("units' reasons (-want +got):\n%s", diff)
 	}
+	// The waits are no bad observations either: the boundary is found
+	// from these, and a burst of pods waiting for their volumes is no
+	// incident.
+	var bad []string
+	for _, o := range out.Bad {
+		bad = append(bad, o.Ref()+" "+o.Reason)
+	}
+	if diff := cmp.Diff([]string{"Pod/ml/never FailedScheduling", "Pod/ml/crashed OOMKilled"}, bad); diff != "" {
+		t.Errorf("bad observations (-want +got):\n%s", diff)
+	}
 }
 
 // A unit first seen bad in an event (stamped to the second) takes its
