@@ -17,7 +17,7 @@ const limitRangerAnnotation = "kubernetes.io/limit-ranger"
 // templated says whether a pod dimension is one its owner's template
 // gives: what each container runs and runs with.
 func templated(name string) bool {
-	for _, p := range []string{"image.tag/", "initImage.tag/", "resources/", "probes/", "command/", "args/", "env/"} {
+	for _, p := range []string{"image.tag/", "initImage.tag/", "resources/", "probes/", "command/", "args/", "env/", "spec/"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}
@@ -49,7 +49,7 @@ func markAdmitted(dims []Dimension, p, owner *obj) {
 			want[prefix+".tag/"+str(c, "name")] = str(c, "image")
 		}
 	}
-	for _, d := range containerDims(tmpl, Evidence{}) {
+	for _, d := range append(containerDims(tmpl, Evidence{}), specDims(tmpl, Evidence{})...) {
 		want[d.Name] = d.Value
 	}
 	limited := map[string]bool{}

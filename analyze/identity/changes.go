@@ -169,6 +169,7 @@ func objectDims(kind string, o *obj) []Dimension {
 	if kind == "DaemonSet" {
 		dims = append(dims, agentDims(o.v.Object.Namespace, o.v.Object.Name, tmpl, ev)...)
 	}
+	dims = append(dims, specDims(tmpl, ev)...)
 	return append(dims, containerDims(tmpl, ev)...)
 }
 

@@ -121,6 +121,9 @@ func imageDims(dims *dimList, spec, status map[string]any, ev Evidence) {
 	for _, d := range containerDims(spec, ev) {
 		dims.add(d.Name, d.Value, ev)
 	}
+	for _, d := range specDims(spec, ev) {
+		dims.add(d.Name, d.Value, ev)
+	}
 }
 
 // containerDims are what each container of a pod spec runs with beyond

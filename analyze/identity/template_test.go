@@ -103,3 +103,52 @@ func TestContainerDims(t *testing.T) {
 		t.Errorf("containerDims (-want +got)\n%s", diff)
 	}
 }
+
+// The pod spec fields no other dimension covers are dimensions when set
+// to other than their default; a long value is a digest.
+func TestSpecDims(t *testing.T) {
+	var spec map[string]any
+	if err := json.Unmarshal([]byte(`{"containers":[{"name":"main"}],"nodeName":"gpu-1","hostname":"db-0","restartPolicy":"Never",
+		"priority":1000,"dnsPolicy":"ClusterFirst","terminationGracePeriodSeconds":30,"securityContext":{},"enableServiceLinks":true,
+		"runtimeClassName":"nvidia","hostNetwork":true,"dnsConfig":{"options":[{"name":"ndots","value":"1"}]},
+		"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[
+		  {"key":"topology.kubernetes.io/zone","operator":"In","values":["us-west-2a"]}]}]}}}}`), &spec); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range specDims(spec, Evidence{}) {
+		got = append(got, d.Name+"="+d.Value)
+	}
+	want := []string{
+		"spec/affinity=node requires topology.kubernetes.io/zone In us-west-2a",
+		`spec/dnsConfig={"options":[{"name":"ndots","value":"1"}]}`,
+		"spec/hostNetwork=true",
+		"spec/runtimeClassName=nvidia",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("specDims (-want +got)\n%s", diff)
+	}
+}
+
+// An affinity reads as its rules say; one with a rule it does not read
+// is left to its digest.
+func TestAffinityString(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{`{"nodeAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":50,"preference":{"matchExpressions":[{"key":"pool","operator":"In","values":["a","b"]}]}}]}}`,
+			"node prefers(50) pool In a,b"},
+		{`{"podAntiAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"labelSelector":{"matchLabels":{"app":"web"}},"topologyKey":"kubernetes.io/hostname"}]}}`,
+			"pod anti-affinity requires app=web per kubernetes.io/hostname"},
+		{`{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"gpu","operator":"Exists"}]},{"matchFields":[{"key":"metadata.name","operator":"In","values":["n1"]}]}]}}}`,
+			"node requires gpu Exists | metadata.name In n1"},
+		{`{"someFutureAffinity":{}}`, ""},
+		{`{"podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"topologyKey":"zone"}]}}`, ""},
+	} {
+		var a map[string]any
+		if err := json.Unmarshal([]byte(tt.in), &a); err != nil {
+			t.Fatal(err)
+		}
+		if got := affinityString(a); got != tt.want {
+			t.Errorf("affinityString(%s) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -273,13 +273,14 @@ func otherWorkload(ce *Counterexample) bool {
 
 // ownTemplate says whether a dimension of the counterexample differs
 // because its workload's template does: the template's own hash, an
-// image tag, a container's resources, probes, env, command or args, or the digest of a container whose
+// image tag, a container's resources, probes, env, command or args, a pod
+// spec field (spec/FIELD), or the digest of a container whose
 // image tag differs too.
 func ownTemplate(ce *Counterexample, name string) bool {
 	switch {
 	case strings.HasPrefix(name, "owner."), strings.HasPrefix(name, "image.tag/"), strings.HasPrefix(name, "resources/"),
 		strings.HasPrefix(name, "probes/"), strings.HasPrefix(name, "command/"), strings.HasPrefix(name, "args/"),
-		strings.HasPrefix(name, "env/"):
+		strings.HasPrefix(name, "env/"), strings.HasPrefix(name, "spec/"):
 		return true
 	case strings.HasPrefix(name, "owner/"):
 		return strings.HasSuffix(name, ".podTemplateHash") || strings.HasSuffix(name, ".controllerRevision")

@@ -235,14 +235,20 @@ func (c *Cluster) stalledRollout(ctx context.Context, e *Expected, crash *Crashe
 	if err != nil {
 		return nil, err
 	}
+	e.Boundary = crashBoundary(lastGood, firstBad)
+	return failed, c.newReplicaSetSlice(ctx, e, ns, name)
+}
+
+// newReplicaSetSlice sets the slice to the pods of the Deployment's newest
+// ReplicaSet, and its exact equivalents.
+func (c *Cluster) newReplicaSetSlice(ctx context.Context, e *Expected, ns, name string) error {
 	hash, err := c.newestTemplateHash(ctx, ns, name)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	e.Boundary = crashBoundary(lastGood, firstBad)
 	e.Slice = map[string]string{"owner/Deployment": name, "owner.podTemplateHash": hash}
 	e.SliceEquivalents = []map[string]string{{"owner.podTemplateHash": hash}, {"owner/ReplicaSet": name + "-" + hash}}
-	return failed, nil
+	return nil
 }
 
 // refusedRollout waits for the FailedCreate of a Deployment whose new
@@ -256,13 +262,7 @@ func (c *Cluster) refusedRollout(ctx context.Context, e *Expected, lastGood time
 	}
 	Sleep(ctx, c.Dur(20*time.Second, 30*time.Second))
 	e.Boundary = crashBoundary(lastGood, firstBad)
-	hash, err := c.newestTemplateHash(ctx, ns, name)
-	if err != nil {
-		return err
-	}
-	e.Slice = map[string]string{"owner/Deployment": name, "owner.podTemplateHash": hash}
-	e.SliceEquivalents = []map[string]string{{"owner.podTemplateHash": hash}, {"owner/ReplicaSet": name + "-" + hash}}
-	return nil
+	return c.newReplicaSetSlice(ctx, e, ns, name)
 }
 
 // patchContainer patches the Deployment's container "main" as the actor,
