@@ -128,3 +128,38 @@ func TestVerdictConfidentChange(t *testing.T) {
 		t.Errorf("confidentChange (-want +got)\n%s", diff)
 	}
 }
+
+// With no confident cause, how most bad units failed is the first lead;
+// pulls name the registry they did not come from.
+func TestSharedFailure(t *testing.T) {
+	unit := func(name, reason, msg string) *outcome.Unit {
+		u := badUnit("ml", name, 0, 10)
+		u.Reason, u.Message = reason, msg
+		return u
+	}
+	pull := func(name, image string) *outcome.Unit {
+		return unit(name, "ImagePullBackOff", `Back-off pulling image "`+image+`": dial tcp: i/o timeout`)
+	}
+	tests := []struct {
+		name  string
+		units []*outcome.Unit
+		want  string
+	}{
+		{"pulls from a registry", []*outcome.Unit{pull("a", "registry.example/api:1"), pull("b", "registry.example/web:2"), unit("c", "OOMKilled", "")},
+			"2 of 3 bad units failed alike: ImagePullBackOff (as Pod/ml/a), pulling from registry.example: look at that registry, which no change here explains"},
+		{"docker hub", []*outcome.Unit{pull("a", "ubuntu:22.04"), pull("b", "ubuntu:22.04")},
+			"2 of 2 bad units failed alike: ImagePullBackOff (as Pod/ml/a), pulling from docker.io: look at that registry, which no change here explains"},
+		{"a local registry", []*outcome.Unit{pull("a", "localhost:5000/x:1"), pull("b", "localhost:5000/x:1")},
+			"2 of 2 bad units failed alike: ImagePullBackOff (as Pod/ml/a), pulling from localhost:5000: look at that registry, which no change here explains"},
+		{"crashes", []*outcome.Unit{unit("a", "Error", "exit 1"), unit("b", "Error", "exit 1")}, "2 of 2 bad units failed alike: Error (as Pod/ml/a)"},
+		{"no majority", []*outcome.Unit{unit("a", "Error", ""), unit("b", "OOMKilled", "")}, ""},
+		{"one failure is no pattern", []*outcome.Unit{unit("a", "Error", "")}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := sharedFailure(tt.units); got != tt.want {
+				t.Errorf("sharedFailure:\n got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
