@@ -683,8 +683,9 @@ var statesOf = map[string]func(status map[string]any) state{
 }
 
 // podState is a pod's state, the first that holds of: a container that
-// will not start; a disruption; the pod failed; a container OOM-killed
-// before; unschedulable; Succeeded, Ready or Running.
+// will not start; a disruption; the pod failed; a container that has just
+// exited with an error; a container OOM-killed before; unschedulable;
+// Succeeded, Ready or Running.
 func podState(status map[string]any) state {
 	phase := str(status, "phase")
 	var cs []map[string]any
@@ -703,6 +704,9 @@ func podState(status map[string]any) state {
 	}
 	if phase == "Failed" {
 		return failedState(status, cs)
+	}
+	if s, ok := exitedState(cs); ok && phase != "Succeeded" {
+		return s
 	}
 	for _, c := range cs {
 		if t, ok := mapOf(c, "lastState", "terminated"); ok && str(t, "reason") == "OOMKilled" {
@@ -745,6 +749,26 @@ func waitingState(cs []map[string]any) (state, bool) {
 			}
 			return s, true
 		}
+	}
+	return state{}, false
+}
+
+// exitedState is the state of a pod one of whose containers (an init
+// container included) has just exited with an error and not yet been
+// started again: a kubelet reports that between a crash and its back-off
+// (CrashLoopBackOff), and a pod stuck in its init containers may be seen
+// only so once its events are gone.
+func exitedState(cs []map[string]any) (state, bool) {
+	for _, c := range cs {
+		t, ok := mapOf(c, "state", "terminated")
+		if !ok || num(t, "exitCode") == 0 {
+			continue
+		}
+		reason := str(t, "reason")
+		if !slices.Contains(failures, reason) {
+			reason = "Error" // Completed with an exit code, or a runtime's own word
+		}
+		return state{reason: reason, exitCode: num(t, "exitCode"), message: str(t, "message")}, true
 	}
 	return state{}, false
 }

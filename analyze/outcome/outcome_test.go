@@ -39,6 +39,16 @@ func TestStateOf(t *testing.T) {
 			state{reason: "CrashLoopBackOff", exitCode: 1, message: "bad schema"}},
 		{"image pull", "Pod", `{"status":{"phase":"Pending","containerStatuses":[{"state":{"waiting":{"reason":"ImagePullBackOff","message":"not found"}}}]}}`,
 			state{reason: "ImagePullBackOff", message: "not found"}},
+		// Just exited with an error, not yet started again: an init
+		// container included (kubectl's Init:Error); a clean exit is none.
+		{"init container exited", "Pod", `{"status":{"phase":"Pending","initContainerStatuses":[{"name":"migrate","state":{"terminated":{"exitCode":1,"reason":"Error","message":"dirty database version 42"}}}],
+			"containerStatuses":[{"name":"main","state":{"waiting":{"reason":"PodInitializing"}}}]}}`,
+			state{reason: "Error", exitCode: 1, message: "dirty database version 42"}},
+		{"exited with a runtime's own word", "Pod", `{"status":{"phase":"Running","containerStatuses":[{"state":{"terminated":{"exitCode":2,"reason":"Completed"}}}]}}`,
+			state{reason: "Error", exitCode: 2}},
+		{"an init container done", "Pod", `{"status":{"phase":"Running","initContainerStatuses":[{"state":{"terminated":{"exitCode":0,"reason":"Completed"}}}],
+			"containerStatuses":[{"state":{"running":{}},"ready":true}],"conditions":[{"type":"Ready","status":"True"}]}}`,
+			state{reason: "Ready"}},
 		{"restarted after an OOM", "Pod", `{"status":{"phase":"Running","containerStatuses":[{"state":{"running":{}},"lastState":{"terminated":{"exitCode":137,"reason":"OOMKilled"}}}]}}`,
 			state{reason: "OOMKilled", exitCode: 137}},
 		{"unschedulable", "Pod", `{"status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/3 nodes"}]}}`,

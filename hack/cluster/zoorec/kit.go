@@ -267,6 +267,7 @@ type Template struct {
 	GPUs         int    // GPUs a pod takes, when more than GPU's one
 	Memory       string // the container's memory limit ("4Gi"), if any
 	Readiness    *corev1.Probe
+	Init         *corev1.Container // an init container run before the main one, if any
 	Labels       map[string]string
 	// ServiceAccount the pods run as (empty: the namespace's default).
 	ServiceAccount string
@@ -291,7 +292,11 @@ func (t Template) spec(restart corev1.RestartPolicy) corev1.PodSpec {
 		}
 		c.Resources.Limits[corev1.ResourceMemory] = resource.MustParse(t.Memory)
 	}
-	return corev1.PodSpec{RestartPolicy: restart, NodeSelector: sel, Containers: []corev1.Container{c},
+	var inits []corev1.Container
+	if t.Init != nil {
+		inits = []corev1.Container{*t.Init}
+	}
+	return corev1.PodSpec{RestartPolicy: restart, NodeSelector: sel, Containers: []corev1.Container{c}, InitContainers: inits,
 		Volumes: t.Volumes, Tolerations: t.Tolerations, PriorityClassName: t.Priority, ServiceAccountName: t.ServiceAccount,
 		TerminationGracePeriodSeconds: ptr.To(int64(0))}
 }
