@@ -564,6 +564,7 @@ func readStates(ctx context.Context, s Store) ([]Observation, []*Unit, error) {
 	var units []*Unit
 	for _, kind := range []struct{ group, resource, kind string }{
 		{"", "pods", "Pod"}, {"", "nodes", "Node"}, {"batch", "jobs", "Job"},
+		{"apps", "replicasets", "ReplicaSet"}, {"", "replicationcontrollers", "ReplicationController"},
 	} {
 		vs, err := s.Versions(ctx, timeline.VersionQuery{Group: kind.group, Resource: kind.resource, History: true})
 		if err != nil {
@@ -677,9 +678,11 @@ func stateOf(kind string, m map[string]any) state {
 
 // statesOf names the state of each kind of object read, from its status.
 var statesOf = map[string]func(status map[string]any) state{
-	"Pod":  podState,
-	"Node": nodeState,
-	"Job":  jobState,
+	"Pod":                   podState,
+	"Node":                  nodeState,
+	"Job":                   jobState,
+	"ReplicaSet":            replicaSetState,
+	"ReplicationController": replicaSetState,
 }
 
 // podState is a pod's state, the first that holds of: a container that
@@ -844,6 +847,24 @@ func nodeState(status map[string]any) state {
 
 // jobState is a job's state: Failed (or its condition's reason) or
 // Complete.
+// replicaSetState is a ReplicaSet's (or ReplicationController's) state
+// when it cannot create its pods: its controller sets the ReplicaFailure
+// condition (reason FailedCreate, the apiserver's refusal as its message)
+// beside the FailedCreate event, and the condition outlives the event.
+// Else it says nothing: its pods say how it fares.
+func replicaSetState(status map[string]any) state {
+	for _, cond := range slice(status, "conditions") {
+		c, _ := cond.(map[string]any)
+		if str(c, "type") != "ReplicaFailure" || str(c, "status") != "True" {
+			continue
+		}
+		s := state{reason: "FailedCreate", message: str(c, "message")}
+		s.at, _ = time.Parse(time.RFC3339, str(c, "lastTransitionTime"))
+		return s
+	}
+	return state{}
+}
+
 func jobState(status map[string]any) state {
 	for _, cond := range slice(status, "conditions") {
 		c, _ := cond.(map[string]any)

@@ -180,3 +180,44 @@ func TestUnbornBounded(t *testing.T) {
 		t.Errorf("%d units, want %d", len(out.Units), maxUnborn)
 	}
 }
+
+// Once its FailedCreate events are gone (the apiserver keeps them an
+// hour), a ReplicaSet that could not create its pods still says so in its
+// status: the ReplicaFailure condition makes the same unborn units, with
+// the refusal's words. One without it is no failure.
+func TestUnbornFromReplicaFailure(t *testing.T) {
+	rs := func(name, uid, body string) timeline.ObjectVersion {
+		return timeline.ObjectVersion{Object: timeline.ObjectRef{Group: "apps", Resource: "replicasets", Kind: "ReplicaSet",
+			Namespace: "ml", Name: name, UID: uid}, Time: t0.Add(30 * time.Second), Content: json.RawMessage(body)}
+	}
+	msg := `pods "api-5f6d-" is forbidden: error looking up service account ml/api: serviceaccount "api" not found`
+	s := &fakeStore{versions: []timeline.ObjectVersion{
+		rs("api-5f6d", "u1", `{"spec":{"replicas":2},"status":{"replicas":0,"conditions":[{"type":"ReplicaFailure","status":"True","reason":"FailedCreate",
+			"message":`+jsonString(msg)+`,"lastTransitionTime":"2026-05-01T10:00:20Z"}]}}`),
+		rs("web-77aa", "u2", `{"spec":{"replicas":2},"status":{"replicas":2,"conditions":[{"type":"ReplicaFailure","status":"False"}]}}`),
+	}}
+	out, err := Read(context.Background(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type unit struct {
+		Ref, Reason, Message string
+		BadAt                time.Time
+	}
+	var got []unit
+	for _, u := range out.Units {
+		got = append(got, unit{u.Ref, u.Reason, u.Message, u.BadAt})
+	}
+	want := []unit{
+		{"ReplicaSet/ml/api-5f6d/1", "FailedCreate", msg, t0.Add(20 * time.Second)},
+		{"ReplicaSet/ml/api-5f6d/2", "FailedCreate", msg, t0.Add(20 * time.Second)},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("units (-want +got):\n%s", diff)
+	}
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
