@@ -48,14 +48,16 @@ const (
 	//
 	// Besides the failures named, any Warning event about a pod (a volume
 	// that will not mount, a sandbox that cannot be made, a readiness
-	// probe that fails) and any state of a node but Ready (nodeState: a
+	// probe that fails), a pod whose phase is Failed whatever its kubelet's
+	// reason (its state is of type Warning: UnexpectedAdmissionError,
+	// OutOfcpu, NodeAffinity...), and any state of a node but Ready (nodeState: a
 	// condition that reports a problem) are bad. Such a warning about a
 	// pod that was Ready in the end did not fail it (fold).
 	defaultBadStates = `reason in [` +
 		`"Failed", "OOMKilled", "Error", "ContainerCannotRun", "CrashLoopBackOff", "BackOff", ` +
 		`"ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError", "Evicted", "Preempted", ` +
 		`"FailedScheduling", "FailedCreate", "NodeNotReady", "BackoffLimitExceeded", "DeadlineExceeded"] || ` +
-		`(reason != "" && type == "Warning" && source == "event" && kind == "Pod") || ` +
+		`(reason != "" && type == "Warning" && source in ["event", "status"] && kind == "Pod") || ` +
 		`(reason != "" && reason != "Ready" && source == "status" && kind == "Node")`
 	// NodeFaults: the node-log reasons of timeline.NodeFaults (a test
 	// holds the two lists equal), reason first for its index.
@@ -81,9 +83,13 @@ type Observation struct {
 	Message  string              `json:"message,omitempty"`
 	Code     int                 `json:"code,omitempty"`
 	ExitCode int                 `json:"exitCode,omitempty"`
-	Bad      bool                `json:"bad"`
-	RecordID int64               `json:"record,omitempty"` // 0 for states read from object versions
-	Evidence timeline.Evidence   `json:"evidence"`
+	// Type is an event's type (Warning, Normal); of a state, Warning when
+	// the object itself says it failed (a pod's phase Failed), whatever
+	// the reason its kubelet gave.
+	Type     string            `json:"type,omitempty"`
+	Bad      bool              `json:"bad"`
+	RecordID int64             `json:"record,omitempty"` // 0 for states read from object versions
+	Evidence timeline.Evidence `json:"evidence"`
 	// By is the pod ("Pod/namespace/name") whose own request was denied,
 	// when the apiserver recorded it (a bound ServiceAccount token): the
 	// denial is the pod's failure.
@@ -554,7 +560,7 @@ func sortObs(obs []Observation) {
 // as classified.
 func (o *Observation) Record() *timeline.Record {
 	return &timeline.Record{ID: o.RecordID, Time: o.Time, Source: o.Source, Object: o.Object, Reason: o.Reason,
-		Message: o.Message, Code: o.Code, Evidence: o.Evidence, Bad: o.Bad}
+		Message: o.Message, Code: o.Code, Type: o.Type, Evidence: o.Evidence, Bad: o.Bad}
 }
 
 // readStates turns pod, node and job versions into state observations (one
@@ -610,8 +616,12 @@ func readStates(ctx context.Context, s Store) ([]Observation, []*Unit, error) {
 			if !st.at.IsZero() && v.Time.Sub(st.at) > 2*time.Second && !st.at.Before(seen) {
 				t = st.at
 			}
-			obs = append(obs, Observation{Time: t, Source: SourceStatus, Object: ref, Reason: st.reason,
-				Message: st.message, ExitCode: st.exitCode, Evidence: v.Evidence})
+			o := Observation{Time: t, Source: SourceStatus, Object: ref, Reason: st.reason,
+				Message: st.message, ExitCode: st.exitCode, Evidence: v.Evidence}
+			if st.failed {
+				o.Type = "Warning"
+			}
+			obs = append(obs, o)
 		}
 	}
 	sortObs(obs)
@@ -642,6 +652,7 @@ func isDeleted(m map[string]any) bool {
 type state struct {
 	reason, message string
 	exitCode        int
+	failed          bool      // the object says it failed (a pod's phase Failed)
 	at              time.Time // when the state began, if the object says
 }
 
@@ -797,9 +808,9 @@ func disruptedState(status map[string]any) (state, bool) {
 // failedState is the state of a Failed pod: its reason, or that of its
 // first container that failed.
 func failedState(status map[string]any, cs []map[string]any) state {
-	s := state{reason: "Failed", message: str(status, "message")}
+	s := state{reason: "Failed", message: str(status, "message"), failed: true}
 	if r := str(status, "reason"); r != "" {
-		s.reason = r // Evicted, DeadlineExceeded, ...
+		s.reason = r // Evicted, DeadlineExceeded, UnexpectedAdmissionError, OutOfcpu, ...
 	}
 	for _, c := range cs {
 		if t, ok := mapOf(c, "state", "terminated"); ok && (num(t, "exitCode") != 0 || str(t, "reason") == "OOMKilled") {

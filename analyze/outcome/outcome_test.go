@@ -23,10 +23,13 @@ func TestStateOf(t *testing.T) {
 		{"ready", "Pod", `{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}`, state{reason: "Ready"}},
 		{"succeeded", "Pod", `{"status":{"phase":"Succeeded"}}`, state{reason: "Succeeded"}},
 		{"OOMKilled", "Pod", `{"status":{"phase":"Failed","containerStatuses":[{"state":{"terminated":{"exitCode":137,"reason":"OOMKilled","finishedAt":"2026-05-01T10:00:00Z"}}}]}}`,
-			state{reason: "OOMKilled", exitCode: 137, at: time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)}},
+			state{reason: "OOMKilled", exitCode: 137, failed: true, at: time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)}},
 		{"exit 1 with a message", "Pod", `{"status":{"phase":"Failed","containerStatuses":[{"state":{"terminated":{"exitCode":1,"reason":"Error","message":"NCCL error"}}}]}}`,
-			state{reason: "Error", exitCode: 1, message: "NCCL error"}},
-		{"evicted", "Pod", `{"status":{"phase":"Failed","reason":"Evicted","message":"low on memory"}}`, state{reason: "Evicted", message: "low on memory"}},
+			state{reason: "Error", exitCode: 1, message: "NCCL error", failed: true}},
+		{"evicted", "Pod", `{"status":{"phase":"Failed","reason":"Evicted","message":"low on memory"}}`, state{reason: "Evicted", message: "low on memory", failed: true}},
+		// Failed, whatever the reason its kubelet gave.
+		{"rejected at admission", "Pod", `{"status":{"phase":"Failed","reason":"UnexpectedAdmissionError","message":"Allocate failed"}}`,
+			state{reason: "UnexpectedAdmissionError", message: "Allocate failed", failed: true}},
 		// Drained, evicted by a NoExecute taint, preempted: the control plane
 		// marks the pod before it deletes it.
 		{"drained", "Pod", `{"status":{"phase":"Running","conditions":[{"type":"DisruptionTarget","status":"True","reason":"EvictionByEvictionAPI","message":"Eviction API: evicting","lastTransitionTime":"2026-05-01T10:00:00Z"}]}}`,

@@ -221,3 +221,27 @@ func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// A pod whose phase is Failed failed, whatever reason its kubelet gave:
+// one rejected at admission (UnexpectedAdmissionError, OutOfcpu) is bad
+// from its state alone, its events gone.
+func TestFailedPodWhateverItsReason(t *testing.T) {
+	s := &fakeStore{versions: []timeline.ObjectVersion{
+		pod("r", "ur", 1, `{"phase":"Failed","reason":"UnexpectedAdmissionError","message":"Allocate failed: unsupported device topology"}`),
+		pod("ok", "uk", 1, `{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}`),
+	}}
+	out, err := Read(context.Background(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, u := range out.Units {
+		if u.Bad() {
+			got[u.Ref] = u.Reason + ": " + u.Message
+		}
+	}
+	want := map[string]string{"Pod/ml/r": "UnexpectedAdmissionError: Allocate failed: unsupported device topology"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("bad units (-want +got):\n%s", diff)
+	}
+}
