@@ -167,11 +167,12 @@ func runAPFMisconfig(ctx context.Context, c *Cluster, e *Expected) (string, erro
 	e.extra("failedWorkers", len(gave))
 	e.extra("failedPods", failed)
 	e.extra("throttled", cr.counter.Count(429))
-	return fmt.Sprintf(`A batch agent that had run for weeks fails: its workers give up one by one.
+	return fmt.Sprintf(`A batch agent that had run for weeks fails.
 
 ## What on-call saw
-%s/%s, %d workers that each list a pool's node config every few seconds, had
-been steady; now %d of its pods have exited 1 with messages like "%s".
+%s/%s, a Job of %d workers that each list a pool's node config every few seconds,
+had been steady; now it has failed: %d of its pods exited 1 with messages like "%s",
+and the Job controller deleted the others.
 Nothing about it changed and its load is flat. %s/%s, which reads the same, is fine.
 Platform teams were tuning the apiserver today.`, ns, name, workers, failed, apiload.GiveUpMessage(cr.firstError()), other, nb), nil
 }
