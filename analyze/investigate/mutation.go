@@ -31,7 +31,9 @@ import (
 //   - when the pods say what set the value (the LimitRanger names itself
 //     in an annotation), a write to another kind of object did not;
 //   - a good unit created after the write and given the same value is
-//     evidence against it: set alike, it did not fail.
+//     evidence against it: set alike, it did not fail;
+//   - a value pods were given before the write was not set by it (a
+//     sidecar every pod of a mesh has long had).
 
 // admittedValue is one value a pod was given at admission.
 type admittedValue struct{ name, value string }
@@ -111,18 +113,30 @@ func mutationSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids [
 	}
 	for _, sp := range out {
 		kind, ns, name := splitRef(sp.Ref)
+		governs := func(u *outcome.Unit) bool {
+			return !(kind == "Namespace" && u.Namespace != name) && !(ns != "" && u.Namespace != ns)
+		}
+		// A value pods it governs were given before it was not set by it
+		// (a sidecar every pod of a mesh has long had).
+		before := map[admittedValue]bool{}
+		for i, u := range units {
+			if !u.Unborn && !u.Created.IsZero() && u.Created.Before(sp.At) && governs(u) {
+				for _, d := range ids[i] {
+					if d.Admission != "" {
+						before[admittedValue{d.Name, d.Value}] = true
+					}
+				}
+			}
+		}
 		var example []string
 		n := 0
 		for i, u := range units {
-			switch {
-			case u.Unborn || u.Created.IsZero() || !u.Created.After(sp.At):
-				continue
-			case kind == "Namespace" && u.Namespace != name, ns != "" && u.Namespace != ns:
+			if u.Unborn || u.Created.IsZero() || !u.Created.After(sp.At) || !governs(u) {
 				continue
 			}
 			for _, d := range ids[i] {
 				v := admittedValue{d.Name, d.Value}
-				if d.Admission == "" || !bad[v] || (admittedBy[d.Admission] != "" && admittedBy[d.Admission] != kind) {
+				if d.Admission == "" || !bad[v] || before[v] || (admittedBy[d.Admission] != "" && admittedBy[d.Admission] != kind) {
 					continue
 				}
 				if u.Bad() || u.Good() {

@@ -39,10 +39,10 @@ func TestMutationSuspects(t *testing.T) {
 	units := []*outcome.Unit{badUnit("ml", "api-a", 30, 32), badUnit("ml", "api-b", 30, 33),
 		goodUnit("ml", "api-0", 0, 40), goodUnit("ml", "web-0", 31, 40), goodUnit("ml", "old-0", 5, 40)}
 	where := map[string]string{"owner.podTemplateHash": "5f6d"}
-	run := func(by string, goodLimit string) ([]*Suspect, []Suspect) {
+	run := func(by, goodLimit, oldLimit string) ([]*Suspect, []Suspect) {
 		t.Helper()
 		ids := []map[string]identity.Dimension{admittedID("5f6d", "256Mi", by), admittedID("5f6d", "256Mi", by),
-			admittedID("77aa", "", ""), admittedID("9c0e", goodLimit, by), admittedID("1b2c", goodLimit, by)}
+			admittedID("77aa", "", ""), admittedID("9c0e", goodLimit, by), admittedID("1b2c", oldLimit, by)}
 		got, err := mutationSuspects(context.Background(), s, units, ids, where, at(0), at(32))
 		if err != nil {
 			t.Fatal(err)
@@ -50,7 +50,7 @@ func TestMutationSuspects(t *testing.T) {
 		return got, scoreSuspects(got, scoring{units: units, ids: ids, pop: populationOf(units, "ml"), firstBad: at(32)})
 	}
 
-	got, sps := run(identity.ByLimitRange, "")
+	got, sps := run(identity.ByLimitRange, "", "")
 	want := []brief{{"LimitRange/ml/mem-defaults", "created", "bob", []string{"Pod/ml/api-a", "Pod/ml/api-b"}}}
 	if diff := cmp.Diff(want, briefsOf(got, units)); diff != "" {
 		t.Errorf("set by the LimitRanger (-want +got)\n%s", diff)
@@ -64,7 +64,7 @@ func TestMutationSuspects(t *testing.T) {
 
 	// Set by something the pods do not name: every write governing ml
 	// competes, and none is confident.
-	got, sps = run(identity.ByAdmission, "")
+	got, sps = run(identity.ByAdmission, "", "")
 	want = []brief{
 		{"MutatingWebhookConfiguration/labels", "created", "alice", []string{"Pod/ml/api-a", "Pod/ml/api-b"}},
 		{"LimitRange/ml/mem-defaults", "created", "bob", []string{"Pod/ml/api-a", "Pod/ml/api-b"}},
@@ -78,12 +78,19 @@ func TestMutationSuspects(t *testing.T) {
 	}
 
 	// A pod created after it, given the same value, that stayed good is
-	// evidence against it; one created before it was not given the value
-	// by it.
-	got, _ = run(identity.ByLimitRange, "256Mi")
+	// evidence against it.
+	got, _ = run(identity.ByLimitRange, "256Mi", "")
 	want = []brief{{"LimitRange/ml/mem-defaults", "created", "bob", []string{"Pod/ml/api-a", "Pod/ml/api-b", "Pod/ml/web-0"}}}
 	if diff := cmp.Diff(want, briefsOf(got, units)); diff != "" {
 		t.Errorf("a good pod set alike (-want +got)\n%s", diff)
+	}
+
+	// A value a pod created before it already had was not set by it (a
+	// sidecar every pod of a mesh has long had): it reaches no one.
+	got, _ = run(identity.ByLimitRange, "", "256Mi")
+	want = []brief{{"LimitRange/ml/mem-defaults", "created", "bob", nil}}
+	if diff := cmp.Diff(want, briefsOf(got, units)); diff != "" {
+		t.Errorf("a value had before (-want +got)\n%s", diff)
 	}
 }
 
