@@ -14,17 +14,6 @@ const emptyValue = `""`
 // limit for container main".
 const limitRangerAnnotation = "kubernetes.io/limit-ranger"
 
-// templated says whether a pod dimension is one its owner's template
-// gives: what each container runs and runs with.
-func templated(name string) bool {
-	for _, p := range []string{"image.tag/", "initImage.tag/", "resources/", "probes/", "command/", "args/", "env/", "spec/"} {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
-}
-
 // markAdmitted marks the dimensions of a pod that its owner's template
 // (as the owner stood when the pod started) does not give, or gives
 // otherwise: nothing but admission writes a pod's spec between its
@@ -39,17 +28,7 @@ func markAdmitted(dims []Dimension, p, owner *obj) {
 		return
 	}
 	want := map[string]string{}
-	for _, field := range []string{"containers", "initContainers"} {
-		prefix := "image"
-		if field == "initContainers" {
-			prefix = "initImage"
-		}
-		for _, x := range list(tmpl, field) {
-			c, _ := x.(map[string]any)
-			want[prefix+".tag/"+str(c, "name")] = str(c, "image")
-		}
-	}
-	for _, d := range append(containerDims(tmpl, Evidence{}), specDims(tmpl, Evidence{})...) {
+	for _, d := range templateDims(tmpl, Evidence{}) {
 		want[d.Name] = d.Value
 	}
 	limited := map[string]bool{}
@@ -58,8 +37,12 @@ func markAdmitted(dims []Dimension, p, owner *obj) {
 			limited[strings.TrimSpace(c)] = true
 		}
 	}
+	templated := map[string]bool{} // what a pod spec gives, as a template would
+	for _, d := range templateDims(mapAt(p.m, "spec"), Evidence{}) {
+		templated[d.Name] = true
+	}
 	for i, d := range dims {
-		if !templated(d.Name) || want[d.Name] == d.Value {
+		if !templated[d.Name] || want[d.Name] == d.Value {
 			continue
 		}
 		dims[i].Admission = ByAdmission

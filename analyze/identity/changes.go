@@ -154,23 +154,10 @@ func objectDims(kind string, o *obj) []Dimension {
 	}
 	dims = ownerDims(o)
 	tmpl := mapAt(o.m, "spec", "template", "spec")
-	for _, field := range []string{"containers", "initContainers"} {
-		prefix := "image"
-		if field == "initContainers" {
-			prefix = "initImage"
-		}
-		for _, x := range list(tmpl, field) {
-			c, _ := x.(map[string]any)
-			if img := str(c, "image"); img != "" {
-				dims = append(dims, Dimension{Name: prefix + ".tag/" + str(c, "name"), Value: img, Evidence: ev})
-			}
-		}
-	}
 	if kind == "DaemonSet" {
 		dims = append(dims, agentDims(o.v.Object.Namespace, o.v.Object.Name, tmpl, ev)...)
 	}
-	dims = append(dims, specDims(tmpl, ev)...)
-	return append(dims, containerDims(tmpl, ev)...)
+	return append(dims, templateDims(tmpl, ev)...)
 }
 
 func values(m map[string]Dimension) []Dimension {

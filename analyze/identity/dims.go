@@ -96,8 +96,9 @@ func (r *Resolver) pod(ctx context.Context, p *obj) ([]Dimension, error) {
 	return dims, nil
 }
 
-// imageDims adds the pod's images: the tag asked for, and the digest that
-// ran.
+// imageDims adds what the pod runs: its template's dimensions
+// (templateDims) as its own spec gives them, and the digest each
+// container ran.
 func imageDims(dims *dimList, spec, status map[string]any, ev Evidence) {
 	digests := map[string]string{}
 	for _, field := range []string{"containerStatuses", "initContainerStatuses"} {
@@ -106,6 +107,33 @@ func imageDims(dims *dimList, spec, status map[string]any, ev Evidence) {
 			digests[str(cs, "name")] = digestOf(str(cs, "imageID"))
 		}
 	}
+	eachContainer(spec, func(prefix string, c map[string]any) {
+		dims.add(prefix+".digest/"+str(c, "name"), digests[str(c, "name")], ev)
+	})
+	for _, d := range templateDims(spec, ev) {
+		dims.add(d.Name, d.Value, ev)
+	}
+}
+
+// templateDims are the dimensions a pod spec (a pod's, or a workload's
+// template) gives its pods: each container's image tag (image.tag/C,
+// initImage.tag/C), what it runs with (containerDims), and the rest of the
+// spec (specDims).
+func templateDims(spec map[string]any, ev Evidence) []Dimension {
+	var out []Dimension
+	eachContainer(spec, func(prefix string, c map[string]any) {
+		if img := str(c, "image"); img != "" {
+			out = append(out, Dimension{Name: prefix + ".tag/" + str(c, "name"), Value: img, Evidence: ev})
+		}
+	})
+	out = append(out, containerDims(spec, ev)...)
+	return append(out, specDims(spec, ev)...)
+}
+
+// eachContainer calls f with each container of a pod spec and the prefix
+// its image dimensions take: "image" for containers, "initImage" for init
+// containers.
+func eachContainer(spec map[string]any, f func(prefix string, c map[string]any)) {
 	for _, field := range []string{"containers", "initContainers"} {
 		prefix := "image"
 		if field == "initContainers" {
@@ -113,16 +141,8 @@ func imageDims(dims *dimList, spec, status map[string]any, ev Evidence) {
 		}
 		for _, x := range list(spec, field) {
 			c, _ := x.(map[string]any)
-			name := str(c, "name")
-			dims.add(prefix+".tag/"+name, str(c, "image"), ev)
-			dims.add(prefix+".digest/"+name, digests[name], ev)
+			f(prefix, c)
 		}
-	}
-	for _, d := range containerDims(spec, ev) {
-		dims.add(d.Name, d.Value, ev)
-	}
-	for _, d := range specDims(spec, ev) {
-		dims.add(d.Name, d.Value, ev)
 	}
 }
 

@@ -57,7 +57,10 @@ func specDims(spec map[string]any, ev Evidence) []Dimension {
 		if s == specDefaults[k] || s == "{}" || s == "[]" || s == `""` {
 			continue
 		}
-		readable := ""
+		var readable string
+		if sv, ok := v.(string); ok && len(b) <= maxSpecValue {
+			readable = sv // a runtime class, a DNS policy: as it is
+		}
 		if k == "affinity" {
 			readable = affinityString(mapOf(v))
 		}
@@ -68,7 +71,7 @@ func specDims(spec map[string]any, ev Evidence) []Dimension {
 			h := sha256.Sum256(b)
 			s = "sha256:" + hex.EncodeToString(h[:12])
 		}
-		out = append(out, Dimension{Name: "spec/" + k, Value: strings.Trim(s, `"`), Evidence: ev})
+		out = append(out, Dimension{Name: "spec/" + k, Value: s, Evidence: ev})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

@@ -186,16 +186,6 @@ func admissionWrite(r *timeline.Record) *Suspect {
 // another of the objects written; a good unit of such a namespace created
 // after it (admitted in spite of it).
 func reach(sps []*Suspect, units []*outcome.Unit) {
-	governs := func(sp *Suspect, u *outcome.Unit) bool {
-		kind, ns, name := splitRef(sp.Ref)
-		switch {
-		case kind == "Namespace":
-			return u.Namespace == name
-		case ns != "":
-			return u.Namespace == ns
-		}
-		return true
-	}
 	for _, u := range units {
 		var named []*Suspect
 		if u.Unborn && u.Bad() {
@@ -207,7 +197,7 @@ func reach(sps []*Suspect, units []*outcome.Unit) {
 		}
 		for _, sp := range sps {
 			switch {
-			case !governs(sp, u):
+			case !governs(sp.Ref, u):
 			case u.Unborn && u.Bad():
 				if u.BadAt.After(sp.At) && (len(named) == 0 || slices.Contains(named, sp)) {
 					sp.reached[u] = true
@@ -217,6 +207,20 @@ func reach(sps []*Suspect, units []*outcome.Unit) {
 			}
 		}
 	}
+}
+
+// governs says whether the admission object ref governs the unit's pods:
+// a Namespace its own, a namespaced object those of its namespace, a
+// cluster-scoped configuration any.
+func governs(ref string, u *outcome.Unit) bool {
+	kind, ns, name := splitRef(ref)
+	switch {
+	case kind == "Namespace":
+		return u.Namespace == name
+	case ns != "":
+		return u.Namespace == ns
+	}
+	return true
 }
 
 // mentions says whether a message names an object: its name as a whole

@@ -112,15 +112,12 @@ func mutationSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids [
 		}
 	}
 	for _, sp := range out {
-		kind, ns, name := splitRef(sp.Ref)
-		governs := func(u *outcome.Unit) bool {
-			return !(kind == "Namespace" && u.Namespace != name) && !(ns != "" && u.Namespace != ns)
-		}
+		kind, _, _ := splitRef(sp.Ref)
 		// A value pods it governs were given before it was not set by it
 		// (a sidecar every pod of a mesh has long had).
 		before := map[admittedValue]bool{}
 		for i, u := range units {
-			if !u.Unborn && !u.Created.IsZero() && u.Created.Before(sp.At) && governs(u) {
+			if !u.Unborn && !u.Created.IsZero() && u.Created.Before(sp.At) && governs(sp.Ref, u) {
 				for _, d := range ids[i] {
 					if d.Admission != "" {
 						before[admittedValue{d.Name, d.Value}] = true
@@ -131,7 +128,7 @@ func mutationSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids [
 		var example []string
 		n := 0
 		for i, u := range units {
-			if u.Unborn || u.Created.IsZero() || !u.Created.After(sp.At) || !governs(u) {
+			if u.Unborn || u.Created.IsZero() || !u.Created.After(sp.At) || !governs(sp.Ref, u) {
 				continue
 			}
 			for _, d := range ids[i] {

@@ -300,10 +300,10 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 	}
 	sortObs(out.Bad)
 	sortObs(out.Good)
-	if out.Units, err = expandUnborn(ctx, s, fold(units, out.Bad, out.Good, out.States)); err != nil {
+	out.Bad = unexcused(out.Bad, out.Good, out.States)
+	if out.Units, err = expandUnborn(ctx, s, fold(units, out.Bad, out.Good)); err != nil {
 		return nil, err
 	}
-	out.Bad = unexcused(out.Bad, out.Good, out.States)
 	return out, nil
 }
 
@@ -440,21 +440,17 @@ func mustFilter(expr string) *timeline.Filter {
 }
 
 // fold folds the observations, oldest first, into units: a pod goes bad
-// at its first bad observation (its own state, or an event about it); it
-// was good at its latest good one before that. A pod that could not be
-// scheduled at first and then ran did not go bad then. A controller that could
-// not create its pods (Unborn) becomes a unit of its own. It returns the
-// units, those new ones last.
-func fold(units []*Unit, bad, good, states []Observation) []*Unit {
+// at its first bad observation (its own state, or an event about it), the
+// excused ones already left out (unexcused); it was good at its latest
+// good one before that. A controller that could not create its pods
+// (Unborn) becomes a unit of its own. It returns the units, those new
+// ones last.
+func fold(units []*Unit, bad, good []Observation) []*Unit {
 	byRef := map[string]*Unit{}
 	for _, u := range units {
 		byRef[u.Ref] = u
 	}
-	ex := excuses(good, states)
 	for _, o := range bad {
-		if ex.excused(o) {
-			continue
-		}
 		u := byRef[o.Ref()]
 		if u == nil && o.By != "" {
 			u = byRef[o.By] // the pod's own request failed

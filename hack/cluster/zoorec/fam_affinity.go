@@ -44,20 +44,10 @@ func runAffinityBreak(ctx context.Context, c *Cluster, e *Expected) (string, err
 	perm := c.rng.Perm(len(serviceNames))
 	name, neighbour := serviceNames[perm[0]], serviceNames[perm[1]]
 	missing := Pick(c, []string{"us-west-2a", "eu-central-1b", "us-east-2c"})
-	if err := c.Background(ctx); err != nil {
+	if _, err := c.serviceAndNeighbour(ctx, fleet, ns, name, Template{Image: "registry.example/" + name + ":4.0"},
+		neighbour, Template{Image: "registry.example/" + neighbour + ":2.1"}); err != nil {
 		return "", err
 	}
-	replicas := c.Between(6, 14)
-	if err := c.Deployment(ctx, routineActor, ns, name, replicas, Template{Image: "registry.example/" + name + ":4.0"}); err != nil {
-		return "", err
-	}
-	if err := c.Deployment(ctx, routineActor, ns, neighbour, c.Between(6, 14), Template{Image: "registry.example/" + neighbour + ":2.1"}); err != nil {
-		return "", err
-	}
-	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
-		return "", err
-	}
-	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
 	actor := c.DrawActor()
 	decoyAt := Now()
 	have := Pick(c, fleet.Zones)

@@ -60,20 +60,11 @@ func runEnvFlag(ctx context.Context, c *Cluster, e *Expected) (string, error) {
 		}
 		return out
 	}
-	if err := c.Background(ctx); err != nil {
-		return "", err
-	}
 	image := "registry.example/" + name + ":3.1"
-	if err := c.Deployment(ctx, routineActor, ns, name, c.Between(6, 14), Template{Image: image, Env: env(flag)}); err != nil {
+	if _, err := c.serviceAndNeighbour(ctx, fleet, ns, name, Template{Image: image, Env: env(flag)},
+		neighbour, Template{Image: "registry.example/" + neighbour + ":1.6", Env: env(flag)}); err != nil {
 		return "", err
 	}
-	if err := c.Deployment(ctx, routineActor, ns, neighbour, c.Between(6, 14), Template{Image: "registry.example/" + neighbour + ":1.6", Env: env(flag)}); err != nil {
-		return "", err
-	}
-	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
-		return "", err
-	}
-	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
 	actor := c.DrawActor()
 	decoyAt := Now()
 	if err := c.setEnv(ctx, actor, ns, neighbour, "LOG_LEVEL", "debug"); err != nil {

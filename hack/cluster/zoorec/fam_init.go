@@ -82,19 +82,10 @@ func runInitBreak(ctx context.Context, c *Cluster, e *Expected) (string, error) 
 		"ERROR: relation \"feature_versions\" already exists",
 		"migrate: dirty database version 42. Fix and force version.",
 	})
-	if err := c.Background(ctx); err != nil {
+	if _, err := c.serviceAndNeighbour(ctx, fleet, ns, name, Template{Image: "registry.example/" + name + ":3.3", Init: migrate(name, from)},
+		neighbour, Template{Image: "registry.example/" + neighbour + ":2.1", Init: migrate(neighbour, "0.9")}); err != nil {
 		return "", err
 	}
-	if err := c.Deployment(ctx, routineActor, ns, name, c.Between(6, 14), Template{Image: "registry.example/" + name + ":3.3", Init: migrate(name, from)}); err != nil {
-		return "", err
-	}
-	if err := c.Deployment(ctx, routineActor, ns, neighbour, c.Between(6, 14), Template{Image: "registry.example/" + neighbour + ":2.1", Init: migrate(neighbour, "0.9")}); err != nil {
-		return "", err
-	}
-	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
-		return "", err
-	}
-	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
 	actor := c.DrawActor()
 	decoyAt := Now()
 	if err := c.patchContainer(ctx, actor, ns, neighbour, "image", map[string]any{"image": "registry.example/" + neighbour + ":2.2"}); err != nil {

@@ -33,20 +33,11 @@ func runLimitsOOM(ctx context.Context, c *Cluster, e *Expected) (string, error) 
 	perm := c.rng.Perm(len(apps))
 	name, neighbour := apps[perm[0]], apps[perm[1]]
 	from, to := Pick(c, []string{"4Gi", "8Gi"}), Pick(c, []string{"512Mi", "768Mi"})
-	if err := c.Background(ctx); err != nil {
-		return "", err
-	}
 	image := "registry.example/" + name + ":2.4"
-	if err := c.Deployment(ctx, routineActor, ns, name, c.Between(6, 14), Template{Image: image, Memory: from}); err != nil {
+	if _, err := c.serviceAndNeighbour(ctx, fleet, ns, name, Template{Image: image, Memory: from},
+		neighbour, Template{Image: "registry.example/" + neighbour + ":1.1", Memory: "2Gi"}); err != nil {
 		return "", err
 	}
-	if err := c.Deployment(ctx, routineActor, ns, neighbour, c.Between(6, 14), Template{Image: "registry.example/" + neighbour + ":1.1", Memory: "2Gi"}); err != nil {
-		return "", err
-	}
-	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
-		return "", err
-	}
-	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
 	actor := c.DrawActor()
 	decoyAt := Now()
 	if err := c.setLimit(ctx, actor, ns, neighbour, "cpu", "2"); err != nil {

@@ -55,20 +55,11 @@ func runProbeBreak(ctx context.Context, c *Cluster, e *Expected) (string, error)
 	perm := c.rng.Perm(len(apps))
 	name, neighbour := apps[perm[0]], apps[perm[1]]
 	to := Pick(c, []string{"/readyz", "/v2/health", "/health/ready"})
-	if err := c.Background(ctx); err != nil {
-		return "", err
-	}
 	image := "registry.example/" + name + ":1.8"
-	if err := c.Deployment(ctx, routineActor, ns, name, c.Between(6, 14), Template{Image: image, Readiness: readiness("/healthz", 10)}); err != nil {
+	if _, err := c.serviceAndNeighbour(ctx, fleet, ns, name, Template{Image: image, Readiness: readiness("/healthz", 10)},
+		neighbour, Template{Image: "registry.example/" + neighbour + ":3.0", Readiness: readiness("/healthz", 10)}); err != nil {
 		return "", err
 	}
-	if err := c.Deployment(ctx, routineActor, ns, neighbour, c.Between(6, 14), Template{Image: "registry.example/" + neighbour + ":3.0", Readiness: readiness("/healthz", 10)}); err != nil {
-		return "", err
-	}
-	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
-		return "", err
-	}
-	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
 	actor := c.DrawActor()
 	decoyAt := Now()
 	if err := c.setProbe(ctx, actor, ns, neighbour, readiness("/healthz", 5)); err != nil {

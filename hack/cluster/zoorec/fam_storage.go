@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -92,16 +91,12 @@ func (c *Cluster) startProvisioner(ctx context.Context) (*provisioner, error) {
 
 func (p *provisioner) loop(ctx context.Context) {
 	defer close(p.done)
-	made := map[string]bool{}
-	var mu sync.Mutex
+	made := map[string]bool{} // claims given a volume
 	for ctx.Err() == nil {
 		claims, err := p.cs.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{})
 		if err == nil {
 			for _, pvc := range claims.Items {
-				mu.Lock()
-				done := made[string(pvc.UID)]
-				mu.Unlock()
-				if done || pvc.Status.Phase != corev1.ClaimPending || pvc.Spec.StorageClassName == nil {
+				if made[string(pvc.UID)] || pvc.Status.Phase != corev1.ClaimPending || pvc.Spec.StorageClassName == nil {
 					continue
 				}
 				sc, err := p.cs.StorageV1().StorageClasses().Get(ctx, *pvc.Spec.StorageClassName, metav1.GetOptions{})
@@ -121,9 +116,7 @@ func (p *provisioner) loop(ctx context.Context) {
 							Driver: csiDriver, VolumeHandle: "vol-" + string(pvc.UID)}},
 					}}
 				if _, err := p.cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err == nil || apierrors.IsAlreadyExists(err) {
-					mu.Lock()
 					made[string(pvc.UID)] = true
-					mu.Unlock()
 				}
 			}
 		}

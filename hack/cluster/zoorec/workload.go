@@ -284,3 +284,25 @@ func (c *Cluster) patchContainer(ctx context.Context, a Actor, ns, name, what st
 	}
 	return nil
 }
+
+// serviceAndNeighbour lays out what the families of a broken rollout
+// start from: the background, a service and its neighbour in one
+// namespace (6 to 14 replicas each, healthy), routine changes, and a
+// pause. It returns the service's replicas.
+func (c *Cluster) serviceAndNeighbour(ctx context.Context, fleet *Fleet, ns, name string, t Template, neighbour string, nt Template) (int, error) {
+	if err := c.Background(ctx); err != nil {
+		return 0, err
+	}
+	replicas := c.Between(6, 14)
+	if err := c.Deployment(ctx, routineActor, ns, name, replicas, t); err != nil {
+		return 0, err
+	}
+	if err := c.Deployment(ctx, routineActor, ns, neighbour, c.Between(6, 14), nt); err != nil {
+		return 0, err
+	}
+	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
+		return 0, err
+	}
+	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
+	return replicas, nil
+}
