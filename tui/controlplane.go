@@ -46,10 +46,28 @@ func (m *Model) controlPlaneView(height int) string {
 	used := strings.Count(b.String(), "\n") + 1
 	if len(r.Bursts) == 0 {
 		b.WriteString(s.Strong.Render("BURSTS") + "\n" + s.Dim.Render("  none: no class jumped by an order of magnitude") + "\n")
+		m.cpShed(&b, r, height-used-2)
 		return b.String()
 	}
 	m.cpBurstList(&b, r, max(height-used, 1))
 	return b.String()
+}
+
+// cpShed lists, in up to rows lines, the clients shed (429) with no burst
+// of their own: with no burst to blame, the clients a priority level
+// rejects at their usual load.
+func (m *Model) cpShed(b *strings.Builder, r *controlplane.Report, rows int) {
+	if len(r.Shed) == 0 || rows < 2 {
+		return
+	}
+	b.WriteString(m.styles.Strong.Render("SHED") + m.styles.Dim.Render(" (429s with no burst of their own)") + "\n")
+	for i, sh := range r.Shed {
+		if i == rows-1 {
+			break
+		}
+		line := fmt.Sprintf("  %s [%s]: %s of %s requests shed, peak %.0f/s", dashIfEmpty(sh.Client), sh.User, count(sh.Throttled), count(sh.Requests), sh.PeakRps)
+		b.WriteString(ansi.Truncate(termsafe.Field(line), m.width, "…") + "\n")
+	}
 }
 
 // focus renders a section title, selected when the arrow keys move in it.

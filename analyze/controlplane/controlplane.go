@@ -10,6 +10,7 @@
 //   - APF and latency against the Kubernetes SLOs;
 //   - bursts: classes whose rate jumps by an order of magnitude within
 //     seconds, the population behind them and their amplification;
+//   - clients shed (429) with no burst of their own;
 //   - fixes, each simulated on the recorded requests: a jittered start, reads
 //     from the watch cache, scoped reads, a dedicated APF priority level;
 //   - pod start-up latency and scheduler throughput;
@@ -58,6 +59,7 @@ type Report struct {
 	Requests      int64        `json:"requests"`
 	Classes       []Class      `json:"classes"`
 	Bursts        []Burst      `json:"bursts"`
+	Shed          []Shed       `json:"shed"`
 	Clients       []ClientCost `json:"clients"`
 	SLO           []SLOBreach  `json:"slo"`
 	PodStartup    *PodStartup  `json:"podStartup"`
@@ -239,7 +241,7 @@ func Analyze(ctx context.Context, s Store, opt Options) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{SchemaVersion: SchemaVersion, Window: Window{first, last}, Classes: []Class{}, Bursts: []Burst{},
-		Clients: []ClientCost{}, SLO: []SLOBreach{}}
+		Shed: []Shed{}, Clients: []ClientCost{}, SLO: []SLOBreach{}}
 	classes := fold(st)
 	var kept []*Class
 	for _, c := range classes {
@@ -269,6 +271,7 @@ func Analyze(ctx context.Context, s Store, opt Options) (*Report, error) {
 	starts := podStarts(pods)
 	rep.Bursts = bursts(kept, starts, opt.Jitter, first.Unix())
 	rep.Clients = clientCosts(kept, span)
+	rep.Shed = shedClients(kept, rep.Bursts)
 	rep.SLO = sloBreaches(kept)
 	rep.PodStartup = podStartup(starts)
 	rep.Scheduler = scheduler(kept)

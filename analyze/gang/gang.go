@@ -132,7 +132,8 @@ func Find(units []*outcome.Unit, rankOf func(u *outcome.Unit) string) []Finding 
 		terminated := 0
 		for _, u := range members {
 			switch {
-			case u.Bad():
+			case u.Bad() && !u.Refused:
+				// A rank whose request was refused did not die of it.
 				bad = append(bad, u)
 			case !u.Deleted.IsZero():
 				terminated++

@@ -3,6 +3,7 @@ package investigate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -56,11 +57,12 @@ func constraint(name string) bool {
 	return name == "serviceAccount" || name == "tolerations" || strings.HasPrefix(name, "nodeSelector/")
 }
 
-// denial is the first denied request of one ServiceAccount.
+// denial is the first refused request of one ServiceAccount: denied
+// (access), or rejected by API Priority and Fairness (throttle.go).
 type denial struct {
 	user        string // system:serviceaccount:NS:NAME
 	first       *timeline.Record
-	lastAllowed time.Time // the same verb on the same resource, allowed (zero: never seen)
+	lastAllowed time.Time // the same verb on the same resource, answered (zero: never seen)
 }
 
 // saUser is the user a unit's requests are authorized as.
@@ -75,10 +77,10 @@ func saUser(u *outcome.Unit, cons constraints) string {
 type constraints map[*outcome.Unit]map[string]string
 
 // denials finds, per ServiceAccount the bad units of the slice run as, its
-// first denied request in [since, until) and the last allowed request of
-// the same kind before it.
+// first request in [since, until) that refused matches (a CEL condition on
+// the code), and the last answered request of the same kind before it.
 func denials(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension, cons constraints,
-	where map[string]string, since, until time.Time) ([]denial, error) {
+	where map[string]string, since, until time.Time, refused string) ([]denial, error) {
 	users := map[string]bool{}
 	for i, u := range units {
 		if user := saUser(u, cons); u.Bad() && matches(ids[i], where) && user != "" {
@@ -92,7 +94,7 @@ func denials(ctx context.Context, s Store, units []*outcome.Unit, ids []map[stri
 	sort.Strings(names)
 	var out []denial
 	for _, user := range names {
-		first, err := firstRecord(ctx, s, fmt.Sprintf(`user == %q && code in [401, 403]`, user), since, until, false)
+		first, err := firstRecord(ctx, s, fmt.Sprintf(`user == %q && (%s)`, user, refused), since, until, false)
 		if err != nil {
 			return nil, err
 		}
@@ -118,21 +120,47 @@ func denials(ctx context.Context, s Store, units []*outcome.Unit, ids []map[stri
 // that run as a ServiceAccount denied after it.
 func accessSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension, cons constraints,
 	where map[string]string, since, until time.Time) ([]*Suspect, error) {
-	ds, err := denials(ctx, s, units, ids, cons, where, since, until)
+	ds, err := denials(ctx, s, units, ids, cons, where, since, until, `code in [401, 403]`)
 	if err != nil || len(ds) == 0 {
 		return nil, err
 	}
-	byRef := map[string]*Suspect{}
-	denied := map[*Suspect][]string{}
-	verbs := map[*Suspect]string{}
+	out, err := writesBeforeRefusal(ctx, s, ds, units, cons, since, rbacPropagation,
+		func(d denial) string {
+			return fmt.Sprintf(`((resource in ["roles", "rolebindings"] && ns == %q) || resource in ["clusterroles", "clusterrolebindings"]) && `+
+				`group == "rbac.authorization.k8s.io" && verb in ["update", "patch", "delete"] && code < 400`, d.first.Object.Namespace)
+		},
+		func(r *timeline.Record) *Suspect {
+			res := rbacResources[r.Object.Resource]
+			return writeSuspect(r, identity.Ref{Kind: res.kind, Namespace: r.Object.Namespace, Name: r.Object.Name}.String(), res.dim)
+		})
+	if err != nil {
+		return nil, err
+	}
+	for _, sp := range out {
+		sp.Why = fmt.Sprintf("%s by %s, then %s denied (the rules are not in the evidence)", pastTense(sp.verb), sp.By, strings.Join(sp.refused, ", "))
+	}
+	return out, nil
+}
+
+// writesBeforeRefusal finds, for each first refusal of a ServiceAccount,
+// the writes that filter selects made between its last answered request
+// of the same kind (less lag, how long the apiserver may still act on the
+// old objects) and the refusal. Each write is one suspect (mk), which
+// reaches the units that run as a ServiceAccount refused after it and
+// lists them (refused). The writes one actor made within lag of one
+// another are one act (a FlowSchema and the level it names, applied
+// together): no request can tell them apart, as the apiserver may act on
+// either a lag late, so they do not compete with each other (discount).
+func writesBeforeRefusal(ctx context.Context, s Store, ds []denial, units []*outcome.Unit, cons constraints, since time.Time, lag time.Duration,
+	filter func(denial) string, mk func(*timeline.Record) *Suspect) ([]*Suspect, error) {
+	byKey := map[string]*Suspect{}
 	var out []*Suspect
 	for _, d := range ds {
 		from := since
-		if t := d.lastAllowed.Add(-rbacPropagation); t.After(from) {
+		if t := d.lastAllowed.Add(-lag); t.After(from) {
 			from = t
 		}
-		ns := d.first.Object.Namespace
-		f, err := timeline.CompileFilter(fmt.Sprintf(`((resource in ["roles", "rolebindings"] && ns == %q) || resource in ["clusterroles", "clusterrolebindings"]) && group == "rbac.authorization.k8s.io" && verb in ["update", "patch", "delete"] && code < 400`, ns))
+		f, err := timeline.CompileFilter(filter(d))
 		if err != nil {
 			return nil, err
 		}
@@ -140,21 +168,14 @@ func accessSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []m
 			if err != nil {
 				return nil, err
 			}
-			res := rbacResources[r.Object.Resource]
-			ref := identity.Ref{Kind: res.kind, Namespace: r.Object.Namespace, Name: r.Object.Name}.String()
-			key := ref + "@" + r.Time.String()
-			sp := byRef[key]
+			x := mk(r)
+			key := x.Ref + "@" + r.Time.String()
+			sp := byKey[key]
 			if sp == nil {
-				dim, to := res.dim, r.Verb+" (content not in the evidence)"
-				if r.Verb == "delete" {
-					dim, to = "deleted", "deleted"
-				}
-				sp = &Suspect{Ref: ref, Dimension: dim, To: to, At: r.Time, Kind: "change", Objects: 1,
-					Run: r.Evidence.Run, Line: r.Evidence.Line, By: r.User, UserAgent: r.UserAgent, reached: map[*outcome.Unit]bool{}}
-				byRef[key], verbs[sp] = sp, r.Verb
+				sp, byKey[key] = x, x
 				out = append(out, sp)
 			}
-			denied[sp] = append(denied[sp], strings.TrimPrefix(d.user, "system:serviceaccount:"))
+			sp.refused = append(sp.refused, strings.TrimPrefix(d.user, "system:serviceaccount:"))
 			for _, u := range units {
 				if saUser(u, cons) == d.user {
 					sp.reached[u] = true
@@ -162,11 +183,45 @@ func accessSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []m
 			}
 		}
 	}
-	for _, sp := range out {
-		users := denied[sp]
-		sp.Why = fmt.Sprintf("%s by %s, then %s denied (the rules are not in the evidence)", pastTense(verbs[sp]), sp.By, strings.Join(users, ", "))
-	}
+	acts(out, lag)
 	return out, nil
+}
+
+// acts names the act of each write: one actor's writes, each within lag
+// of the one before it.
+func acts(sps []*Suspect, lag time.Duration) {
+	byTime := slices.Clone(sps)
+	slices.SortStableFunc(byTime, func(a, b *Suspect) int { return a.At.Compare(b.At) })
+	type open struct {
+		act  string
+		last time.Time
+	}
+	cur := map[string]*open{}
+	for _, sp := range byTime {
+		actor := sp.By + "\x00" + sp.UserAgent
+		o := cur[actor]
+		if o == nil || sp.At.Sub(o.last) > lag {
+			o = &open{act: actor + "@" + sp.At.String()}
+			cur[actor] = o
+		}
+		sp.act, o.last = o.act, sp.At
+	}
+}
+
+// writeSuspect is the suspect of one write whose content the audit log
+// does not hold: a create ("created"), a delete ("deleted"), or an update
+// or patch of the dimension updated names.
+func writeSuspect(r *timeline.Record, ref, updated string) *Suspect {
+	dim, to := updated, r.Verb+" (content not in the evidence)"
+	switch r.Verb {
+	case "create":
+		dim, to = "created", "created"
+	case "delete":
+		dim, to = "deleted", "deleted"
+	}
+	return &Suspect{Ref: ref, Dimension: dim, To: to, At: r.Time, Kind: "change", Objects: 1,
+		Run: r.Evidence.Run, Line: r.Evidence.Line, By: r.User, UserAgent: r.UserAgent,
+		reached: map[*outcome.Unit]bool{}, verb: r.Verb}
 }
 
 // pastTense is an audit verb as done: "updated", "patched", "deleted".

@@ -214,6 +214,18 @@ type Suspect struct {
 	quota bool
 	// netpol: a write to a network policy (netpolicy.go).
 	netpol bool
+	// throttles: a write to an API Priority and Fairness object
+	// (throttle.go).
+	throttles bool
+	// verb is the audit verb of a write whose content is not in the
+	// evidence (writeSuspect); refused, the ServiceAccounts refused after
+	// it (writesBeforeRefusal).
+	verb    string
+	refused []string
+	// act names the act a write was part of: one actor's writes with
+	// nothing seen between them (writesBeforeRefusal). The writes of one
+	// act do not compete.
+	act string
 	// restartOnly: a template hash whose templates differ only by a
 	// restart's annotation (restartonly.go).
 	restartOnly bool
@@ -585,6 +597,9 @@ func evidenceOf(side string, o *outcome.Observation) Evidence {
 		if o.Object.Resource != "" {
 			what += " on " + o.Object.Resource
 		}
+		if o.By != "" {
+			what += " (asked by " + strings.ToLower(o.By) + ")" // the pod whose request was refused
+		}
 	}
 	if o.Message != "" {
 		what += ": " + o.Message
@@ -618,7 +633,7 @@ func findSlice(ctx context.Context, units []*outcome.Unit, ids []map[string]iden
 			keep = append(keep, d)
 		}
 	}
-	keep = redundant(keep)
+	keep = separating(redundant(keep), units, ids, slice.MaxDims)
 	cube := &slice.Cube{Dims: keep, Measure: slice.Ratio}
 	nbad := 0
 	for i, u := range units {

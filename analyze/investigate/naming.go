@@ -1,6 +1,9 @@
 package investigate
 
 import (
+	"cmp"
+	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -92,6 +95,49 @@ func redundant(dims []string) []string {
 		out = append(out, d)
 	}
 	return out
+}
+
+// separating keeps at most n of dims, those that tell the bad units from
+// the good best, in their order: a dimension's worth is the total
+// variation distance between its values' shares among the bad units and
+// among the others (0 when it is spread alike, 1 when no value is held on
+// both sides). The slice search takes a bounded number of dimensions;
+// those left out are the ones least able to name a slice.
+func separating(dims []string, units []*outcome.Unit, ids []map[string]identity.Dimension, n int) []string {
+	if len(dims) <= n {
+		return dims
+	}
+	var nbad, nother float64
+	for _, u := range units {
+		if u.Bad() {
+			nbad++
+		} else {
+			nother++
+		}
+	}
+	worth := make(map[string]float64, len(dims))
+	for _, d := range dims {
+		share := map[string][2]float64{}
+		for i, u := range units {
+			x := share[ids[i][d].Value]
+			if u.Bad() {
+				x[0] += 1 / nbad
+			} else {
+				x[1] += 1 / nother
+			}
+			share[ids[i][d].Value] = x
+		}
+		for _, x := range share {
+			worth[d] += math.Abs(x[0]-x[1]) / 2
+		}
+	}
+	ranked := slices.Clone(dims)
+	slices.SortStableFunc(ranked, func(a, b string) int { return cmp.Compare(worth[b], worth[a]) })
+	kept := map[string]bool{}
+	for _, d := range ranked[:n] {
+		kept[d] = true
+	}
+	return slices.DeleteFunc(slices.Clone(dims), func(d string) bool { return !kept[d] })
 }
 
 // unitSet is the units (indexes) that match where.

@@ -287,3 +287,23 @@ func TestNamingFindSliceSharedConfigMap(t *testing.T) {
 		t.Errorf("nameSlice offered %v for owner/Job=train", eq)
 	}
 }
+
+// Past the slice search's bound, the dimensions kept are those that tell
+// the bad units from the others best, in their own order: "image" (all
+// bad on one value, all good on another) before "zone" (half and half on
+// both sides) and "pool" (one bad unit apart).
+func TestSeparating(t *testing.T) {
+	units := []*outcome.Unit{badUnit("ml", "a", 0, 10), badUnit("ml", "b", 0, 10), goodUnit("ml", "c", 0, 10), goodUnit("ml", "d", 0, 10)}
+	ids := []map[string]identity.Dimension{
+		idOf("zone", "z1", "pool", "p1", "image", "v2"),
+		idOf("zone", "z2", "pool", "p2", "image", "v2"),
+		idOf("zone", "z1", "pool", "p2", "image", "v1"),
+		idOf("zone", "z2", "pool", "p2", "image", "v1"),
+	}
+	dims := []string{"zone", "pool", "image"}
+	for n, want := range map[int][]string{1: {"image"}, 2: {"pool", "image"}, 3: dims} {
+		if diff := cmp.Diff(want, separating(dims, units, ids, n)); diff != "" {
+			t.Errorf("n=%d (-want +got)\n%s", n, diff)
+		}
+	}
+}

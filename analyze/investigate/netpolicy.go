@@ -114,16 +114,8 @@ func netPolicySuspects(ctx context.Context, s Store, units []*outcome.Unit, ids 
 		}
 		k := netPolicies[r.Object.Group][r.Object.Resource]
 		ref := identity.Ref{Kind: k.kind, Namespace: r.Object.Namespace, Name: r.Object.Name}.String()
-		dim, to := "spec", r.Verb+" (content not in the evidence)"
-		switch r.Verb {
-		case "create":
-			dim, to = "created", "created"
-		case "delete":
-			dim, to = "deleted", "deleted"
-		}
-		sp := &Suspect{Ref: ref, Dimension: dim, To: to, At: r.Time, Kind: "change", Objects: 1,
-			Run: r.Evidence.Run, Line: r.Evidence.Line, By: r.User, UserAgent: r.UserAgent,
-			reached: map[*outcome.Unit]bool{}, netpol: true}
+		sp := writeSuspect(r, ref, "spec")
+		sp.netpol = true
 		bad := 0
 		for _, u := range units {
 			governed := u.Namespace == r.Object.Namespace || !k.namespaced

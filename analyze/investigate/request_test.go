@@ -20,6 +20,8 @@ func groupOf(resource string) string {
 		return "networking.k8s.io"
 	case "ciliumclusterwidenetworkpolicies":
 		return "cilium.io"
+	case "flowschemas", "prioritylevelconfigurations":
+		return "flowcontrol.apiserver.k8s.io"
 	}
 	return ""
 }

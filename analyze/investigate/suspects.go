@@ -333,6 +333,11 @@ func otherSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []ma
 		return nil, err
 	}
 	out = append(out, access...)
+	throttles, err := throttleSuspects(ctx, s, units, ids, rep.cons, where, since, until.Add(time.Second))
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, throttles...)
 	admission, err := admissionSuspects(ctx, s, units, ids, where, since, until.Add(time.Second))
 	if err != nil {
 		return nil, err
@@ -526,7 +531,7 @@ func discount(all []*scored) {
 		if x.base > 0 {
 			for _, y := range all {
 				if y != x && !carrier(y.sp.Dimension) && !y.created && y.base >= 0.8*x.base && (y.sp.Dimension != x.sp.Dimension || y.sp.Ref != x.sp.Ref) &&
-					!namesNodes(y, x) {
+					!namesNodes(y, x) && (x.sp.act == "" || y.sp.act != x.sp.act) {
 					competitors++
 				}
 			}
@@ -752,6 +757,8 @@ func undo(rep *Report, top Suspect) []Action {
 		return []Action{givesRoomBack(top)}
 	case top.netpol:
 		return []Action{undoNetPolicy(top)}
+	case top.throttles:
+		return []Action{undoFlowControl(top)}
 	case top.Dimension == "created":
 		return spreadArrival(top)
 	case top.Dimension == "deleted":

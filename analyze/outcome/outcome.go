@@ -129,6 +129,10 @@ type Unit struct {
 	// apiserver; it has no pod of its own, and its identity is the
 	// controller's pod template.
 	Unborn bool `json:"unborn,omitempty"`
+	// Refused: the unit went bad by a request of its own that the
+	// apiserver shed (429) or failed (5xx). Its work was refused; the pod
+	// itself may have lived on, so it is no rank that died (analyze/gang).
+	Refused bool `json:"refused,omitempty"`
 	// Source is the kind of evidence the unit was first seen bad in.
 	Source timeline.SourceKind `json:"-"`
 	// Evidence is where the first bad (else the last good) state was read.
@@ -379,10 +383,16 @@ func badRecords(ctx context.Context, s Store, opt Options, bad *timeline.Filter,
 			}
 			o := Observation{Time: r.FirstSeen(), Source: r.Source, Object: r.Object, Reason: r.Reason,
 				Message: r.Message, Code: r.Code, Bad: true, RecordID: r.ID, Evidence: r.Evidence}
-			// A denial is the pod's failure: it does not pass with a retry,
-			// as a 429 or a 5xx may (whether the pod survived those, its own
-			// state says). The codes are denialExtra's: its extra is read.
-			if r.Code == 401 || r.Code == 403 {
+			// A refused request is a failure of the client that made it,
+			// not of the object it asked for: when the apiserver recorded
+			// which pod made it (a bound ServiceAccount token), the refusal
+			// is that pod's observation. A denial (401, 403) does not pass
+			// with a retry; a request shed (429) or failed (5xx) may, but
+			// the pod saw its work refused all the same, and a client
+			// refused now and then before the incident is noise before
+			// the boundary, as any bad unit is. The codes are denialExtra's:
+			// its extra is read.
+			if byClient(r.Code) {
 				if pod := r.Pod(); pod != "" {
 					o.By = "Pod/" + pod
 				}
@@ -423,13 +433,21 @@ func (g *gather[T]) appendTo(dst []T) []T {
 }
 
 // badFields are the fields of a bad record that its observation keeps;
-// denialExtra asks for the extra JSON of denials (the pod) and of events
-// (when the first of them was), its only uses here, which a columnar store
-// would otherwise read for every bad record.
+// denialExtra asks for the extra JSON of refused requests (the pod that
+// made them, byClient) and of events (when the first of them was), its
+// only uses here, which a columnar store would otherwise read for every
+// bad record.
 var (
 	badFields   = timeline.FieldReason | timeline.FieldMessage | timeline.FieldCode
-	denialExtra = &timeline.FieldsWhere{Fields: timeline.FieldExtra, Where: mustFilter(`code in [401, 403] || source == "event"`)}
+	denialExtra = &timeline.FieldsWhere{Fields: timeline.FieldExtra, Where: mustFilter(`code in [401, 403, 429] || code >= 500 || source == "event"`)}
 )
+
+// byClient says whether a response code refuses the client rather than
+// reports on the object: a denial (401, 403), a request shed (429) or one
+// the apiserver failed (5xx). denialExtra reads the extra of these.
+func byClient(code int) bool {
+	return code == 401 || code == 403 || code == 429 || code >= 500
+}
 
 func mustFilter(expr string) *timeline.Filter {
 	f, err := timeline.CompileFilter(expr)
@@ -478,6 +496,7 @@ func fold(units []*Unit, bad, good []Observation) []*Unit {
 			reason = fmt.Sprintf("HTTP %d", o.Code)
 		}
 		u.BadAt, u.Reason, u.Message, u.ExitCode, u.Evidence, u.RecordID, u.Source = o.Time, reason, o.Message, o.ExitCode, o.Evidence, o.RecordID, o.Source
+		u.Refused = o.By == u.Ref && (o.Code == 429 || o.Code >= 500)
 	}
 	for _, o := range good {
 		u := byRef[o.Ref()]

@@ -141,8 +141,8 @@ func TestRead(t *testing.T) {
 				Object: timeline.ObjectRef{Kind: "Pod", Namespace: "ml", Name: "b"}},
 			{ID: 8, Time: t0.Add(61 * time.Second), Source: timeline.SourceAudit, Code: 429, Object: timeline.ObjectRef{Resource: "pods"}},
 			{ID: 9, Time: t0.Add(62 * time.Second), Source: timeline.SourceAudit, Code: 500, URI: "/readyz"},
-			// d's own request, denied: its failure. c's, throttled: retried,
-			// its state says how it fared.
+			// d's own request, denied: its failure. c's, shed: its work
+			// refused, its failure too (it was Ready before).
 			{ID: 10, Time: t0.Add(55 * time.Second), Source: timeline.SourceAudit, Code: 403, User: "system:serviceaccount:ml:reader",
 				Object: timeline.ObjectRef{Resource: "configmaps", Namespace: "ml"}, Extra: []byte(`{"pod":"ml/d"}`)},
 			{ID: 11, Time: t0.Add(56 * time.Second), Source: timeline.SourceAudit, Code: 429, User: "system:serviceaccount:ml:reader",
@@ -169,7 +169,7 @@ func TestRead(t *testing.T) {
 	want := []unit{
 		{Ref: "Pod/ml/a", Reason: "OOMKilled", Owner: "Job/train", Bad: true, BadAt: 50 * time.Second},
 		{Ref: "Pod/ml/b", Reason: "BackOff", Owner: "Job/train", Bad: true, BadAt: 60 * time.Second},
-		{Ref: "Pod/ml/c", Owner: "Job/train", Good: true},
+		{Ref: "Pod/ml/c", Reason: "HTTP 429", Owner: "Job/train", Bad: true, BadAt: 56 * time.Second},
 		{Ref: "Pod/ml/d", Reason: "HTTP 403", Owner: "Job/train", Bad: true, BadAt: 55 * time.Second},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

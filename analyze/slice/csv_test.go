@@ -161,7 +161,7 @@ func FuzzLoadCSV(f *testing.F) {
 		if err := c.Validate(); err != nil {
 			t.Fatalf("loaded an invalid cube: %v", err)
 		}
-		if len(c.Dims) > maxDims {
+		if len(c.Dims) > MaxDims {
 			return
 		}
 		if _, err := Search(context.Background(), c, Options{}); err != nil {

@@ -49,7 +49,9 @@ type Result struct {
 	Dispersion float64
 }
 
-const maxDims = 64
+// MaxDims is the most dimensions a cube may have: a cuboid is a bit set of
+// them.
+const MaxDims = 64
 
 type cuboid struct {
 	dims  []int   // indexes into Cube.Dims, ascending
@@ -85,8 +87,8 @@ func Search(ctx context.Context, c *Cube, opt Options) (Result, error) {
 	if err := c.Validate(); err != nil {
 		return Result{}, fmt.Errorf("slice search: %w", err)
 	}
-	if len(c.Dims) > maxDims {
-		return Result{}, fmt.Errorf("slice search: %d dimensions, at most %d supported", len(c.Dims), maxDims)
+	if len(c.Dims) > MaxDims {
+		return Result{}, fmt.Errorf("slice search: %d dimensions, at most %d supported", len(c.Dims), MaxDims)
 	}
 	if opt.MaxLayer < 0 || opt.MaxCauses < 0 {
 		return Result{}, fmt.Errorf("slice search: negative option (MaxLayer %d, MaxCauses %d)", opt.MaxLayer, opt.MaxCauses)

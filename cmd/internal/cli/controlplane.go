@@ -139,6 +139,7 @@ func writeControlplane(f *Factory, r *controlplane.Report, top int) error {
 		return ew.err
 	}
 	writeBursts(ew, r.Bursts, 5)
+	writeShed(ew, r.Shed, 5)
 	ew.printf("\nCLASSES\n")
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	f.header(tw, "VERB\tRESOURCE\tSCOPE\tCLIENT\tUSER\tCOUNT\tPEAK/S\tP50\tP99\tMAX\tCODES\tETCD LISTS")
@@ -228,16 +229,42 @@ func codeList(m map[string]int64) string {
 }
 
 // writeBursts prints the first n bursts with their simulated fixes.
+// writeShed lists the first n clients shed with no burst of their own.
+func writeShed(ew *errWriter, shed []controlplane.Shed, n int) {
+	if len(shed) == 0 {
+		return
+	}
+	ew.printf("\nSHED (429s with no burst of their own: a level too small for them, or another's load in it)\n")
+	for i := range firstOf(ew, len(shed), n, "faultline controlplane -o json") {
+		sh := shed[i]
+		ew.printf("%d. %s [%s]: %s of %s requests shed; peak %.0f/s, %.2f/s over the window\n",
+			i+1, dash(sh.Client), sh.User, humanInt(sh.Throttled), humanInt(sh.Requests), sh.PeakRps, sh.Rate)
+	}
+}
+
+// firstOf yields the indexes of the first n of total items (all when n is
+// 0), then says how many more there are, and where they all are.
+func firstOf(ew *errWriter, total, n int, where string) func(func(int) bool) {
+	return func(yield func(int) bool) {
+		for i := range total {
+			if n > 0 && i == n {
+				ew.printf("  ... %d more (%s)\n", total-n, where)
+				return
+			}
+			if !yield(i) {
+				return
+			}
+		}
+	}
+}
+
 func writeBursts(ew *errWriter, bursts []controlplane.Burst, n int) {
 	if len(bursts) == 0 {
 		return
 	}
 	ew.printf("\nBURSTS (by load on apiserver and etcd)\n")
-	for i, b := range bursts {
-		if n > 0 && i == n {
-			ew.printf("  ... %d more (faultline controlplane -o json)\n", len(bursts)-n)
-			break
-		}
+	for i := range firstOf(ew, len(bursts), n, "faultline controlplane -o json") {
+		b := bursts[i]
 		ew.printf("%d. %s .. %s  %s\n   %s\n   %.0f/s peak vs %.2f/s before; %s requests from %d clients; %.1f requests per %s started\n   %s\n",
 			i+1, fmtTime(b.Start, rfc3339Milli), fmtTime(b.End, rfc3339Milli), b.Class.Key(), b.Load, b.PeakRps, b.BaselineRps, humanInt(b.Requests), b.Clients,
 			b.Amplification, dash(b.AmplifiedBy), b.FanOut)

@@ -184,11 +184,8 @@ func writeDNSBursts(ew *errWriter, bursts []dns.Burst, top int) {
 		return
 	}
 	ew.printf("\nBURSTS (the most queries first)\n")
-	for i, b := range bursts {
-		if top > 0 && i == top {
-			ew.printf("  ... %d more (faultline dns -o json)\n", len(bursts)-top)
-			break
-		}
+	for i := range firstOf(ew, len(bursts), top, "faultline dns -o json") {
+		b := bursts[i]
 		who := "all queries (no client label)"
 		if b.Client != "" {
 			who = "client " + b.Client

@@ -207,10 +207,11 @@ func replayShow(ctx context.Context, f *Factory, name string, expected *fixtures
 	if err := writeReport(f.IO.Out, rep, f.reportLayout()); err != nil {
 		return err
 	}
-	if len(cp.Bursts) > 0 {
+	if len(cp.Bursts) > 0 || len(cp.Shed) > 0 {
 		ew := &errWriter{w: f.IO.Out}
 		ew.printf("\nCONTROL PLANE (faultline controlplane for all of it)")
 		writeBursts(ew, cp.Bursts, 3)
+		writeShed(ew, cp.Shed, 3)
 		if ew.err != nil {
 			return ew.err
 		}
