@@ -452,6 +452,45 @@ func (c *Cluster) stormAgent(ctx context.Context, a Actor, ns, name, version str
 	return cr, created, fail, wctx, stop, nil
 }
 
+// podAgent is stormAgent's workload as a cluster runs it today: the Job's
+// pods run as one ServiceAccount of the agent's own, and worker i is pod
+// i, with a token bound to that pod, as the kubelet mounts one (the
+// apiserver then names the pod in every request's user.extra). Its crew's
+// user is that ServiceAccount.
+func (c *Cluster) podAgent(ctx context.Context, a Actor, ns, name, version string, n int, timeout time.Duration) (
+	cr *crew, created Change, fail func(int, error), wctx context.Context, stop context.CancelFunc, err error) {
+	if err = c.Namespace(ctx, ns); err != nil {
+		return nil, Change{}, nil, nil, nil, err
+	}
+	if _, err = apiload.ServiceAccount(ctx, c.Admin, ns, name); err != nil {
+		return nil, Change{}, nil, nil, nil, err
+	}
+	at := Now()
+	if err = c.Job(ctx, a, ns, name, n, 0, Template{Image: agentImage(name, version), Container: name, ServiceAccount: name}); err != nil {
+		return nil, Change{}, nil, nil, nil, err
+	}
+	created = Change{Ref: "Job/" + ns + "/" + name, Dimension: "created", To: fmt.Sprintf("%d pods", n), At: at, Actor: &a}
+	podOf, err := apiload.PodsByIndex(ctx, c.Admin, ns, name)
+	if err != nil {
+		return nil, Change{}, nil, nil, nil, err
+	}
+	pods := make([]string, n)
+	for i := range pods {
+		if pods[i] = podOf[i]; pods[i] == "" {
+			return nil, Change{}, nil, nil, nil, fmt.Errorf("job %s/%s has no pod of index %d", ns, name, i)
+		}
+	}
+	if cr, err = c.podCrew(ctx, ns, name, clientAgent(name, version), name, pods, timeout); err != nil {
+		return nil, Change{}, nil, nil, nil, err
+	}
+	if fail, err = c.exitJobPods(ctx, ns, name, apiload.GiveUpMessage); err != nil {
+		return nil, Change{}, nil, nil, nil, err
+	}
+	wctx, stop = context.WithCancel(ctx)
+	c.cancelWhenJobFails(wctx, ns, name, stop)
+	return cr, created, fail, wctx, stop, nil
+}
+
 // stormOver ends a storm whose agent's workers are done (or back): it
 // notes the storm's end, waits for a first failed pod if a worker gave up,
 // lets the cluster settle, calls stops in order, and counts the agent's

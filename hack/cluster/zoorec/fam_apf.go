@@ -75,8 +75,9 @@ func runAPFMisconfig(ctx context.Context, c *Cluster, e *Expected) (string, erro
 			return "", err
 		}
 	}
-	// The agent: made by automation long ago, steady since.
-	cr, created, fail, wctx, stop, err := c.stormAgent(ctx, routineActor, ns, name, version, workers, 5*time.Second)
+	// The agent: made by automation long ago, steady since; its workers
+	// are its pods, each with its own bound token.
+	cr, created, fail, wctx, stop, err := c.podAgent(ctx, routineActor, ns, name, version, workers, 5*time.Second)
 	if err != nil {
 		return "", err
 	}
@@ -158,10 +159,13 @@ func runAPFMisconfig(ctx context.Context, c *Cluster, e *Expected) (string, erro
 	e.Boundary = &Boundary{LastGood: lastGood, FirstBad: firstBad, Tolerance: "2s"}
 	e.Slice = map[string]string{"owner/Job": name}
 	e.SliceEquivalents = []map[string]string{{"image.tag/" + name: agentImage(name, version)}}
-	e.Population = map[string]string{"namespace": ns}
+	// The FlowSchema takes every request of the namespace, whose only
+	// workload is the agent: the counterexample that tells is the
+	// neighbour of another namespace that reads the same and stays good.
 	e.CounterexampleDiffersIn = []string{"owner/Job"}
 	e.Mitigation = []Action{{Action: "rollback", Target: "FlowSchema/" + schema}}
-	e.extra("client", map[string]string{"userAgent": cr.userAgent, "user": cr.user()})
+	// No burst: the control plane names it among the clients shed.
+	e.extra("shed", map[string]string{"userAgent": cr.userAgent, "user": cr.user()})
 	e.extra("created", created.Ref)
 	e.extra("workers", workers)
 	e.extra("failedWorkers", len(gave))
