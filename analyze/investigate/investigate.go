@@ -217,6 +217,9 @@ type Suspect struct {
 	// throttles: a write to an API Priority and Fairness object
 	// (throttle.go).
 	throttles bool
+	// service: a write to a Service the bad units' failures name
+	// (services.go).
+	service bool
 	// verb is the audit verb of a write whose content is not in the
 	// evidence (writeSuspect); refused, the ServiceAccounts refused after
 	// it (writesBeforeRefusal).

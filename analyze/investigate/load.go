@@ -3,10 +3,12 @@ package investigate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/faultline/faultline/analyze/controlplane"
+	"github.com/faultline/faultline/analyze/outcome"
 )
 
 // LoadEvidence is the control-plane burst behind a load-shaped cause: the
@@ -23,6 +25,54 @@ type LoadEvidence struct {
 	Baseline float64   `json:"baselineRps"`
 	Load     string    `json:"load"` // how the load is made, in one line
 	Detail   string    `json:"detail"`
+}
+
+// apiLoad is what the apiserver's request rollup measured from the
+// clients of the slice's namespace: their bursts.
+type apiLoad struct {
+	bursts []controlplane.Burst
+}
+
+// after says whether a burst of the namespace's clients ran after at; a
+// nil apiLoad (nothing measured) does not deny it.
+func (l *apiLoad) after(at time.Time) bool {
+	if l == nil {
+		return true
+	}
+	for _, b := range l.bursts {
+		if !b.End.Before(at) {
+			return true
+		}
+	}
+	return false
+}
+
+// measuredLoad reads the bursts of the clients of namespace ns (its
+// ServiceAccounts) in [since - 1 min, until + 1 min], when a workload's
+// arrival is among the candidates, the bad units failed the way load
+// does, and the store keeps a rollup that holds requests: else nil, for
+// nothing measured.
+func measuredLoad(ctx context.Context, s Store, cands []*Suspect, units []*outcome.Unit, ns string, since, until time.Time) (*apiLoad, error) {
+	cs, ok := s.(controlplane.Store)
+	if shaped, _ := loadShaped(units); !ok || !shaped || ns == "" ||
+		!slices.ContainsFunc(cands, func(sp *Suspect) bool { return sp.Dimension == "created" && sp.reached == nil }) {
+		return nil, nil
+	}
+	prefix := "system:serviceaccount:" + ns + ":"
+	all, err := controlplane.Analyze(ctx, cs, controlplane.Options{Since: since.Add(-time.Minute), Until: until.Add(time.Minute)})
+	if err != nil {
+		return nil, fmt.Errorf("control-plane load: %w", err)
+	}
+	if all.Requests == 0 {
+		return nil, nil // no request evidence: nothing measured
+	}
+	l := &apiLoad{}
+	for _, b := range all.Bursts {
+		if strings.HasPrefix(b.Class.User, prefix) {
+			l.bursts = append(l.bursts, b)
+		}
+	}
+	return l, nil
 }
 
 // loadEvidence attaches the burst to the leading suspect when it is a

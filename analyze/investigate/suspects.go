@@ -42,7 +42,11 @@ func suspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[str
 	if err := markRestarts(ctx, s, cands, rep.ns); err != nil {
 		return nil, err
 	}
-	out := scoreSuspects(cands, scoring{units: units, ids: ids, pop: populationOf(units, rep.ns), owners: owners, firstBad: firstBad, storms: rep.storms})
+	in := scoring{units: units, ids: ids, pop: populationOf(units, rep.ns), owners: owners, firstBad: firstBad, storms: rep.storms}
+	if in.apiLoad, err = measuredLoad(ctx, s, cands, units, rep.ns, since, until); err != nil {
+		return nil, err
+	}
+	out := scoreSuspects(cands, in)
 	if err := scope(ctx, s, out, since, until); err != nil {
 		return nil, err
 	}
@@ -363,6 +367,11 @@ func otherSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []ma
 		return nil, err
 	}
 	out = append(out, netpols...)
+	services, err := serviceSuspects(ctx, s, units, ids, where, since, firstBad)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, services...)
 	placement, err := placementSuspects(ctx, s, units, ids, rep.cons, where, since, firstBad)
 	if err != nil {
 		return nil, err
@@ -395,6 +404,9 @@ type scoring struct {
 	owners   map[string]bool
 	firstBad time.Time
 	storms   *dnsStorms // a workload's arrival may have made one
+	// apiLoad is the load measured on the apiserver from the slice's
+	// namespace (measuredLoad); nil when none could be measured.
+	apiLoad *apiLoad
 }
 
 // scoreSuspects scores each candidate on the units (score.go), drops what
@@ -487,6 +499,13 @@ func (in scoring) weighLoad(all []*scored, contentExplains bool) []*scored {
 		case x.created && (contentExplains || !(shaped || storm)):
 			x.base = 0
 			x.sp.Why += "; but what the units ran with explains the failures, or they did not fail the way load does"
+		case x.created && !storm && !in.apiLoad.after(x.sp.At):
+			// Words that sound like load (refused, timed out) are not
+			// load: where the apiserver's requests were measured and
+			// none of the namespace's clients burst after the arrival,
+			// nor did CoreDNS, no load began with it.
+			x.base = 0
+			x.sp.Why += "; but no load was measured after it: no burst of its namespace's clients on the apiserver, no DNS query storm"
 		case x.created && storm:
 			x.sp.Why += "; a CoreDNS query storm began after it and ran into the first failure: see faultline dns"
 		case x.created:
@@ -759,6 +778,8 @@ func undo(rep *Report, top Suspect) []Action {
 		return []Action{undoNetPolicy(top)}
 	case top.throttles:
 		return []Action{undoFlowControl(top)}
+	case top.service:
+		return []Action{undoService(top)}
 	case top.Dimension == "created":
 		return spreadArrival(top)
 	case top.Dimension == "deleted":

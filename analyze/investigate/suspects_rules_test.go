@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/faultline/faultline/analyze/controlplane"
 	"github.com/faultline/faultline/analyze/identity"
 	"github.com/faultline/faultline/analyze/outcome"
 	"github.com/faultline/faultline/timeline"
@@ -384,5 +386,32 @@ func TestRestartOnly(t *testing.T) {
 	}
 	if !restart.restartOnly || rollout.restartOnly || unknown.restartOnly {
 		t.Errorf("restartOnly: restart %v, rollout %v, unknown %v; want true, false, false", restart.restartOnly, rollout.restartOnly, unknown.restartOnly)
+	}
+}
+
+// Words that sound like load are not load. Throttled units whose
+// workload arrived: where the apiserver's requests were measured, the
+// arrival is a cause only if a burst of the namespace's clients ran after
+// it; with nothing measured, the words stand.
+func TestArrivalNeedsMeasuredLoad(t *testing.T) {
+	const tooMany = "listing pods: the server has received too many requests and has asked us to try again later (429)"
+	created := &Suspect{Ref: "Deployment/ml/api", Dimension: "created", To: "Deployment", At: at(5), Kind: "change", Objects: 1}
+	clean := support{badHold: 10, bad: 10, good: 30}.confidence(0)
+	for _, tt := range []struct {
+		name string
+		load *apiLoad
+		want float64
+	}{
+		{"nothing measured", nil, clean},
+		{"a burst after it", &apiLoad{bursts: []controlplane.Burst{{Start: at(6), End: at(40)}}}, clean},
+		{"a burst that ended before it", &apiLoad{bursts: []controlplane.Burst{{Start: at(1), End: at(4)}}}, 0},
+		{"measured, no burst", &apiLoad{}, 0},
+	} {
+		units, ids := rollout("Error", tooMany)
+		sps := scoreSuspects([]*Suspect{created}, scoring{units: units, ids: ids, pop: populationOf(units, "ml"),
+			owners: map[string]bool{"Deployment/api": true}, firstBad: at(100), apiLoad: tt.load})
+		if len(sps) != 1 || math.Abs(sps[0].Confidence-tt.want) > 0.0006 {
+			t.Errorf("%s: %+v, want confidence %.3f", tt.name, sps, tt.want)
+		}
 	}
 }

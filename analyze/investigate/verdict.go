@@ -46,6 +46,10 @@ func decide(rep *Report) {
 			what = top.Ref + " restarted"
 		case "deleted":
 			what = top.Ref + " was deleted"
+		case "spec":
+			if top.verb != "" {
+				what = fmt.Sprintf("%s was %s (%s)", top.Ref, pastTense(top.verb), "its content is not in the evidence")
+			}
 		}
 		rep.VerdictWhy = fmt.Sprintf("%s (confidence %.2f: %s)", what, top.Confidence, top.ConfidenceWhy)
 		return
