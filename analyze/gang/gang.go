@@ -132,8 +132,9 @@ func Find(units []*outcome.Unit, rankOf func(u *outcome.Unit) string) []Finding 
 		terminated := 0
 		for _, u := range members {
 			switch {
-			case u.Bad() && !u.Refused:
-				// A rank whose request was refused did not die of it.
+			case u.Bad() && !u.Refused && !u.Killed:
+				// A rank whose request was refused did not die of it, nor
+				// did one its Job terminated.
 				bad = append(bad, u)
 			case !u.Deleted.IsZero():
 				terminated++

@@ -220,6 +220,9 @@ type Suspect struct {
 	// service: a write to a Service the bad units' failures name
 	// (services.go).
 	service bool
+	// ownerSpec: a change to a controller's own spec, outside its pod
+	// template (ownerspec.go).
+	ownerSpec bool
 	// verb is the audit verb of a write whose content is not in the
 	// evidence (writeSuspect); refused, the ServiceAccounts refused after
 	// it (writesBeforeRefusal).

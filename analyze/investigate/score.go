@@ -190,6 +190,26 @@ func carrier(dim string) bool {
 		strings.HasSuffix(dim, ".generation") || strings.HasPrefix(dim, "owner/")
 }
 
+// ownFailures are the bad units that failed of themselves, not killed by
+// their Job as it failed (outcome.Unit.Killed): how they failed says how
+// things fail. When every bad unit was killed, they are all there is.
+func ownFailures(units []*outcome.Unit) []*outcome.Unit {
+	var own, killed []*outcome.Unit
+	for _, u := range units {
+		switch {
+		case !u.Bad():
+		case u.Killed:
+			killed = append(killed, u)
+		default:
+			own = append(own, u)
+		}
+	}
+	if len(own) == 0 {
+		return killed
+	}
+	return own
+}
+
 // loadShaped says whether the bad units failed the way load makes things
 // fail: throttled, timed out, refused by an overloaded apiserver (an image
 // pull only when the registry throttled it). Only
@@ -197,10 +217,7 @@ func carrier(dim string) bool {
 // candidate cause.
 func loadShaped(units []*outcome.Unit) (bool, int) {
 	n, load := 0, 0
-	for _, u := range units {
-		if !u.Bad() {
-			continue
-		}
+	for _, u := range ownFailures(units) {
 		n++
 		m := strings.ToLower(u.Message + " " + u.Reason)
 		words := []string{"too many requests", "timed out", "timeout", "deadline exceeded", "429", "throttl", "connection refused", "etcdserver"}

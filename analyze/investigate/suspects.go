@@ -372,6 +372,11 @@ func otherSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []ma
 		return nil, err
 	}
 	out = append(out, services...)
+	specs, err := ownerSpecSuspects(ctx, s, units, ids, where, since, firstBad)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, specs...)
 	placement, err := placementSuspects(ctx, s, units, ids, rep.cons, where, since, firstBad)
 	if err != nil {
 		return nil, err
@@ -780,6 +785,8 @@ func undo(rep *Report, top Suspect) []Action {
 		return []Action{undoFlowControl(top)}
 	case top.service:
 		return []Action{undoService(top)}
+	case top.ownerSpec:
+		return []Action{undoOwnerSpec(top)}
 	case top.Dimension == "created":
 		return spreadArrival(top)
 	case top.Dimension == "deleted":

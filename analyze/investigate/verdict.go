@@ -142,8 +142,8 @@ func sharedFailure(units []*outcome.Unit) string {
 	count := map[string]int{}
 	example := map[string]*outcome.Unit{}
 	bad := 0
-	for _, u := range units {
-		if !u.Bad() || u.Reason == "" {
+	for _, u := range ownFailures(units) {
+		if u.Reason == "" {
 			continue
 		}
 		bad++

@@ -94,6 +94,11 @@ type Observation struct {
 	// when the apiserver recorded it (a bound ServiceAccount token): the
 	// denial is the pod's failure.
 	By string `json:"by,omitempty"`
+	// CountedBy is the Job ("Job/namespace/name") that counted this pod
+	// as failed (its status.uncountedTerminatedPods.failed): a pod it
+	// terminated as it failed (a deadline passed, its backoff limit
+	// reached) is failed by its Job's word, whatever its own state.
+	CountedBy string `json:"countedBy,omitempty"`
 }
 
 // Ref is "Kind/namespace/name" of the object observed.
@@ -133,6 +138,10 @@ type Unit struct {
 	// apiserver shed (429) or failed (5xx). Its work was refused; the pod
 	// itself may have lived on, so it is no rank that died (analyze/gang).
 	Refused bool `json:"refused,omitempty"`
+	// Killed: the unit went bad as its Job counted it failed before it
+	// failed of itself: its controller terminated it (a deadline passed,
+	// the Job failed), so it is no rank that died either.
+	Killed bool `json:"killed,omitempty"`
 	// Source is the kind of evidence the unit was first seen bad in.
 	Source timeline.SourceKind `json:"-"`
 	// Evidence is where the first bad (else the last good) state was read.
@@ -308,6 +317,20 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 	if out.Units, err = expandUnborn(ctx, s, fold(units, out.Bad, out.Good)); err != nil {
 		return nil, err
 	}
+	// The pods a Job counted as failed in one write are one observation
+	// of when things went bad, not one per pod: hundreds at one instant
+	// would outweigh the few that began it (the boundary). The first
+	// stands for them all.
+	counted := map[string]bool{}
+	out.Bad = slices.DeleteFunc(out.Bad, func(o Observation) bool {
+		if o.CountedBy == "" {
+			return false
+		}
+		k := o.CountedBy + "@" + o.Time.String()
+		dup := counted[k]
+		counted[k] = true
+		return dup
+	})
 	return out, nil
 }
 
@@ -468,7 +491,12 @@ func fold(units []*Unit, bad, good []Observation) []*Unit {
 	for _, u := range units {
 		byRef[u.Ref] = u
 	}
-	for _, o := range bad {
+	// A pod's own failures first; its Job's word (CountedBy) only for the
+	// pods that did not fail of themselves: a Job may list a pod that
+	// exited a moment before its own state was written.
+	own := slices.DeleteFunc(slices.Clone(bad), func(o Observation) bool { return o.CountedBy != "" })
+	counted := slices.DeleteFunc(slices.Clone(bad), func(o Observation) bool { return o.CountedBy == "" })
+	for _, o := range slices.Concat(own, counted) {
 		u := byRef[o.Ref()]
 		if u == nil && o.By != "" {
 			u = byRef[o.By] // the pod's own request failed
@@ -486,7 +514,7 @@ func fold(units []*Unit, bad, good []Observation) []*Unit {
 			// An event is stamped to the second: the state it reports,
 			// seen within that second, says what went wrong (the
 			// container's own last words, not "Back-off restarting").
-			if o.Source == SourceStatus && u.Source == timeline.SourceEvent && o.Time.Sub(u.BadAt) < time.Second {
+			if o.Source == SourceStatus && o.CountedBy == "" && u.Source == timeline.SourceEvent && o.Time.Sub(u.BadAt) < time.Second {
 				u.Reason, u.Message, u.ExitCode, u.Source = o.Reason, o.Message, o.ExitCode, o.Source
 			}
 			continue
@@ -497,6 +525,7 @@ func fold(units []*Unit, bad, good []Observation) []*Unit {
 		}
 		u.BadAt, u.Reason, u.Message, u.ExitCode, u.Evidence, u.RecordID, u.Source = o.Time, reason, o.Message, o.ExitCode, o.Evidence, o.RecordID, o.Source
 		u.Refused = o.By == u.Ref && (o.Code == 429 || o.Code >= 500)
+		u.Killed = o.CountedBy != ""
 	}
 	for _, o := range good {
 		u := byRef[o.Ref()]
@@ -583,6 +612,7 @@ func (o *Observation) Record() *timeline.Record {
 func readStates(ctx context.Context, s Store) ([]Observation, []*Unit, error) {
 	var obs []Observation
 	var units []*Unit
+	var jobs []timeline.ObjectVersion
 	for _, kind := range []struct{ group, resource, kind string }{
 		{"", "pods", "Pod"}, {"", "nodes", "Node"}, {"batch", "jobs", "Job"},
 		{"apps", "replicasets", "ReplicaSet"}, {"", "replicationcontrollers", "ReplicationController"},
@@ -590,6 +620,9 @@ func readStates(ctx context.Context, s Store) ([]Observation, []*Unit, error) {
 		vs, err := s.Versions(ctx, timeline.VersionQuery{Group: kind.group, Resource: kind.resource, History: true})
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s versions: %w", kind.resource, err)
+		}
+		if kind.kind == "Job" {
+			jobs = vs
 		}
 		var (
 			last     string // ns/name of the previous version
@@ -639,8 +672,65 @@ func readStates(ctx context.Context, s Store) ([]Observation, []*Unit, error) {
 			obs = append(obs, o)
 		}
 	}
+	obs = append(obs, countedFailed(jobs, units)...)
 	sortObs(obs)
 	return obs, units, nil
+}
+
+// countedFailed are the observations of the pods that their Jobs counted
+// as failed (status.uncountedTerminatedPods.failed, the UIDs the Job
+// controller has terminated as failed and not yet counted), each at the
+// first version that lists it, with the reason of the Job's failure when
+// the Job was failing (FailureTarget or Failed: DeadlineExceeded,
+// BackoffLimitExceeded) and "Failed" otherwise.
+func countedFailed(jobs []timeline.ObjectVersion, units []*Unit) []Observation {
+	byUID := make(map[string]*Unit, len(units))
+	for _, u := range units {
+		if u.UID != "" {
+			byUID[u.UID] = u
+		}
+	}
+	seen := map[string]bool{}
+	var out []Observation
+	for i := range jobs {
+		v := &jobs[i]
+		var m struct {
+			Status struct {
+				Conditions []struct {
+					Type, Status, Reason, Message string
+				}
+				UncountedTerminatedPods struct {
+					Failed []string
+				}
+			}
+		}
+		if json.Unmarshal(v.Content, &m) != nil || len(m.Status.UncountedTerminatedPods.Failed) == 0 {
+			continue
+		}
+		reason, message := "Failed", ""
+		for _, c := range m.Status.Conditions {
+			if (c.Type == "FailureTarget" || c.Type == "Failed") && c.Status == "True" && c.Reason != "" {
+				reason, message = c.Reason, c.Message
+				break
+			}
+		}
+		job := "Job/" + v.Object.Namespace + "/" + v.Object.Name
+		for _, uid := range m.Status.UncountedTerminatedPods.Failed {
+			u := byUID[uid]
+			if u == nil || seen[uid] || u.Namespace != v.Object.Namespace {
+				continue
+			}
+			seen[uid] = true
+			msg := "counted as failed by " + job
+			if message != "" {
+				msg += ": " + message
+			}
+			out = append(out, Observation{Time: v.Time, Source: SourceStatus,
+				Object: timeline.ObjectRef{Kind: "Pod", Resource: "pods", Namespace: u.Namespace, Name: u.Name, UID: u.UID},
+				Reason: reason, Message: msg, Type: "Warning", Evidence: v.Evidence, CountedBy: job})
+		}
+	}
+	return out
 }
 
 func newUnit(v *timeline.ObjectVersion, m map[string]any) *Unit {

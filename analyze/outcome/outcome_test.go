@@ -204,3 +204,54 @@ func TestDefaultBadNodeFaults(t *testing.T) {
 		t.Errorf("NodeFaults (-timeline +outcome):\n%s", diff)
 	}
 }
+
+// A Job that fails (its deadline passed) terminates its running pods and
+// counts them as failed (status.uncountedTerminatedPods.failed): they are
+// bad by its word, with its reason, and Killed; a pod that had already
+// failed of itself keeps its own failure.
+func TestReadCountedByTheJob(t *testing.T) {
+	ready := `{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}`
+	deleting := func(v timeline.ObjectVersion) timeline.ObjectVersion {
+		v.Content = json.RawMessage(strings.Replace(string(v.Content), `"metadata":{`, `"metadata":{"deletionTimestamp":"2026-05-01T10:01:00Z",`, 1))
+		return v
+	}
+	job := timeline.ObjectVersion{Object: timeline.ObjectRef{Group: "batch", Resource: "jobs", Namespace: "ml", Name: "train"},
+		Time: t0.Add(60 * time.Second), Content: json.RawMessage(`{"status":{"conditions":[{"type":"FailureTarget","status":"True",` +
+			`"reason":"DeadlineExceeded","message":"Job was active longer than specified deadline"}],"uncountedTerminatedPods":{"failed":["ua","ub","ud"]}}}`)}
+	s := &fakeStore{versions: []timeline.ObjectVersion{
+		pod("a", "ua", 1, ready), deleting(pod("a", "ua", 61, ready)),
+		pod("b", "ub", 2, ready), pod("b", "ub", 50, `{"phase":"Failed","containerStatuses":[{"state":{"terminated":{"exitCode":1,"reason":"Error"}}}]}`),
+		pod("c", "uc", 3, ready),
+		// d exited of itself; its state was written a moment after its
+		// Job listed it.
+		pod("d", "ud", 4, ready), pod("d", "ud", 61, `{"phase":"Failed","containerStatuses":[{"state":{"terminated":{"exitCode":1,"reason":"Error"}}}]}`),
+		job,
+	}}
+	out, err := Read(context.Background(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type unit struct {
+		Ref, Reason string
+		Bad, Killed bool
+	}
+	var got []unit
+	for _, u := range out.Units {
+		got = append(got, unit{u.Ref, u.Reason, u.Bad(), u.Killed})
+	}
+	want := []unit{{"Pod/ml/a", "DeadlineExceeded", true, true}, {"Pod/ml/b", "Error", true, false}, {"Pod/ml/c", "", false, false},
+		{"Pod/ml/d", "Error", true, false}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("units (-want +got)\n%s", diff)
+	}
+	// The Job's one write that counted them is one bad observation.
+	n := 0
+	for _, o := range out.Bad {
+		if o.CountedBy != "" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d counted observations among the bad, want 1 for the Job's one write", n)
+	}
+}

@@ -359,8 +359,11 @@ func writeHeadline(tw *textWriter, r *investigate.Report) {
 			shortDigests(sliceText(headlineWhere(r.Slice.Where))), r.Slice.Bad, r.Slice.Total, r.Units.Bad, inScope)
 	case r.Units.Bad > 0:
 		tw.prose(9, "BROKE    %d of %d units in scope went bad", r.Units.Bad, inScope)
+	case r.Bad == outcome.DefaultBad:
+		// The default is a page of CEL: --help has it.
+		tw.prose(9, "BROKE    requests and objects went bad (by the default --bad: faultline investigate --help), no unit in scope")
 	default:
-		tw.prose(9, "BROKE    requests and objects went bad (%s), no unit in scope", r.Bad)
+		tw.prose(9, "BROKE    requests and objects went bad (--bad %s), no unit in scope", r.Bad)
 	}
 	since := fmtTime(b.FirstBad, rfc3339Milli)
 	if tw.lay.TTY && tw.lay.Loc != nil {
