@@ -311,7 +311,7 @@ func labelsWith(base map[string]string, k, v string) map[string]string {
 
 // Job creates an Indexed Job of pods started at once (a training job) as
 // the actor and waits until they all run.
-func (c *Cluster) Job(ctx context.Context, a Actor, ns, name string, pods, backoff int, t Template) error {
+func (c *Cluster) Job(ctx context.Context, a Actor, ns, name string, pods, backoff int, t Template, opts ...func(*batchv1.Job)) error {
 	if err := c.Namespace(ctx, ns); err != nil {
 		return err
 	}
@@ -323,6 +323,9 @@ func (c *Cluster) Job(ctx context.Context, a Actor, ns, name string, pods, backo
 			CompletionMode: ptr.To(batchv1.IndexedCompletion), BackoffLimit: ptr.To(int32(backoff)),
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: t.spec(corev1.RestartPolicyNever)},
 		},
+	}
+	for _, o := range opts {
+		o(j)
 	}
 	if _, err := c.As(a).BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create job %s/%s: %w", ns, name, err)
