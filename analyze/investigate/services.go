@@ -2,6 +2,7 @@ package investigate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/analyze/identity"
+	"github.com/faultline/faultline/analyze/objdiff"
 	"github.com/faultline/faultline/analyze/outcome"
 	"github.com/faultline/faultline/timeline"
 )
@@ -100,4 +102,146 @@ func undoService(top Suspect) Action {
 		Why: "undo the write, so its selector and ports reach its workload's pods again: its last version, if the timeline holds it, is the last of " +
 			command("faultline", "history", "service/"+ns+"/"+name) + " (its content is not in the evidence)",
 		Verify: command("kubectl", "get", "endpointslices", "-n", ns, "-l", "kubernetes.io/service-name="+name) + "; " + objectCommand("get", kind, ns, name)}
+}
+
+// What a failure names, behind the name. A Service is a name for the
+// pods its selector matches, and those pods belong to workloads: a
+// Deployment scaled to zero, a StatefulSet rolled to a broken image,
+// leave the name with no one to answer, with nothing written to the
+// Service itself. So the workloads in the Service's namespace whose pod
+// template matches its selector (as the timeline last holds the Service)
+// are the callee; each field of a callee's spec that a write changed
+// before the first bad (how many pods it runs included: none is what a
+// caller cannot reach) is a suspect, reaching the bad units that name the
+// Service and failed after it.
+
+// calleeKinds are the workloads whose pods a Service can select.
+var calleeKinds = []struct{ group, resource, kind string }{
+	{"apps", "deployments", "Deployment"}, {"apps", "statefulsets", "StatefulSet"}, {"apps", "daemonsets", "DaemonSet"},
+}
+
+// calleeSuspects are the changes, in (since, firstBad], to the workloads
+// behind the Services the slice's bad units name.
+func calleeSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension,
+	where map[string]string, since, firstBad time.Time) ([]*Suspect, error) {
+	naming := map[string][]*outcome.Unit{}
+	var order []string
+	for i, u := range units {
+		if !u.Bad() || u.Unborn || !matches(ids[i], where) {
+			continue
+		}
+		for _, ref := range namedServices(u.Message) {
+			if naming[ref] == nil {
+				order = append(order, ref)
+			}
+			naming[ref] = append(naming[ref], u)
+		}
+	}
+	var out []*Suspect
+	for _, ref := range order {
+		ns, name, _ := strings.Cut(ref, "/")
+		selector, err := serviceSelector(ctx, s, ns, name)
+		if err != nil || len(selector) == 0 {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		for _, k := range calleeKinds {
+			vs, err := s.Versions(ctx, timeline.VersionQuery{Group: k.group, Resource: k.resource, Namespace: ns, History: true})
+			if err != nil {
+				return nil, err
+			}
+			prev := map[string]map[string]any{} // workload -> its last spec
+			for i := range vs {
+				v := &vs[i]
+				spec, labels, ok := workloadSpec(v.Content)
+				if !ok || !selects(selector, labels) {
+					continue
+				}
+				key := v.Object.Name
+				before := prev[key]
+				prev[key] = spec
+				if before == nil || !v.Time.After(since) || v.Time.After(firstBad) {
+					continue
+				}
+				for _, c := range objdiff.Diff(before, spec, objdiff.Options{}) {
+					sp := &Suspect{Ref: identity.Ref{Kind: k.kind, Namespace: ns, Name: v.Object.Name}.String(), Dimension: "spec." + c.Path,
+						From: plain(c.From), To: plain(c.To), At: v.Time, Kind: "change", Objects: 1,
+						Run: v.Evidence.Run, Line: v.Evidence.Line, reached: map[*outcome.Unit]bool{}, callee: true}
+					n := 0
+					for _, u := range naming[ref] {
+						if u.BadAt.After(v.Time) {
+							sp.reached[u] = true
+							n++
+						}
+					}
+					sp.Why = fmt.Sprintf("the workload behind Service %s (its selector matches its pods); then %d failed units named the Service", ref, n)
+					out = append(out, sp)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// serviceSelector is a Service's selector as the timeline last holds it.
+func serviceSelector(ctx context.Context, s Store, ns, name string) (map[string]string, error) {
+	vs, err := s.Versions(ctx, timeline.VersionQuery{Resource: "services", Namespace: ns, Name: name, History: true})
+	if err != nil || len(vs) == 0 {
+		return nil, err
+	}
+	var m struct {
+		Spec struct {
+			Selector map[string]string `json:"selector"`
+		} `json:"spec"`
+	}
+	if json.Unmarshal(vs[len(vs)-1].Content, &m) != nil {
+		return nil, nil
+	}
+	return m.Spec.Selector, nil
+}
+
+// workloadSpec is a workload's spec and its pod template's labels.
+func workloadSpec(content []byte) (map[string]any, map[string]string, bool) {
+	var m struct {
+		Spec map[string]any `json:"spec"`
+	}
+	if json.Unmarshal(content, &m) != nil || m.Spec == nil {
+		return nil, nil, false
+	}
+	var t struct {
+		Spec struct {
+			Template struct {
+				Metadata struct {
+					Labels map[string]string `json:"labels"`
+				} `json:"metadata"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	_ = json.Unmarshal(content, &t)
+	return m.Spec, t.Spec.Template.Metadata.Labels, true
+}
+
+// selects says whether a Service's selector matches a pod's labels.
+func selects(selector, labels map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return len(selector) > 0
+}
+
+// undoCallee puts the workload behind a Service back: its pods, scaled
+// away, scaled back; any other field set back.
+func undoCallee(top Suspect) Action {
+	if top.Dimension != "spec.replicas" || top.From == "" {
+		return undoOwnerSpec(top)
+	}
+	kind, ns, name := splitRef(top.Ref)
+	return Action{Action: "rollback", Target: top.Ref, To: top.From,
+		Why:     fmt.Sprintf("scale it back to %s replicas, so the Service has pods to answer its callers", top.From),
+		Command: command(append([]string{"kubectl", "scale", strings.ToLower(kind) + "/" + name}, append(nsArgs(ns), "--replicas="+top.From)...)...),
+		Verify:  command("kubectl", "get", "endpointslices", "-n", ns, "-l", "kubernetes.io/service-name="+name) + "; " + objectCommand("get", kind, ns, name)}
 }

@@ -2,6 +2,7 @@ package investigate
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -65,6 +66,46 @@ func TestServiceSuspects(t *testing.T) {
 	}
 	if a := undoService(*got[1]); a.Action != "rollback" || a.Target != "Service/ml/feature-store" ||
 		a.Verify != "kubectl get endpointslices -n ml -l kubernetes.io/service-name=feature-store; kubectl get service/feature-store -n ml" {
+		t.Errorf("mitigation %+v", a)
+	}
+}
+
+// The frontend's pods fail naming the backend's Service, whose selector
+// (app=feature-store) matches the backend Deployment's pods and not the
+// other Deployment's. The backend scaled to zero before the first bad is
+// a suspect; the other's change, and the backend's after the first bad,
+// are not.
+func TestCalleeSuspects(t *testing.T) {
+	deployment := func(sec float64, name, app string, replicas int) timeline.ObjectVersion {
+		c, _ := json.Marshal(map[string]any{"spec": map[string]any{"replicas": replicas,
+			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": app}}}}})
+		return timeline.ObjectVersion{Object: timeline.ObjectRef{Group: "apps", Resource: "deployments", Namespace: "ml", Name: name},
+			Time: at(sec), Content: c, Evidence: timeline.Evidence{Run: 1, Line: int64(sec)}}
+	}
+	svc := timeline.ObjectVersion{Object: timeline.ObjectRef{Resource: "services", Namespace: "ml", Name: "feature-store"},
+		Time: at(1), Content: json.RawMessage(`{"spec":{"selector":{"app":"feature-store"}}}`)}
+	s := &timelinetest.Mem{Vers: []timeline.ObjectVersion{svc,
+		deployment(0, "feature-store", "feature-store", 5), deployment(25, "feature-store", "feature-store", 0),
+		deployment(40, "feature-store", "feature-store", 5),
+		deployment(0, "other", "other", 2), deployment(26, "other", "other", 0),
+	}}
+	const msg = `Get "http://feature-store.ml.svc.cluster.local:8080/v1": dial tcp 10.96.1.2:8080: connect: connection refused`
+	units := []*outcome.Unit{badUnit("ml", "front-0", 0, 30), badUnit("ml", "front-1", 0, 31)}
+	for _, u := range units {
+		u.Message = msg
+	}
+	ids := []map[string]identity.Dimension{idOf("owner/Deployment", "front"), idOf("owner/Deployment", "front")}
+	got, err := calleeSuspects(context.Background(), s, units, ids, map[string]string{"owner/Deployment": "front"}, at(0), at(30))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Ref != "Deployment/ml/feature-store" || got[0].Dimension != "spec.replicas" || got[0].From != "5" || got[0].To != "0" {
+		t.Fatalf("got %+v, want the backend's scale to zero", got)
+	}
+	if diff := cmp.Diff([]brief{{"Deployment/ml/feature-store", "spec.replicas", "", []string{"Pod/ml/front-0", "Pod/ml/front-1"}}}, briefsOf(got, units)); diff != "" {
+		t.Errorf("reached (-want +got)\n%s", diff)
+	}
+	if a := undoCallee(*got[0]); a.Command != "kubectl scale deployment/feature-store -n ml --replicas=5" {
 		t.Errorf("mitigation %+v", a)
 	}
 }

@@ -372,6 +372,11 @@ func otherSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []ma
 		return nil, err
 	}
 	out = append(out, services...)
+	callees, err := calleeSuspects(ctx, s, units, ids, where, since, firstBad)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, callees...)
 	specs, err := ownerSpecSuspects(ctx, s, units, ids, where, since, firstBad)
 	if err != nil {
 		return nil, err
@@ -787,6 +792,8 @@ func undo(rep *Report, top Suspect) []Action {
 		return []Action{undoService(top)}
 	case top.ownerSpec:
 		return []Action{undoOwnerSpec(top)}
+	case top.callee:
+		return []Action{undoCallee(top)}
 	case top.Dimension == "created":
 		return spreadArrival(top)
 	case top.Dimension == "deleted":
