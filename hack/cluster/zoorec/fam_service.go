@@ -34,43 +34,87 @@ func service(ns, name string) *corev1.Service {
 			Ports: []corev1.ServicePort{{Name: "http", Port: 8080, TargetPort: intstr.FromInt32(8080)}}}}
 }
 
-func runServiceBreak(ctx context.Context, c *Cluster, e *Expected) (string, error) {
+// callChain is a namespace where a frontend calls a backend through its
+// Service, beside another namespace's service that nobody calls: the
+// setting of the families where callers fail for what happened to what
+// they call.
+type callChain struct {
+	ns, other                  string
+	backend, frontend, otherSvc string
+	image                      string // the frontend's
+	replicas                   int    // the frontend's
+}
+
+// newCallChain draws a call chain and runs it, made long ago by the
+// platform's automation, with the routine around it.
+func (c *Cluster) newCallChain(ctx context.Context, e *Expected) (*callChain, error) {
 	e.Nodes = Scale(c, e.Family)
 	fleet, err := c.Nodes(ctx, e.Nodes)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	spaces := []string{"ml", "serve", "recsys", "search"}
 	perm := c.rng.Perm(len(spaces))
-	ns, other := spaces[perm[0]], spaces[perm[1]]
-	backend := Pick(c, []string{"feature-store", "embedding-cache", "user-profile"})
-	frontend := Pick(c, []string{"ranker", "gateway", "scorer"})
-	otherSvc := Pick(c, []string{"model-registry", "metrics-api"})
+	ch := &callChain{ns: spaces[perm[0]], other: spaces[perm[1]]}
+	ch.backend = Pick(c, []string{"feature-store", "embedding-cache", "user-profile"})
+	ch.frontend = Pick(c, []string{"ranker", "gateway", "scorer"})
+	ch.otherSvc = Pick(c, []string{"model-registry", "metrics-api"})
 	replicas, backends := c.Between(6, 16), c.Between(3, 6)
-	image := "registry.example/" + frontend + ":" + c.version()
+	ch.replicas, ch.image = replicas, "registry.example/"+ch.frontend+":"+c.version()
 	if err := c.Background(ctx); err != nil {
-		return "", err
+		return nil, err
 	}
 	for _, d := range []struct {
 		ns, name, image string
 		n               int
 	}{
-		{ns, backend, "registry.example/" + backend + ":" + c.version(), backends},
-		{ns, frontend, image, replicas},
-		{other, otherSvc, "registry.example/" + otherSvc + ":" + c.version(), c.Between(2, 5)},
+		{ch.ns, ch.backend, "registry.example/" + ch.backend + ":" + c.version(), backends},
+		{ch.ns, ch.frontend, ch.image, replicas},
+		{ch.other, ch.otherSvc, "registry.example/" + ch.otherSvc + ":" + c.version(), c.Between(2, 5)},
 	} {
 		if err := c.Deployment(ctx, routineActor, d.ns, d.name, d.n, Template{Image: d.image}); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
-	for _, s := range []*corev1.Service{service(ns, backend), service(other, otherSvc)} {
+	for _, s := range []*corev1.Service{service(ch.ns, ch.backend), service(ch.other, ch.otherSvc)} {
 		if _, err := c.As(routineActor).CoreV1().Services(s.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
-			return "", fmt.Errorf("create service %s/%s: %w", s.Namespace, s.Name, err)
+			return nil, fmt.Errorf("create service %s/%s: %w", s.Namespace, s.Name, err)
 		}
 	}
 	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
+		return nil, err
+	}
+	return ch, nil
+}
+
+// refused crash-loops the frontend's running pods as their calls to the
+// backend's Service are refused, from lastGood on, and fills in the
+// truth the call-chain families share.
+func (ch *callChain) refused(ctx context.Context, c *Cluster, e *Expected, pods []corev1.Pod, lastGood time.Time) error {
+	// The endpoints empty within a second; each frontend pod's next calls
+	// are refused, and it gives up after its retries.
+	Sleep(ctx, c.Dur(3*time.Second, 6*time.Second))
+	msg := fmt.Sprintf(`FATAL: fetch features: Get "http://%s.%s.svc.cluster.local:8080/v1/lookup": dial tcp 10.96.%d.%d:8080: connect: connection refused`,
+		ch.backend, ch.ns, c.Between(1, 250), c.Between(1, 250))
+	firstBad, err := c.CrashLoop(ctx, ch.ns, pods, ch.image, "", msg)
+	if err != nil {
+		return err
+	}
+	Sleep(ctx, c.Dur(20*time.Second, 30*time.Second))
+	e.Boundary = crashBoundary(lastGood, firstBad)
+	e.Slice = map[string]string{"owner/Deployment": ch.frontend}
+	e.SliceEquivalents = []map[string]string{{"image.tag/main": ch.image}}
+	e.Population = map[string]string{"namespace": ch.ns}
+	e.CounterexampleDiffersIn = []string{"owner/Deployment"}
+	return nil
+}
+
+func runServiceBreak(ctx context.Context, c *Cluster, e *Expected) (string, error) {
+	ch, err := c.newCallChain(ctx, e)
+	if err != nil {
 		return "", err
 	}
+	ns, other, backend, frontend, otherSvc, replicas := ch.ns, ch.other, ch.backend, ch.frontend, ch.otherSvc, ch.replicas
 	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
 	actor := c.DrawActor()
 	svcs := func(ns string) interface {
@@ -97,21 +141,9 @@ func runServiceBreak(ctx context.Context, c *Cluster, e *Expected) (string, erro
 		return "", fmt.Errorf("patch service %s/%s: %w", ns, backend, err)
 	}
 	e.Changes = []Change{{Ref: "Service/" + ns + "/" + backend, Dimension: "spec", At: at, Actor: &actor}}
-	// The endpoints empty within a second; each frontend pod's next calls
-	// are refused, and it gives up after its retries.
-	Sleep(ctx, c.Dur(3*time.Second, 6*time.Second))
-	msg := fmt.Sprintf(`FATAL: fetch features: Get "http://%s.%s.svc.cluster.local:8080/v1/lookup": dial tcp 10.96.%d.%d:8080: connect: connection refused`,
-		backend, ns, c.Between(1, 250), c.Between(1, 250))
-	firstBad, err := c.CrashLoop(ctx, ns, pods, image, "", msg)
-	if err != nil {
+	if err := ch.refused(ctx, c, e, pods, lastGood); err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(20*time.Second, 30*time.Second))
-	e.Boundary = crashBoundary(lastGood, firstBad)
-	e.Slice = map[string]string{"owner/Deployment": frontend}
-	e.SliceEquivalents = []map[string]string{{"image.tag/main": image}}
-	e.Population = map[string]string{"namespace": ns}
-	e.CounterexampleDiffersIn = []string{"owner/Deployment"}
 	e.Mitigation = []Action{{Action: "rollback", Target: "Service/" + ns + "/" + backend}}
 	return fmt.Sprintf(`A frontend crash-loops: its backend refuses connections.
 
