@@ -39,10 +39,10 @@ func service(ns, name string) *corev1.Service {
 // setting of the families where callers fail for what happened to what
 // they call.
 type callChain struct {
-	ns, other                  string
+	ns, other                   string
 	backend, frontend, otherSvc string
-	image                      string // the frontend's
-	replicas                   int    // the frontend's
+	image                       string // the frontend's
+	replicas                    int    // the frontend's
 }
 
 // newCallChain draws a call chain and runs it, made long ago by the
