@@ -443,7 +443,11 @@ func readBeyondAPIServer(ctx context.Context, s Store, rep *Report, first, last 
 // in the times of the bad observations, moved back to a precursor) and
 // the last known-good one before it, with the evidence of each. It sets
 // rep.Boundary and returns the change point.
-func findBoundary(ctx context.Context, s Store, out *outcome.Outcomes, rep *Report, first, last time.Time, maxEvidence int) (boundary.Result, error) {
+func findBoundary(ctx context.Context, s Store, all *outcome.Outcomes, rep *Report, first, last time.Time, maxEvidence int) (boundary.Result, error) {
+	// The pods a Job counted in one write weigh as one observation.
+	view := *all
+	view.Bad = outcome.OnePerWrite(all.Bad)
+	out := &view
 	times := make([]time.Time, len(out.Bad))
 	for i, o := range out.Bad {
 		times[i] = o.Time

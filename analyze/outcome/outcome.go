@@ -317,20 +317,6 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 	if out.Units, err = expandUnborn(ctx, s, fold(units, out.Bad, out.Good)); err != nil {
 		return nil, err
 	}
-	// The pods a Job counted as failed in one write are one observation
-	// of when things went bad, not one per pod: hundreds at one instant
-	// would outweigh the few that began it (the boundary). The first
-	// stands for them all.
-	counted := map[string]bool{}
-	out.Bad = slices.DeleteFunc(out.Bad, func(o Observation) bool {
-		if o.CountedBy == "" {
-			return false
-		}
-		k := o.CountedBy + "@" + o.Time.String()
-		dup := counted[k]
-		counted[k] = true
-		return dup
-	})
 	return out, nil
 }
 
@@ -675,6 +661,27 @@ func readStates(ctx context.Context, s Store) ([]Observation, []*Unit, error) {
 	obs = append(obs, countedFailed(jobs, units)...)
 	sortObs(obs)
 	return obs, units, nil
+}
+
+// OnePerWrite is bad with the pods a Job counted as failed in one write
+// folded into the first of them: they are one observation of when things
+// went bad, not one per pod, and hundreds at one instant would outweigh
+// the few that began it (the boundary's change point). Every one of them
+// stays bad (timeline, bisect and the histogram count them all).
+func OnePerWrite(bad []Observation) []Observation {
+	counted := map[string]bool{}
+	var out []Observation
+	for _, o := range bad {
+		if o.CountedBy != "" {
+			k := o.CountedBy + "@" + o.Time.String()
+			if counted[k] {
+				continue
+			}
+			counted[k] = true
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 // countedFailed are the observations of the pods that their Jobs counted

@@ -244,14 +244,17 @@ func TestReadCountedByTheJob(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("units (-want +got)\n%s", diff)
 	}
-	// The Job's one write that counted them is one bad observation.
-	n := 0
-	for _, o := range out.Bad {
-		if o.CountedBy != "" {
-			n++
+	// Each is a bad observation; for the boundary, the Job's one write
+	// that counted them is one.
+	count := func(obs []Observation) (n int) {
+		for _, o := range obs {
+			if o.CountedBy != "" {
+				n++
+			}
 		}
+		return n
 	}
-	if n != 1 {
-		t.Errorf("%d counted observations among the bad, want 1 for the Job's one write", n)
+	if n, one := count(out.Bad), count(OnePerWrite(out.Bad)); n != 3 || one != 1 {
+		t.Errorf("%d counted observations among the bad, %d one per write; want 3 and 1", n, one)
 	}
 }
