@@ -49,7 +49,14 @@ func (m *Model) controlPlaneView(height int) string {
 		m.cpShed(&b, r, height-used-2)
 		return b.String()
 	}
-	m.cpBurstList(&b, r, max(height-used, 1))
+	// The clients shed with no burst of their own keep a few lines below
+	// the bursts: the bursts do not explain them.
+	shed := 0
+	if len(r.Shed) > 0 && height-used > 12 {
+		shed = min(len(r.Shed), 3) + 1
+	}
+	m.cpBurstList(&b, r, max(height-used-shed, 1))
+	m.cpShed(&b, r, shed)
 	return b.String()
 }
 
