@@ -45,10 +45,10 @@ func namedServices(msg string) []string {
 	return out
 }
 
-// serviceSuspects are the writes to the Services the slice's bad units
-// name, in (since, firstBad].
-func serviceSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension,
-	where map[string]string, since, firstBad time.Time) ([]*Suspect, error) {
+// namingServices are the Services ("NS/NAME") the slice's bad units name
+// in their failures, in the order first named, with the units naming
+// each.
+func namingServices(units []*outcome.Unit, ids []map[string]identity.Dimension, where map[string]string) ([]string, map[string][]*outcome.Unit) {
 	naming := map[string][]*outcome.Unit{}
 	var order []string
 	for i, u := range units {
@@ -62,6 +62,14 @@ func serviceSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []
 			naming[ref] = append(naming[ref], u)
 		}
 	}
+	return order, naming
+}
+
+// serviceSuspects are the writes to the Services the slice's bad units
+// name, in (since, firstBad].
+func serviceSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension,
+	where map[string]string, since, firstBad time.Time) ([]*Suspect, error) {
+	order, naming := namingServices(units, ids, where)
 	var out []*Suspect
 	for _, ref := range order {
 		ns, name, _ := strings.Cut(ref, "/")
@@ -124,19 +132,7 @@ var calleeKinds = []struct{ group, resource, kind string }{
 // behind the Services the slice's bad units name.
 func calleeSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension,
 	where map[string]string, since, firstBad time.Time) ([]*Suspect, error) {
-	naming := map[string][]*outcome.Unit{}
-	var order []string
-	for i, u := range units {
-		if !u.Bad() || u.Unborn || !matches(ids[i], where) {
-			continue
-		}
-		for _, ref := range namedServices(u.Message) {
-			if naming[ref] == nil {
-				order = append(order, ref)
-			}
-			naming[ref] = append(naming[ref], u)
-		}
-	}
+	order, naming := namingServices(units, ids, where)
 	var out []*Suspect
 	for _, ref := range order {
 		ns, name, _ := strings.Cut(ref, "/")
