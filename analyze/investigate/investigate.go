@@ -223,9 +223,9 @@ type Suspect struct {
 	// ownerSpec: a change to a controller's own spec, outside its pod
 	// template (ownerspec.go).
 	ownerSpec bool
-	// callee: a change to a workload behind a Service the bad units'
-	// failures name (services.go).
-	callee bool
+	// callee is the Service ("NS/NAME") the bad units' failures name,
+	// for a change to a workload behind it (services.go).
+	callee string
 	// verb is the audit verb of a write whose content is not in the
 	// evidence (writeSuspect); refused, the ServiceAccounts refused after
 	// it (writesBeforeRefusal).

@@ -68,42 +68,69 @@ func ownerSpecSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids 
 		if err != nil {
 			return nil, err
 		}
-		var prev map[string]any
-		for i := range vs {
-			v := &vs[i]
-			spec, ok := ownSpec(v.Content)
-			if !ok {
+		for _, w := range specWrites(vs, since, firstBad, ownSpec) {
+			if scaleFields[w.Path] {
 				continue
 			}
-			if prev != nil && v.Time.After(since) && !v.Time.After(firstBad) {
-				for _, c := range objdiff.Diff(prev, spec, objdiff.Options{}) {
-					if scaleFields[c.Path] {
-						continue
-					}
-					sp := &Suspect{Ref: identity.Ref{Kind: kind, Namespace: ns, Name: name}.String(), Dimension: "spec." + c.Path,
-						From: plain(c.From), To: plain(c.To), At: v.Time, Kind: "change", Objects: 1,
-						Run: v.Evidence.Run, Line: v.Evidence.Line, reached: map[*outcome.Unit]bool{}, ownerSpec: true}
-					bad := 0
-					for _, u := range units {
-						alive := u.Namespace == ns && u.Owner == owner && !u.Unborn && !u.Created.After(v.Time) &&
-							(u.Deleted.IsZero() || u.Deleted.After(v.Time))
-						switch {
-						case !alive:
-						case u.Bad() && u.BadAt.After(v.Time):
-							sp.reached[u] = true
-							bad++
-						case u.Good():
-							sp.reached[u] = true
-						}
-					}
-					sp.Why = fmt.Sprintf("its controller's own spec, which governs the pods it runs: %d of its pods ran under it and failed after it", bad)
-					out = append(out, sp)
+			sp := w.suspect(kind)
+			sp.ownerSpec = true
+			bad := 0
+			for _, u := range units {
+				alive := u.Namespace == ns && u.Owner == owner && !u.Unborn && !u.Created.After(w.v.Time) &&
+					(u.Deleted.IsZero() || u.Deleted.After(w.v.Time))
+				switch {
+				case !alive:
+				case u.Bad() && u.BadAt.After(w.v.Time):
+					sp.reached[u] = true
+					bad++
+				case u.Good():
+					sp.reached[u] = true
 				}
 			}
-			prev = spec
+			sp.Why = fmt.Sprintf("its controller's own spec, which governs the pods it runs: %d of its pods ran under it and failed after it", bad)
+			out = append(out, sp)
 		}
 	}
 	return out, nil
+}
+
+// specWrite is one field of a workload's spec that the write of version
+// v changed.
+type specWrite struct {
+	v *timeline.ObjectVersion
+	objdiff.Change
+}
+
+// specWrites are the fields changed between consecutive versions of each
+// object of vs (by name) whose spec reads, made by versions written in
+// (since, until]. spec reads a version's spec, or says to skip it.
+func specWrites(vs []timeline.ObjectVersion, since, until time.Time, spec func([]byte) (map[string]any, bool)) []specWrite {
+	prev := map[string]map[string]any{} // object -> its last spec
+	var out []specWrite
+	for i := range vs {
+		v := &vs[i]
+		cur, ok := spec(v.Content)
+		if !ok {
+			continue
+		}
+		before := prev[v.Object.Name]
+		prev[v.Object.Name] = cur
+		if before == nil || !v.Time.After(since) || v.Time.After(until) {
+			continue
+		}
+		for _, c := range objdiff.Diff(before, cur, objdiff.Options{}) {
+			out = append(out, specWrite{v, c})
+		}
+	}
+	return out
+}
+
+// suspect is the change as a suspect on the object, of kind, that made
+// it, with no unit reached yet.
+func (w specWrite) suspect(kind string) *Suspect {
+	return &Suspect{Ref: identity.Ref{Kind: kind, Namespace: w.v.Object.Namespace, Name: w.v.Object.Name}.String(), Dimension: "spec." + w.Path,
+		From: plain(w.From), To: plain(w.To), At: w.v.Time, Kind: "change", Objects: 1,
+		Run: w.v.Evidence.Run, Line: w.v.Evidence.Line, reached: map[*outcome.Unit]bool{}}
 }
 
 // ownSpec is a controller's spec without its pod template (which its

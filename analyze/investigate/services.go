@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/analyze/identity"
-	"github.com/faultline/faultline/analyze/objdiff"
 	"github.com/faultline/faultline/analyze/outcome"
 	"github.com/faultline/faultline/timeline"
 )
@@ -109,7 +108,13 @@ func undoService(top Suspect) Action {
 	return Action{Action: "rollback", Target: top.Ref,
 		Why: "undo the write, so its selector and ports reach its workload's pods again: its last version, if the timeline holds it, is the last of " +
 			command("faultline", "history", "service/"+ns+"/"+name) + " (its content is not in the evidence)",
-		Verify: command("kubectl", "get", "endpointslices", "-n", ns, "-l", "kubernetes.io/service-name="+name) + "; " + objectCommand("get", kind, ns, name)}
+		Verify: endpointsCheck(ns, name) + "; " + objectCommand("get", kind, ns, name)}
+}
+
+// endpointsCheck lists a Service's EndpointSlices: its pods, answering
+// again.
+func endpointsCheck(ns, service string) string {
+	return command("kubectl", "get", "endpointslices", "-n", ns, "-l", "kubernetes.io/service-name="+service)
 }
 
 // What a failure names, behind the name. A Service is a name for the
@@ -148,33 +153,22 @@ func calleeSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []m
 			if err != nil {
 				return nil, err
 			}
-			prev := map[string]map[string]any{} // workload -> its last spec
-			for i := range vs {
-				v := &vs[i]
-				spec, labels, ok := workloadSpec(v.Content)
-				if !ok || !selects(selector, labels) {
-					continue
-				}
-				key := v.Object.Name
-				before := prev[key]
-				prev[key] = spec
-				if before == nil || !v.Time.After(since) || v.Time.After(firstBad) {
-					continue
-				}
-				for _, c := range objdiff.Diff(before, spec, objdiff.Options{}) {
-					sp := &Suspect{Ref: identity.Ref{Kind: k.kind, Namespace: ns, Name: v.Object.Name}.String(), Dimension: "spec." + c.Path,
-						From: plain(c.From), To: plain(c.To), At: v.Time, Kind: "change", Objects: 1,
-						Run: v.Evidence.Run, Line: v.Evidence.Line, reached: map[*outcome.Unit]bool{}, callee: true}
-					n := 0
-					for _, u := range naming[ref] {
-						if u.BadAt.After(v.Time) {
-							sp.reached[u] = true
-							n++
-						}
+			behind := func(content []byte) (map[string]any, bool) {
+				spec, labels, ok := workloadSpec(content)
+				return spec, ok && selects(selector, labels)
+			}
+			for _, w := range specWrites(vs, since, firstBad, behind) {
+				sp := w.suspect(k.kind)
+				sp.callee = ref
+				n := 0
+				for _, u := range naming[ref] {
+					if u.BadAt.After(w.v.Time) {
+						sp.reached[u] = true
+						n++
 					}
-					sp.Why = fmt.Sprintf("the workload behind Service %s (its selector matches its pods); then %d failed units named the Service", ref, n)
-					out = append(out, sp)
 				}
+				sp.Why = fmt.Sprintf("the workload behind Service %s (its selector matches its pods); then %d failed units named the Service", ref, n)
+				out = append(out, sp)
 			}
 		}
 	}
@@ -236,8 +230,9 @@ func undoCallee(top Suspect) Action {
 		return undoOwnerSpec(top)
 	}
 	kind, ns, name := splitRef(top.Ref)
+	_, service, _ := strings.Cut(top.callee, "/")
 	return Action{Action: "rollback", Target: top.Ref, To: top.From,
-		Why:     fmt.Sprintf("scale it back to %s replicas, so the Service has pods to answer its callers", top.From),
+		Why:     fmt.Sprintf("scale it back to %s replicas, so Service %s has pods to answer its callers", top.From, top.callee),
 		Command: command(append([]string{"kubectl", "scale", strings.ToLower(kind) + "/" + name}, append(nsArgs(ns), "--replicas="+top.From)...)...),
-		Verify:  command("kubectl", "get", "endpointslices", "-n", ns, "-l", "kubernetes.io/service-name="+name) + "; " + objectCommand("get", kind, ns, name)}
+		Verify:  endpointsCheck(ns, service) + "; " + objectCommand("get", kind, ns, name)}
 }

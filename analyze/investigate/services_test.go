@@ -85,8 +85,8 @@ func TestCalleeSuspects(t *testing.T) {
 	svc := timeline.ObjectVersion{Object: timeline.ObjectRef{Resource: "services", Namespace: "ml", Name: "feature-store"},
 		Time: at(1), Content: json.RawMessage(`{"spec":{"selector":{"app":"feature-store"}}}`)}
 	s := &timelinetest.Mem{Vers: []timeline.ObjectVersion{svc,
-		deployment(0, "feature-store", "feature-store", 5), deployment(25, "feature-store", "feature-store", 0),
-		deployment(40, "feature-store", "feature-store", 5),
+		deployment(0, "fs-backend", "feature-store", 5), deployment(25, "fs-backend", "feature-store", 0),
+		deployment(40, "fs-backend", "feature-store", 5),
 		deployment(0, "other", "other", 2), deployment(26, "other", "other", 0),
 	}}
 	const msg = `Get "http://feature-store.ml.svc.cluster.local:8080/v1": dial tcp 10.96.1.2:8080: connect: connection refused`
@@ -99,13 +99,14 @@ func TestCalleeSuspects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].Ref != "Deployment/ml/feature-store" || got[0].Dimension != "spec.replicas" || got[0].From != "5" || got[0].To != "0" {
+	if len(got) != 1 || got[0].Ref != "Deployment/ml/fs-backend" || got[0].Dimension != "spec.replicas" || got[0].From != "5" || got[0].To != "0" {
 		t.Fatalf("got %+v, want the backend's scale to zero", got)
 	}
-	if diff := cmp.Diff([]brief{{"Deployment/ml/feature-store", "spec.replicas", "", []string{"Pod/ml/front-0", "Pod/ml/front-1"}}}, briefsOf(got, units)); diff != "" {
+	if diff := cmp.Diff([]brief{{"Deployment/ml/fs-backend", "spec.replicas", "", []string{"Pod/ml/front-0", "Pod/ml/front-1"}}}, briefsOf(got, units)); diff != "" {
 		t.Errorf("reached (-want +got)\n%s", diff)
 	}
-	if a := undoCallee(*got[0]); a.Command != "kubectl scale deployment/feature-store -n ml --replicas=5" {
+	if a := undoCallee(*got[0]); a.Command != "kubectl scale deployment/fs-backend -n ml --replicas=5" ||
+		a.Verify != "kubectl get endpointslices -n ml -l kubernetes.io/service-name=feature-store; kubectl get deployment/fs-backend -n ml" {
 		t.Errorf("mitigation %+v", a)
 	}
 }

@@ -792,7 +792,7 @@ func undo(rep *Report, top Suspect) []Action {
 		return []Action{undoService(top)}
 	case top.ownerSpec:
 		return []Action{undoOwnerSpec(top)}
-	case top.callee:
+	case top.callee != "":
 		return []Action{undoCallee(top)}
 	case top.Dimension == "created":
 		return spreadArrival(top)
