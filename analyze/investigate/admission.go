@@ -3,6 +3,7 @@ package investigate
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -24,9 +25,17 @@ import (
 //
 //   - a namespaced object (a quota, a LimitRange, the Namespace) governs
 //     only its namespace; a cluster-scoped configuration may govern any;
-//   - only a write between the last pod admitted in that namespace (less
-//     admissionPropagation) and the first refused can have made the
-//     difference; a deletion takes a check away and refuses nothing;
+//   - only a write between the last pod of the same workload admitted
+//     (less admissionPropagation) and the first refused can have made the
+//     difference; a deletion takes a check away and refuses nothing.
+//     Admission judges each pod by what it is (Pod Security by its
+//     security context, a webhook or a policy by what its rules select),
+//     so another workload's pods admitted after a write neither clear it
+//     nor count against it (reach). A quota is the exception: it is the
+//     namespace's shared budget, and any pod of the namespace admitted
+//     after a write to it was admitted under it, so a quota's writes are
+//     bounded by the namespace's last admitted pod, and its good pods
+//     count against them;
 //   - the apiserver's refusal names what refused it (`failed calling
 //     webhook "NAME"`, `exceeded quota: NAME`): when a refusal names one
 //     of the objects written, a write to another did not refuse that unit.
@@ -68,21 +77,31 @@ const admissionPropagation = rbacPropagation
 
 // refusal is the first refused pod create of one namespace.
 type refusal struct {
-	ns           string
-	first        time.Time
-	lastAdmitted time.Time // the last pod create admitted before it (zero: none seen)
+	ns    string
+	first time.Time
+	// lastAdmitted is, of the workloads refused there, the earliest last
+	// pod admitted before the first refusal (zero: one had none in the
+	// evidence); lastAdmittedNS the namespace's last pod admitted before
+	// it, of any workload.
+	lastAdmitted, lastAdmittedNS time.Time
 }
 
 // refusals finds, per namespace of the slice's unborn bad units, its first
-// refused pod create in [since, until) and the last admitted one before.
-// A create shed for load (429) or timed out (504) was not refused by
-// admission; one that named an existing pod (409) was not refused at all.
+// refused pod create in [since, until) and when the refused workloads last
+// had a pod admitted. A create shed for load (429) or timed out (504) was
+// not refused by admission; one that named an existing pod (409) was not
+// refused at all.
 func refusals(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension,
 	where map[string]string, since, until time.Time) ([]refusal, error) {
 	spaces := map[string]bool{}
+	refused := map[string]map[string]bool{} // namespace -> refused workloads
 	for i, u := range units {
 		if u.Unborn && u.Bad() && matches(ids[i], where) {
 			spaces[u.Namespace] = true
+			if refused[u.Namespace] == nil {
+				refused[u.Namespace] = map[string]bool{}
+			}
+			refused[u.Namespace][workloadOf(u, ids[i])] = true
 		}
 	}
 	names := make([]string, 0, len(spaces))
@@ -100,25 +119,52 @@ func refusals(ctx context.Context, s Store, units []*outcome.Unit, ids []map[str
 		if first == nil {
 			continue
 		}
-		r := refusal{ns: ns, first: first.Time}
+		r := refusal{ns: ns, first: first.Time, lastAdmitted: lastAdmitted(units, ids, ns, refused[ns], first.Time)}
 		last, err := firstRecord(ctx, s, fmt.Sprintf(`verb == "create" && resource == "pods" && ns == %q && code > 0 && code < 400`, ns),
 			since, first.Time, true)
 		if err != nil {
 			return nil, err
 		}
 		if last != nil {
-			r.lastAdmitted = last.Time
+			r.lastAdmittedNS = last.Time
 		}
 		out = append(out, r)
 	}
 	return out, nil
 }
 
+// lastAdmitted is when the workloads refused in a namespace last had a pod
+// admitted before the first refusal: each workload's last pod created
+// before it, and the earliest of those. A workload with no pod in the
+// evidence (or none whose name the units know) gives zero: no bound.
+func lastAdmitted(units []*outcome.Unit, ids []map[string]identity.Dimension, ns string, refused map[string]bool, first time.Time) time.Time {
+	last := map[string]time.Time{}
+	for i, u := range units {
+		if u.Unborn || u.Namespace != ns || u.Created.IsZero() || !u.Created.Before(first) {
+			continue
+		}
+		if w := workloadOf(u, ids[i]); refused[w] && u.Created.After(last[w]) {
+			last[w] = u.Created
+		}
+	}
+	var out time.Time
+	for w := range refused {
+		t, ok := last[w]
+		if !ok || w == "" {
+			return time.Time{}
+		}
+		if out.IsZero() || t.Before(out) {
+			out = t
+		}
+	}
+	return out
+}
+
 // admissionSuspects are the writes to admission objects that can have
 // made the slice's pod creates refused. Each reaches the unborn bad units
 // of the namespaces it governs that were refused after it (but those whose
-// refusal names another object written), and, against it, the good units
-// of those namespaces created after it.
+// refusal names another object written, or another kind), and, against
+// it, the good units it let in after it (reach).
 func admissionSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension,
 	where map[string]string, since, until time.Time) ([]*Suspect, error) {
 	rs, err := refusals(ctx, s, units, ids, where, since, until)
@@ -142,6 +188,9 @@ func admissionSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids 
 				return nil, err
 			}
 			sp := admissionWrite(r)
+			if sharedBudget(sp.Ref) && r.Time.Before(rf.lastAdmittedNS.Add(-admissionPropagation)) {
+				continue // the namespace's pods were admitted under it since
+			}
 			key := sp.Ref + "@" + r.Time.String()
 			if byKey[key] != nil {
 				continue
@@ -150,7 +199,7 @@ func admissionSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids 
 			out = append(out, sp)
 		}
 	}
-	reach(out, units)
+	reach(out, units, ids)
 	for _, sp := range out {
 		n := 0
 		for u := range sp.reached {
@@ -175,7 +224,11 @@ func admissionWrite(r *timeline.Record) *Suspect {
 	case kind == "Namespace":
 		dim = "labels"
 	}
-	return &Suspect{Ref: identity.Ref{Kind: kind, Namespace: r.Object.Namespace, Name: r.Object.Name}.String(),
+	ns := r.Object.Namespace
+	if kind == "Namespace" {
+		ns = "" // the audit log files a namespace under itself
+	}
+	return &Suspect{Ref: identity.Ref{Kind: kind, Namespace: ns, Name: r.Object.Name}.String(),
 		Dimension: dim, To: to, At: r.Time, Kind: "change", Objects: 1,
 		Run: r.Evidence.Run, Line: r.Evidence.Line, By: r.User, UserAgent: r.UserAgent,
 		reached: map[*outcome.Unit]bool{}, admits: r.Object.Name}
@@ -183,12 +236,26 @@ func admissionWrite(r *timeline.Record) *Suspect {
 
 // reach marks the units each admission write reached: an unborn bad unit
 // of a namespace it governs, refused after it, unless the refusal names
-// another of the objects written; a good unit of such a namespace created
-// after it (admitted in spite of it).
-func reach(sps []*Suspect, units []*outcome.Unit) {
-	for _, u := range units {
-		var named []*Suspect
+// another of the objects written or says a kind of object refused it that
+// the write is not (refusedBy); a good unit of a workload refused there,
+// created after it (admitted in spite of it). Admission judges each pod
+// by what it is, so another workload's pods admitted after the write say
+// nothing of it: Pod Security admits the pods that comply and refuses
+// those that do not, a webhook or a policy those its rules select. A
+// quota's good units count, whatever their workload: they were admitted
+// under it (sharedBudget).
+func reach(sps []*Suspect, units []*outcome.Unit, ids []map[string]identity.Dimension) {
+	refused := map[string]bool{} // workloads
+	for i, u := range units {
 		if u.Unborn && u.Bad() {
+			refused[workloadOf(u, ids[i])] = true
+		}
+	}
+	for i, u := range units {
+		var named []*Suspect
+		kinds, known := []string(nil), false
+		if u.Unborn && u.Bad() {
+			kinds, known = refusedBy(u.Message)
 			for _, sp := range sps {
 				if mentions(u.Message, sp.admits) {
 					named = append(named, sp)
@@ -199,14 +266,52 @@ func reach(sps []*Suspect, units []*outcome.Unit) {
 			switch {
 			case !governs(sp.Ref, u):
 			case u.Unborn && u.Bad():
-				if u.BadAt.After(sp.At) && (len(named) == 0 || slices.Contains(named, sp)) {
+				kind, _, _ := splitRef(sp.Ref)
+				if u.BadAt.After(sp.At) && (len(named) == 0 || slices.Contains(named, sp)) && (!known || slices.Contains(kinds, kind)) {
 					sp.reached[u] = true
 				}
-			case u.Good() && u.Created.After(sp.At):
+			case u.Good() && u.Created.After(sp.At) && (refused[workloadOf(u, ids[i])] || sharedBudget(sp.Ref)):
 				sp.reached[u] = true
 			}
 		}
 	}
+}
+
+// sharedBudget says whether an admission object is a namespace's shared
+// budget (a ResourceQuota), which admits or refuses a pod by what the
+// namespace's other pods use, not by what the pod alone is.
+func sharedBudget(ref string) bool {
+	kind, _, _ := splitRef(ref)
+	return kind == "ResourceQuota"
+}
+
+// refusals the apiserver words by what refused them: the admission plugin,
+// and so the kinds of object whose writes can have made it refuse. A
+// refusal worded otherwise may have come from any of them.
+var refusalKinds = []struct {
+	re    *regexp.Regexp
+	kinds []string
+}{
+	{regexp.MustCompile(`(exceeded|failed) quota: `), []string{"ResourceQuota"}},
+	{regexp.MustCompile(`(failed calling|admission) webhook "`), []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"}},
+	{regexp.MustCompile(`ValidatingAdmissionPolicy '`), []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}},
+	{regexp.MustCompile(`MutatingAdmissionPolicy '`), []string{"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}},
+	{regexp.MustCompile(`violates PodSecurity "`), []string{"Namespace"}}, // its labels name the profile enforced
+	{regexp.MustCompile(`(maximum|minimum) [a-z-]+ usage per (Container|Pod)|must be (less|greater) than or equal to [a-z-]+ (limit|request)`), []string{"LimitRange"}},
+	// Refused for an object admission looks up, not for an admission
+	// object: no write of these kinds made it.
+	{regexp.MustCompile(`serviceaccount "[^"]*" not found|error looking up service account|no PriorityClass with name|RuntimeClass "[^"]*" not found`), nil},
+}
+
+// refusedBy reads the kinds of admission object a refusal's wording says
+// refused it; known is false when its wording says none.
+func refusedBy(msg string) (kinds []string, known bool) {
+	for _, r := range refusalKinds {
+		if r.re.MatchString(msg) {
+			return r.kinds, true
+		}
+	}
+	return nil, false
 }
 
 // governs says whether the admission object ref governs the unit's pods:

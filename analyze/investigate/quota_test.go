@@ -107,3 +107,23 @@ func TestGenerationYieldsToTemplateHash(t *testing.T) {
 		t.Errorf("a generation whose template changed only to restart: confidence %.2f, want 0", c)
 	}
 }
+
+// A restart's template hash is no cause, even beside a write that reaches
+// the same units less cleanly (a Namespace relabelled, whose refused pods
+// the hash's new ReplicaSet holds all of): the restart started the pods,
+// the write is what refused them.
+func TestRestartOnlyIsNoCause(t *testing.T) {
+	units, ids := rollout("FailedCreate", `violates PodSecurity "restricted:latest"`)
+	hash := &Suspect{Ref: "Deployment/ml/api", Dimension: "owner.podTemplateHash", From: "h1", To: "h2", At: at(12), Kind: "change", Objects: 1, restartOnly: true}
+	write := &Suspect{Ref: "Namespace/ml", Dimension: "labels", At: at(5), Kind: "change", Objects: 1, reached: map[*outcome.Unit]bool{}}
+	for i, u := range units {
+		if u.Bad() || i%2 == 0 {
+			write.reached[u] = true // and half the good units: a weaker split than the hash's
+		}
+	}
+	for _, sp := range scoreSuspects([]*Suspect{hash, write}, scoring{units: units, ids: ids, pop: populationOf(units, "ml"), firstBad: at(100)}) {
+		if sp.Dimension == "owner.podTemplateHash" && sp.Confidence != 0 {
+			t.Errorf("a restart's template hash beside a write that explains: confidence %.2f, want 0", sp.Confidence)
+		}
+	}
+}

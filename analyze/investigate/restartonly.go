@@ -13,10 +13,11 @@ import (
 // restart` (and every tool that restarts a Deployment) writes the time
 // into an annotation of the pod template: a new template hash, a new
 // ReplicaSet, new pods, and nothing they run with changed. When the bad
-// units are such a restart's pods and no content explains them, the
-// restart started them but did not break them: what broke them is outside
-// what they ran with (a registry, a network, a node). The template hash is
-// then no cause.
+// units are such a restart's pods, the restart started them but did not
+// break them: what broke them is content that reached them (a key, a
+// Secret) or lies outside what they ran with (a registry, a network, a
+// node, what admitted them). The template hash is no cause, even when
+// nothing else explains them: it is then "no confident cause".
 
 // restartAnnotations are the pod-template annotations restarts write.
 var restartAnnotations = []string{"kubectl.kubernetes.io/restartedAt"}

@@ -487,7 +487,7 @@ func (in scoring) weighLoad(all []*scored, contentExplains bool) []*scored {
 		if x.sp.restart == nil {
 			x.base = x.sup.confidence(0)
 		}
-		if x.sp.restartOnly && !contentExplains {
+		if x.sp.restartOnly {
 			x.base = 0
 			x.sp.Why += "; but its template changed only to restart its pods (kubectl.kubernetes.io/restartedAt): nothing they run with changed"
 		}

@@ -75,10 +75,8 @@ func runSADeleted(ctx context.Context, c *Cluster, e *Expected) (string, error) 
 	Sleep(ctx, c.Dur(10*time.Second, 20*time.Second))
 	lastGood := Now()
 	Sleep(ctx, time.Second)
-	for _, s := range services {
-		if err := c.RolloutRestart(ctx, routineActor, ns, s); err != nil {
-			return "", err
-		}
+	if err := c.restartAll(ctx, routineActor, ns, services); err != nil {
+		return "", err
 	}
 	// The refused pods are the new ReplicaSet's.
 	if err := c.refusedRollout(ctx, e, lastGood, ns, victim); err != nil {

@@ -271,6 +271,12 @@ type Template struct {
 	Labels       map[string]string
 	// ServiceAccount the pods run as (empty: the namespace's default).
 	ServiceAccount string
+	// Restricted: the pods run as Pod Security's restricted profile asks
+	// (non-root, no privilege escalation, no capabilities, the runtime's
+	// seccomp profile).
+	Restricted bool
+	// PullSecrets: the Secrets the kubelet pulls the pods' images with.
+	PullSecrets []string
 }
 
 func (t Template) spec(restart corev1.RestartPolicy) corev1.PodSpec {
@@ -296,9 +302,20 @@ func (t Template) spec(restart corev1.RestartPolicy) corev1.PodSpec {
 	if t.Init != nil {
 		inits = []corev1.Container{*t.Init}
 	}
+	var psc *corev1.PodSecurityContext
+	if t.Restricted {
+		psc = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(int64(10001)),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+		c.SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
+	}
+	var pull []corev1.LocalObjectReference
+	for _, n := range t.PullSecrets {
+		pull = append(pull, corev1.LocalObjectReference{Name: n})
+	}
 	return corev1.PodSpec{RestartPolicy: restart, NodeSelector: sel, Containers: []corev1.Container{c}, InitContainers: inits,
 		Volumes: t.Volumes, Tolerations: t.Tolerations, PriorityClassName: t.Priority, ServiceAccountName: t.ServiceAccount,
-		TerminationGracePeriodSeconds: ptr.To(int64(0))}
+		SecurityContext: psc, ImagePullSecrets: pull, TerminationGracePeriodSeconds: ptr.To(int64(0))}
 }
 
 func labelsWith(base map[string]string, k, v string) map[string]string {

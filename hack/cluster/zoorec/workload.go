@@ -306,3 +306,47 @@ func (c *Cluster) serviceAndNeighbour(ctx context.Context, fleet *Fleet, ns, nam
 	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
 	return replicas, nil
 }
+
+// teamSetting is where the families of one namespace's broken service
+// happen: the fleet, the incident's namespace and another, the
+// namespace's 2-4 services with the one that breaks, and the service
+// names left over (in draw order) for the other namespace.
+type teamSetting struct {
+	fleet     *Fleet
+	ns, other string
+	services  []string
+	victim    string
+	spare     []string
+}
+
+// teamSetting draws a teamSetting and brings its fleet up.
+func (c *Cluster) teamSetting(ctx context.Context, e *Expected) (teamSetting, error) {
+	e.Nodes = Scale(c, e.Family)
+	fleet, err := c.Nodes(ctx, e.Nodes)
+	if err != nil {
+		return teamSetting{}, err
+	}
+	perm := c.rng.Perm(len(teamNamespaces))
+	t := teamSetting{fleet: fleet, ns: teamNamespaces[perm[0]], other: teamNamespaces[perm[1]]}
+	sperm := c.rng.Perm(len(serviceNames))
+	t.services = make([]string, c.Between(2, 4))
+	for i := range t.services {
+		t.services[i] = serviceNames[sperm[i]]
+	}
+	t.victim = t.services[c.Intn(len(t.services))]
+	for _, i := range sperm[len(t.services):] {
+		t.spare = append(t.spare, serviceNames[i])
+	}
+	return t, nil
+}
+
+// restartAll restarts Deployments of one namespace as automation does,
+// one after the other.
+func (c *Cluster) restartAll(ctx context.Context, a Actor, ns string, names []string) error {
+	for _, s := range names {
+		if err := c.RolloutRestart(ctx, a, ns, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
