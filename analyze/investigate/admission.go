@@ -371,9 +371,34 @@ func undoAdmission(top Suspect) Action {
 		why = "remove it (or correct it), so the refused pods are admitted"
 	}
 	a := Action{Action: "rollback", Target: top.Ref, Why: why}
-	if top.Dimension == "created" {
+	switch {
+	case top.Dimension == "created":
 		a.Command = objectCommand("delete", kind, ns, name)
 		a.Verify = objectCommand("get", kind, ns, name)
+	case kind == "Namespace" && refusedForPodSecurity(top):
+		// The refusals say which label refused them: the profile the
+		// namespace enforces. Its previous value is not in the evidence;
+		// without the label, the namespace enforces none.
+		a.Why = "stop enforcing the Pod Security profile its pods were refused by (the label's previous value is not in the evidence: restore it if it had one), so they are admitted; then bring them up to the profile"
+		a.Command = command("kubectl", "label", "namespace", name, podSecurityEnforce+"-")
+		a.Verify = command("kubectl", "get", "namespace", name, "--show-labels")
 	}
 	return a
+}
+
+// podSecurityEnforce is the Namespace label that sets the Pod Security
+// profile admission enforces there.
+const podSecurityEnforce = "pod-security.kubernetes.io/enforce"
+
+// refusedForPodSecurity says whether the units a write reached were
+// refused by Pod Security admission.
+func refusedForPodSecurity(sp Suspect) bool {
+	for u := range sp.reached {
+		if u.Unborn && u.Bad() {
+			if kinds, _ := refusedBy(u.Message); slices.Contains(kinds, "Namespace") {
+				return true
+			}
+		}
+	}
+	return false
 }

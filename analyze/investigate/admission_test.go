@@ -122,6 +122,10 @@ func TestAdmissionSuspectsJudgeEachWorkload(t *testing.T) {
 	if diff := cmp.Diff(want, briefsOf(got, units)); diff != "" {
 		t.Errorf("admission suspects (-want +got)\n%s", diff)
 	}
+	// Its undo stops enforcing the profile the pods were refused by.
+	if a := undo(&Report{}, *got[0]); len(a) != 1 || a[0].Command != "kubectl label namespace ml pod-security.kubernetes.io/enforce-" {
+		t.Errorf("mitigation %+v: want the namespace's enforce label removed", a)
+	}
 	units[0].Message = `Error creating: pods "api-5f6d-x" is forbidden: exceeded quota: pods-cap, requested: pods=1, used: pods=20, limited: pods=20`
 	got, err = admissionSuspects(context.Background(), s, units, ids, map[string]string{"owner.podTemplateHash": "5f6d"}, at(0), at(40))
 	if err != nil {
