@@ -28,9 +28,15 @@ type LoadEvidence struct {
 }
 
 // apiLoad is what the apiserver's request rollup measured from the
-// clients of the slice's namespace: their bursts.
+// clients of the slice's namespace: their bursts, and their requests per
+// second (Unix second -> requests received).
 type apiLoad struct {
-	bursts []controlplane.Burst
+	bursts  []controlplane.Burst
+	seconds map[int64]int64
+	// refusedAfter is, per arrival (its time's Unix nanoseconds), the
+	// first request of the namespace's clients after it that the
+	// apiserver shed (429) or failed (5xx).
+	refusedAfter map[int64]time.Time
 }
 
 // after says whether a burst of the namespace's clients ran after at; a
@@ -45,6 +51,68 @@ func (l *apiLoad) after(at time.Time) bool {
 		}
 	}
 	return false
+}
+
+// A load that was already good. Load breaks what serves it when it
+// reaches a level the server cannot carry: the failures come as it rises.
+// When the namespace's clients had sustained the rate they ran at just
+// before the first failure (heldWindow) for a while (steadyWindow) after
+// the arrival, with no failure, that level was known good: the load did
+// not rise into the failures, and something else changed (what serves
+// it: a slower etcd, a narrower priority level). The arrival is then the
+// condition, not the cause. The first failure is the first bad unit's, or
+// the apiserver's first refusal of those clients if earlier: a load shed
+// since it began was never good, however long its units took to give up. "The same rate" allows riseFactor: Poisson
+// noise over heldWindow is under 15 % at the 10 requests a second a burst
+// worth the name makes, and a load that breaks a server rises several
+// times over.
+const (
+	heldWindow   = 5 * time.Second
+	steadyWindow = 10 * time.Second
+	riseFactor   = 1.25
+)
+
+// held says whether l measured the load as known good before firstBad
+// (heldBefore).
+func held(l *apiLoad, at, firstBad time.Time) bool {
+	_, ok := l.heldBefore(at, firstBad)
+	return ok
+}
+
+// heldBefore says whether the namespace's clients had run, for
+// steadyWindow after at and before the failure's window (the heldWindow
+// that ends with the first failure's second), at a rate of at least the
+// one they ran at in that window (less riseFactor), and how long before
+// the first failure that steady stretch ended. A nil apiLoad (nothing
+// measured) says no.
+func (l *apiLoad) heldBefore(at, firstBad time.Time) (time.Duration, bool) {
+	if l == nil || len(l.seconds) == 0 || at.IsZero() {
+		return 0, false
+	}
+	if t, ok := l.refusedAfter[at.UnixNano()]; ok && t.Before(firstBad) {
+		firstBad = t
+	}
+	rate := func(from time.Time, d time.Duration) float64 {
+		var n int64
+		for s := from.Unix(); s < from.Add(d).Unix(); s++ {
+			n += l.seconds[s]
+		}
+		return float64(n) / d.Seconds()
+	}
+	// The recent window ends with the second of the first failure: the
+	// requests received in it are part of the load that failed.
+	recentFrom := firstBad.Truncate(time.Second).Add(time.Second - heldWindow)
+	recent := rate(recentFrom, heldWindow)
+	if recent == 0 {
+		return 0, false
+	}
+	last := recentFrom.Add(-steadyWindow)
+	for from := at.Truncate(time.Second).Add(time.Second); !from.After(last); from = from.Add(time.Second) {
+		if rate(from, steadyWindow)*riseFactor >= recent {
+			return firstBad.Sub(from.Add(steadyWindow)), true
+		}
+	}
+	return 0, false
 }
 
 // measuredLoad reads the bursts of the clients of namespace ns (its
@@ -66,10 +134,38 @@ func measuredLoad(ctx context.Context, s Store, cands []*Suspect, units []*outco
 	if all.Requests == 0 {
 		return nil, nil // no request evidence: nothing measured
 	}
-	l := &apiLoad{}
+	l := &apiLoad{seconds: map[int64]int64{}}
 	for _, b := range all.Bursts {
 		if strings.HasPrefix(b.Class.User, prefix) {
 			l.bursts = append(l.bursts, b)
+		}
+	}
+	sum, err := cs.RequestSummary(ctx, since.Add(-time.Minute), until.Add(time.Minute))
+	if err != nil {
+		return nil, fmt.Errorf("control-plane load: %w", err)
+	}
+	ours := map[int64]bool{}
+	for _, c := range sum.Classes {
+		if strings.HasPrefix(c.User, prefix) {
+			ours[c.ID] = true
+		}
+	}
+	for _, sec := range sum.Seconds {
+		if ours[sec.Class] {
+			l.seconds[sec.Sec] += sec.Count
+		}
+	}
+	l.refusedAfter = map[int64]time.Time{}
+	for _, sp := range cands {
+		if sp.Dimension != "created" || sp.reached != nil || sp.At.IsZero() {
+			continue
+		}
+		r, err := firstRecord(ctx, s, fmt.Sprintf(`user.startsWith(%q) && (code == 429 || code >= 500)`, prefix), sp.At, until.Add(time.Minute), false)
+		if err != nil {
+			return nil, fmt.Errorf("control-plane load: %w", err)
+		}
+		if r != nil {
+			l.refusedAfter[sp.At.UnixNano()] = r.Time
 		}
 	}
 	return l, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -397,6 +398,15 @@ func TestArrivalNeedsMeasuredLoad(t *testing.T) {
 	const tooMany = "listing pods: the server has received too many requests and has asked us to try again later (429)"
 	created := &Suspect{Ref: "Deployment/ml/api", Dimension: "created", To: "Deployment", At: at(5), Kind: "change", Objects: 1}
 	clean := support{badHold: 10, bad: 10, good: 30}.confidence(0)
+	burst := []controlplane.Burst{{Start: at(6), End: at(110)}}
+	// perSecond is a namespace's requests per second in [from, to] seconds.
+	perSecond := func(from, to float64, n func(sec int64) int64) map[int64]int64 {
+		m := map[int64]int64{}
+		for s := at(from).Unix(); s <= at(to).Unix(); s++ {
+			m[s] = n(s - at(0).Unix())
+		}
+		return m
+	}
 	for _, tt := range []struct {
 		name string
 		load *apiLoad
@@ -406,6 +416,12 @@ func TestArrivalNeedsMeasuredLoad(t *testing.T) {
 		{"a burst after it", &apiLoad{bursts: []controlplane.Burst{{Start: at(6), End: at(40)}}}, clean},
 		{"a burst that ended before it", &apiLoad{bursts: []controlplane.Burst{{Start: at(1), End: at(4)}}}, 0},
 		{"measured, no burst", &apiLoad{}, 0},
+		// The load held its level, with no failure, long before the
+		// failures: it did not rise into them.
+		{"held flat before the failures", &apiLoad{bursts: burst, seconds: perSecond(6, 100, func(int64) int64 { return 30 })}, 0},
+		{"rose into the failures, in the second of the first", &apiLoad{bursts: burst, seconds: perSecond(6, 100, func(s int64) int64 { return map[bool]int64{true: 300, false: 3}[s >= 100] })}, clean},
+		{"shed from the start", &apiLoad{bursts: burst, seconds: perSecond(6, 100, func(int64) int64 { return 30 }),
+			refusedAfter: map[int64]time.Time{at(5).UnixNano(): at(8)}}, clean},
 	} {
 		units, ids := rollout("Error", tooMany)
 		sps := scoreSuspects([]*Suspect{created}, scoring{units: units, ids: ids, pop: populationOf(units, "ml"),
