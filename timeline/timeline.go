@@ -530,6 +530,13 @@ type Rollup interface {
 	// fields named (users by name), so two stores holding the same
 	// evidence answer alike.
 	RequestSummary(ctx context.Context, since, until time.Time) (*RequestStats, error)
+	// SlowRequests returns the per-minute stats of the requests slower
+	// than over (their latency bucket wholly above it: LatencyBucketAbove)
+	// whose minute lies in [since, until), unfolded, ordered by (Minute,
+	// Class, Code, LatencyBucket), with the classes they refer to; Seconds
+	// and Clients stay empty. It places slowness in time: a few rows where
+	// every minute's stats would be millions.
+	SlowRequests(ctx context.Context, since, until time.Time, over time.Duration) (*RequestStats, error)
 }
 
 // Store is every role of the timeline, for whoever opens one (and closes

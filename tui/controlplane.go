@@ -44,35 +44,61 @@ func (m *Model) controlPlaneView(height int) string {
 	m.cpRates(&b, r, spark)
 	// Bursts and the fixes simulated on them, from the selected one on.
 	used := strings.Count(b.String(), "\n") + 1
+	// The episodes of slow requests to etcd and the clients shed with no burst of
+	// their own keep a few lines below the bursts: the bursts do not
+	// explain them.
+	slow := 0
+	if len(r.Slow) > 0 && height-used > 10 {
+		slow = min(len(r.Slow), 2) + 1
+	}
 	if len(r.Bursts) == 0 {
 		b.WriteString(s.Strong.Render("BURSTS") + "\n" + s.Dim.Render("  none: no class jumped by an order of magnitude") + "\n")
-		m.cpShed(&b, r, height-used-2)
+		m.cpSlow(&b, r, slow)
+		m.cpShed(&b, r, height-used-2-slow)
 		return b.String()
 	}
-	// The clients shed with no burst of their own keep a few lines below
-	// the bursts: the bursts do not explain them.
 	shed := 0
-	if len(r.Shed) > 0 && height-used > 12 {
+	if len(r.Shed) > 0 && height-used-slow > 12 {
 		shed = min(len(r.Shed), 3) + 1
 	}
-	m.cpBurstList(&b, r, max(height-used-shed, 1))
+	m.cpBurstList(&b, r, max(height-used-shed-slow, 1))
+	m.cpSlow(&b, r, slow)
 	m.cpShed(&b, r, shed)
 	return b.String()
+}
+
+// cpSlow lists, in up to rows lines, the episodes of slow requests to etcd
+// from several clients at once, and where they waited.
+func (m *Model) cpSlow(b *strings.Builder, r *controlplane.Report, rows int) {
+	var lines []string
+	for _, sl := range r.Slow {
+		lines = append(lines, fmt.Sprintf("  %s .. %s  %s; %d clients, %s requests to etcd over 250ms", clock(sl.Start), clock(sl.End), sl, sl.Clients, count(sl.Writes)))
+	}
+	m.cpSection(b, "SLOW", " (requests to etcd over 250ms from several steady clients: the server's doing)", lines, rows)
 }
 
 // cpShed lists, in up to rows lines, the clients shed (429) with no burst
 // of their own: with no burst to blame, the clients a priority level
 // rejects at their usual load.
 func (m *Model) cpShed(b *strings.Builder, r *controlplane.Report, rows int) {
-	if len(r.Shed) == 0 || rows < 2 {
+	var lines []string
+	for _, sh := range r.Shed {
+		lines = append(lines, fmt.Sprintf("  %s [%s]: %s of %s requests shed, peak %.0f/s", dashIfEmpty(sh.Client), sh.User, count(sh.Throttled), count(sh.Requests), sh.PeakRps))
+	}
+	m.cpSection(b, "SHED", " (429s with no burst of their own)", lines, rows)
+}
+
+// cpSection writes a titled list in up to rows lines (the title one of
+// them), each line made safe for the terminal and cut to its width.
+func (m *Model) cpSection(b *strings.Builder, title, note string, lines []string, rows int) {
+	if len(lines) == 0 || rows < 2 {
 		return
 	}
-	b.WriteString(m.styles.Strong.Render("SHED") + m.styles.Dim.Render(" (429s with no burst of their own)") + "\n")
-	for i, sh := range r.Shed {
+	b.WriteString(m.styles.Strong.Render(title) + m.styles.Dim.Render(note) + "\n")
+	for i, line := range lines {
 		if i == rows-1 {
 			break
 		}
-		line := fmt.Sprintf("  %s [%s]: %s of %s requests shed, peak %.0f/s", dashIfEmpty(sh.Client), sh.User, count(sh.Throttled), count(sh.Requests), sh.PeakRps)
 		b.WriteString(ansi.Truncate(termsafe.Field(line), m.width, "…") + "\n")
 	}
 }

@@ -39,6 +39,7 @@ const SchemaVersion = 1
 // Store is what the analysis reads.
 type Store interface {
 	RequestSummary(ctx context.Context, since, until time.Time) (*timeline.RequestStats, error)
+	SlowRequests(ctx context.Context, since, until time.Time, over time.Duration) (*timeline.RequestStats, error)
 	Versions(ctx context.Context, q timeline.VersionQuery) ([]timeline.ObjectVersion, error)
 	Bounds(ctx context.Context) (first, last time.Time, err error)
 }
@@ -60,6 +61,7 @@ type Report struct {
 	Classes       []Class      `json:"classes"`
 	Bursts        []Burst      `json:"bursts"`
 	Shed          []Shed       `json:"shed"`
+	Slow          []Slow       `json:"slow"`
 	Clients       []ClientCost `json:"clients"`
 	SLO           []SLOBreach  `json:"slo"`
 	PodStartup    *PodStartup  `json:"podStartup"`
@@ -241,7 +243,7 @@ func Analyze(ctx context.Context, s Store, opt Options) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{SchemaVersion: SchemaVersion, Window: Window{first, last}, Classes: []Class{}, Bursts: []Burst{},
-		Shed: []Shed{}, Clients: []ClientCost{}, SLO: []SLOBreach{}}
+		Shed: []Shed{}, Slow: []Slow{}, Clients: []ClientCost{}, SLO: []SLOBreach{}}
 	classes := fold(st)
 	var kept []*Class
 	for _, c := range classes {
@@ -272,6 +274,13 @@ func Analyze(ctx context.Context, s Store, opt Options) (*Report, error) {
 	rep.Bursts = bursts(kept, starts, opt.Jitter, first.Unix())
 	rep.Clients = clientCosts(kept, span)
 	rep.Shed = shedClients(kept, rep.Bursts)
+	if opt.Where == nil { // slowness is the server's: read over every client
+		slow, err := slowEpisodes(ctx, s, opt.Since, opt.Until, kept, rep.Bursts)
+		if err != nil {
+			return nil, fmt.Errorf("slow requests: %w", err)
+		}
+		rep.Slow = append(rep.Slow, slow...)
+	}
 	rep.SLO = sloBreaches(kept)
 	rep.PodStartup = podStartup(starts)
 	rep.Scheduler = scheduler(kept)

@@ -13,6 +13,7 @@ import (
 
 type fakeStore struct {
 	stats    timeline.RequestStats
+	slow     timeline.RequestStats // what SlowRequests gives, whatever it is asked
 	versions []timeline.ObjectVersion
 	first    time.Time
 	last     time.Time
@@ -20,6 +21,10 @@ type fakeStore struct {
 
 func (f *fakeStore) RequestSummary(context.Context, time.Time, time.Time) (*timeline.RequestStats, error) {
 	return &f.stats, nil
+}
+
+func (f *fakeStore) SlowRequests(context.Context, time.Time, time.Time, time.Duration) (*timeline.RequestStats, error) {
+	return &f.slow, nil
 }
 
 func (f *fakeStore) Versions(context.Context, timeline.VersionQuery) ([]timeline.ObjectVersion, error) {

@@ -76,10 +76,14 @@ type Report struct {
 	Episodes []Episode `json:"episodes"`
 	// NodeHealth are the nodes seen going bad in the window (NotReady),
 	// whether or not they ran a unit.
-	NodeHealth   []NodeHealth `json:"nodeHealth"`
-	Mitigation   []Action     `json:"mitigation"`
-	Confirmation []string     `json:"confirmation"`
-	Units        UnitCounts   `json:"units"`
+	NodeHealth []NodeHealth `json:"nodeHealth"`
+	// Slow is the episode of slow requests to etcd from several clients under way
+	// when the units first failed (controlplane.SlowAt), if any: the
+	// apiserver's storage or the apiserver itself, not the units' doing.
+	Slow         *controlplane.Slow `json:"slow,omitempty"`
+	Mitigation   []Action           `json:"mitigation"`
+	Confirmation []string           `json:"confirmation"`
+	Units        UnitCounts         `json:"units"`
 	// Warnings say what weakens the report: the --bad or --good expression
 	// failed at run time on some observations, which counted as no match.
 	Warnings []string `json:"warnings,omitempty"`
@@ -592,6 +596,9 @@ func conclude(ctx context.Context, s Store, out *outcome.Outcomes, rep *Report) 
 		return err
 	}
 	if err := loadEvidence(ctx, s, rep); err != nil {
+		return err
+	}
+	if err := slowEvidence(ctx, s, rep); err != nil {
 		return err
 	}
 	dnsEvidence(rep)

@@ -62,10 +62,10 @@ func (l *apiLoad) after(at time.Time) bool {
 // it: a slower etcd, a narrower priority level). The arrival is then the
 // condition, not the cause. The first failure is the first bad unit's, or
 // the apiserver's first refusal of those clients if earlier: a load shed
-// since it began was never good, however long its units took to give up. "The same rate" allows riseFactor: Poisson
-// noise over heldWindow is under 15 % at the 10 requests a second a burst
-// worth the name makes, and a load that breaks a server rises several
-// times over.
+// since it began was never good, however long its units took to give up.
+// "The same rate" allows riseFactor: Poisson noise over heldWindow is
+// under 15 % at the 10 requests a second a burst worth the name makes,
+// and a load that breaks a server rises several times over.
 const (
 	heldWindow   = 5 * time.Second
 	steadyWindow = 10 * time.Second
@@ -201,6 +201,35 @@ func loadEvidence(ctx context.Context, s Store, rep *Report) error {
 			PeakRps: b.PeakRps, Baseline: b.BaselineRps, Load: b.Load.String(),
 			Detail: fmt.Sprintf("faultline controlplane --since %s --until %s", since.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))}
 		return nil
+	}
+	return nil
+}
+
+// slowEvidence reads the episode of slow requests to etcd under way when the units
+// first failed (controlplane.SlowAt). Where it is no queue's (no load of
+// the moment), it is the server's doing, and with no confident cause it
+// is the first thing to look at: the next step says so.
+func slowEvidence(ctx context.Context, s Store, rep *Report) error {
+	cs, ok := s.(controlplane.Store)
+	if !ok || rep.Boundary == nil || rep.Boundary.FirstBad.IsZero() {
+		return nil
+	}
+	sl, err := controlplane.SlowAt(ctx, cs, rep.Boundary.FirstBad)
+	if err != nil {
+		return fmt.Errorf("slow requests to etcd: %w", err)
+	}
+	if sl == nil || sl.Where == "queue" {
+		return nil
+	}
+	rep.Slow = sl
+	if rep.Verdict == VerdictNoCause {
+		what := map[string]string{"etcd": "etcd slowed", "apiserver": "the apiserver slowed"}[sl.Where]
+		how := map[string]string{"etcd": " (the watch cache did not)", "apiserver": " (its watch cache too)"}[sl.Where]
+		if what == "" {
+			what = "etcd or the apiserver slowed"
+		}
+		rep.Next = append([]string{fmt.Sprintf("%s from %s for %d clients%s: see faultline controlplane",
+			what, sl.Start.UTC().Format("15:04"), sl.Clients, how)}, rep.Next...)
 	}
 	return nil
 }

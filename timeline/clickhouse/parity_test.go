@@ -27,7 +27,8 @@ type store interface {
 // TestFixtureParity loads every recorded fixture into SQLite and into
 // ClickHouse and compares what the two give back: every record and every
 // version, as JSON lines, sorted; the runs' counts; and the request rollup
-// (RequestSummary) over the whole span and over its middle third. A second
+// (RequestSummary) over the whole span and over its middle third, and its
+// slow requests per minute (SlowRequests). A second
 // load into ClickHouse must find everything held: no record, stage or
 // version added, the rollup unchanged.
 func TestFixtureParity(t *testing.T) {
@@ -72,7 +73,7 @@ func TestFixtureParity(t *testing.T) {
 type loaded struct {
 	Lines  []string // records and versions as JSON, sorted
 	Runs   []runCounts
-	Rollup [2]*timeline.RequestStats // over all, and over the middle third
+	Rollup [3]*timeline.RequestStats // over all, over the middle third, and the slow requests (over 1 ms) per minute
 }
 
 type runCounts struct {
@@ -116,18 +117,21 @@ func load(t *testing.T, ctx context.Context, s store, fx fixtures.Fixture, now f
 
 // summaries reads the rollup over all and over the middle third of the
 // span held, whose ends fall inside seconds.
-func summaries(t *testing.T, ctx context.Context, s store) [2]*timeline.RequestStats {
+func summaries(t *testing.T, ctx context.Context, s store) [3]*timeline.RequestStats {
 	t.Helper()
 	first, last, err := s.Bounds(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	third := last.Sub(first) / 3
-	var out [2]*timeline.RequestStats
+	var out [3]*timeline.RequestStats
 	for i, w := range [][2]time.Time{{}, {first.Add(third + 300*time.Millisecond), last.Add(-third + 700*time.Millisecond)}} {
 		if out[i], err = s.RequestSummary(ctx, w[0], w[1]); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if out[2], err = s.SlowRequests(ctx, time.Time{}, time.Time{}, time.Millisecond); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

@@ -311,6 +311,21 @@ func (s *Store) RequestSummary(ctx context.Context, since, until time.Time) (*ti
 	return rd.out, nil
 }
 
+// SlowRequests returns the per-minute stats of the requests slower than
+// over (see timeline.Rollup), in the SQLite store's order, and their
+// classes.
+func (s *Store) SlowRequests(ctx context.Context, since, until time.Time, over time.Duration) (*timeline.RequestStats, error) {
+	rd := &summaryRead{s: s, out: &timeline.RequestStats{}, used: map[int64]bool{}, byMinute: true,
+		minutes: window("minute", since, until) + fmt.Sprintf(" AND bucket >= %d", timeline.LatencyBucketAbove(over))}
+	if err := rd.stats(ctx); err != nil {
+		return nil, fmt.Errorf("slow requests: %w", err)
+	}
+	if err := rd.classes(ctx); err != nil {
+		return nil, fmt.Errorf("slow requests: %w", err)
+	}
+	return rd.out, nil
+}
+
 // window is the WHERE condition of a read of [since, until) on column col
 // (sec, or a minute's start), as rollup.Window bounds it.
 func window(col string, since, until time.Time) string {
@@ -333,6 +348,9 @@ type summaryRead struct {
 	out           *timeline.RequestStats
 	mu            sync.Mutex // guards used: the reads run at once
 	used          map[int64]bool
+	// byMinute: the stats are folded per minute, not over the window
+	// (SlowRequests).
+	byMinute bool
 }
 
 // use marks a class as referred to.
@@ -502,7 +520,8 @@ func (rd *summaryRead) stats(ctx context.Context) error {
 		rd.out.Stats = append(rd.out.Stats, f.RequestStat)
 	}
 	slices.SortFunc(rd.out.Stats, func(a, b timeline.RequestStat) int {
-		return cmp.Or(cmp.Compare(a.Class, b.Class), cmp.Compare(a.Code, b.Code), cmp.Compare(a.LatencyBucket, b.LatencyBucket))
+		return cmp.Or(cmp.Compare(a.Minute, b.Minute), cmp.Compare(a.Class, b.Class), cmp.Compare(a.Code, b.Code),
+			cmp.Compare(a.LatencyBucket, b.LatencyBucket))
 	})
 	return nil
 }
@@ -511,8 +530,10 @@ func (rd *summaryRead) stats(ctx context.Context) error {
 // (about 30 characters each); a variable for the tests.
 var maxListedCells = 4096
 
-// statKey is a stat of the summary: a class, code and latency bucket.
+// statKey is a stat of the summary: a class, code and latency bucket (and
+// its minute, when folded per minute; else 0).
 type statKey struct {
+	minute       int64
 	class        int64
 	code, bucket int32
 }
@@ -529,11 +550,14 @@ type foldedStat struct {
 // requests (grouped on the shards, which hold each cell whole); otherwise
 // every life counts.
 func (rd *summaryRead) foldStats(ctx context.Context, byLife bool, cond string, folded map[statKey]*foldedStat) error {
-	group := "class, code, bucket"
+	group, minute := "class, code, bucket", "0"
+	if rd.byMinute {
+		group, minute = "minute, class, code, bucket", "minute"
+	}
 	if byLife {
 		ctx, group = perShard(ctx), "minute, class, code, bucket, epoch"
 	}
-	return rd.query(ctx, `SELECT class, code, bucket, sumMerge(sum_n) AS cnt, sumMerge(sum_etcd),
+	return rd.query(ctx, `SELECT toInt64(`+minute+`), class, code, bucket, sumMerge(sum_n) AS cnt, sumMerge(sum_etcd),
 			sumMerge(sum_unpaged), sumMerge(sum_lat_hi), sumMerge(sum_lat_lo), maxMerge(max_lat), maxMerge(max_apf)
 		FROM req_stat WHERE `+rd.minutes+` AND `+cond+` GROUP BY `+group+` HAVING cnt > 0`,
 		func(rows driver.Rows) error {
@@ -542,12 +566,12 @@ func (rd *summaryRead) foldStats(ctx context.Context, byLife bool, cond string, 
 				n, etcd, unpaged, hi, lo int64
 				latMax, apfMax           int64
 			)
-			if err := rows.Scan(&k.class, &k.code, &k.bucket, &n, &etcd, &unpaged, &hi, &lo, &latMax, &apfMax); err != nil {
+			if err := rows.Scan(&k.minute, &k.class, &k.code, &k.bucket, &n, &etcd, &unpaged, &hi, &lo, &latMax, &apfMax); err != nil {
 				return err
 			}
 			r := folded[k]
 			if r == nil {
-				r = &foldedStat{RequestStat: timeline.RequestStat{Class: k.class, Code: int(k.code),
+				r = &foldedStat{RequestStat: timeline.RequestStat{Minute: k.minute, Class: k.class, Code: int(k.code),
 					LatencyBucket: int(k.bucket), LatencyMaxNs: latMax, APFQueueWaitMaxNs: apfMax}}
 				folded[k] = r
 			}

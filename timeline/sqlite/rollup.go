@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -179,6 +180,19 @@ func (s *Store) RequestStats(ctx context.Context, since, until time.Time) (*time
 	return s.requestStats(ctx, since, until, false)
 }
 
+// SlowRequests returns the per-minute stats of the requests slower than
+// over (see timeline.Rollup), and their classes.
+func (s *Store) SlowRequests(ctx context.Context, since, until time.Time, over time.Duration) (*timeline.RequestStats, error) {
+	lo, hi := rollup.Window(since, until)
+	rd := &rollupRead{s: s, lo: lo, hi: hi, out: &timeline.RequestStats{}, used: map[int64]bool{}, minBucket: timeline.LatencyBucketAbove(over)}
+	for _, read := range []func(context.Context) error{rd.stats, rd.classes} {
+		if err := read(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return rd.out, nil
+}
+
 // RequestSummary is RequestStats folded over the window (see timeline.Rollup):
 // SQLite sums the minutes, so a long window costs one row per class, code
 // and bucket, and one per class and user.
@@ -209,6 +223,9 @@ type rollupRead struct {
 	all  bool
 	out  *timeline.RequestStats
 	used map[int64]bool // the classes the rows refer to
+	// minBucket: the unfolded stats read only the latency buckets from
+	// it up (SlowRequests).
+	minBucket int
 }
 
 // secondsFrom is the rows of req_second in [?, ?): one range of the
@@ -258,7 +275,8 @@ func (rd *rollupRead) seconds(ctx context.Context) error {
 func (rd *rollupRead) stats(ctx context.Context) error {
 	s, out, used, lo, hi, summary, all := rd.s, rd.out, rd.used, rd.lo, rd.hi, rd.summary, rd.all
 	statQuery := `SELECT class, minute, code, bucket, n, etcd_lists, unpaged_lists, lat_sum >> 32, lat_sum & 4294967295,
-		lat_max, apf_wait_max FROM req_stat WHERE minute >= ? AND minute < ? ORDER BY minute, class, code, bucket`
+		lat_max, apf_wait_max FROM req_stat WHERE minute >= ? AND minute < ? AND bucket >= ` + strconv.Itoa(rd.minBucket) + `
+		ORDER BY minute, class, code, bucket`
 	if summary {
 		statQuery = `SELECT class, 0, code, bucket, sum(n), sum(etcd_lists), sum(unpaged_lists), sum(lat_sum >> 32), sum(lat_sum & 4294967295),
 		max(lat_max), max(apf_wait_max) FROM req_stat WHERE minute >= ? AND minute < ? GROUP BY class, code, bucket

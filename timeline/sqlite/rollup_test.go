@@ -578,3 +578,38 @@ func TestRequestStatsWindow(t *testing.T) {
 		})
 	}
 }
+
+// SlowRequests is the unfolded stats of the buckets wholly above its
+// threshold, and the classes they refer to: the same rows RequestStats
+// gives, filtered.
+func TestSlowRequests(t *testing.T) {
+	s := openTest(t)
+	ingestRecords(t, s, rollupRecords(), 0)
+	ctx := context.Background()
+	all, err := s.RequestStats(ctx, time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, over := range []time.Duration{0, time.Millisecond, 10 * time.Millisecond, time.Second} {
+		var want []timeline.RequestStat
+		for _, r := range all.Stats {
+			if timeline.LatencyBucketUpper(r.LatencyBucket-1) >= over {
+				want = append(want, r)
+			}
+		}
+		got, err := s.SlowRequests(ctx, time.Time{}, time.Time{}, over)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := gocmp.Diff(want, got.Stats); diff != "" {
+			t.Errorf("over %s: stats (-want +got)\n%s", over, diff)
+		}
+		used := map[int64]bool{}
+		for _, r := range got.Stats {
+			used[r.Class] = true
+		}
+		if len(got.Classes) != len(used) || len(got.Seconds) != 0 || len(got.Clients) != 0 {
+			t.Errorf("over %s: %d classes for %d referenced, %d seconds, %d clients", over, len(got.Classes), len(used), len(got.Seconds), len(got.Clients))
+		}
+	}
+}

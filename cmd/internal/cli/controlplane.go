@@ -140,6 +140,7 @@ func writeControlplane(f *Factory, r *controlplane.Report, top int) error {
 	}
 	writeBursts(ew, r.Bursts, 5)
 	writeShed(ew, r.Shed, 5)
+	writeSlow(ew, r.Slow, 5)
 	ew.printf("\nCLASSES\n")
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	f.header(tw, "VERB\tRESOURCE\tSCOPE\tCLIENT\tUSER\tCOUNT\tPEAK/S\tP50\tP99\tMAX\tCODES\tETCD LISTS")
@@ -228,7 +229,6 @@ func codeList(m map[string]int64) string {
 	return strings.Join(parts, " ")
 }
 
-// writeBursts prints the first n bursts with their simulated fixes.
 // writeShed lists the first n clients shed with no burst of their own.
 func writeShed(ew *errWriter, shed []controlplane.Shed, n int) {
 	if len(shed) == 0 {
@@ -254,6 +254,33 @@ func firstOf(ew *errWriter, total, n int, where string) func(func(int) bool) {
 			if !yield(i) {
 				return
 			}
+		}
+	}
+}
+
+// writeSlow lists the first n episodes of slow requests to etcd from several
+// clients at once, and where they waited.
+func writeSlow(ew *errWriter, slow []controlplane.Slow, n int) {
+	if len(slow) == 0 {
+		return
+	}
+	ew.printf("\nSLOW (requests to etcd over 250ms from 2 or more steady clients, an order of magnitude over the window's normal: the server's doing, not theirs)\n")
+	for i := range firstOf(ew, len(slow), n, "faultline controlplane -o json") {
+		sl := slow[i]
+		ew.printf("%d. %s .. %s  %s\n", i+1, fmtTime(sl.Start, rfc3339Milli), fmtTime(sl.End, rfc3339Milli), sl)
+		ew.printf("   %s requests to etcd (writes, lists from etcd) over 250ms (%.0f%% of the steady clients' at worst) from %d steady clients, the slowest %s; APF queue wait at most %s\n",
+			humanInt(sl.Writes), 100*sl.Share, sl.Clients, ms(sl.MaxMs), ms(sl.QueueWaitMaxMs))
+		ew.printf("   %s reads from the watch cache in those minutes, %s over 250ms\n", humanInt(sl.CacheReads), humanInt(sl.CacheSlow))
+		switch {
+		case len(sl.Bursts) > 0:
+			ew.printf("   bursts then: %s\n", strings.Join(sl.Bursts, "; "))
+		case sl.Where == "etcd":
+			ew.printf("   no burst ran: look below the apiserver (etcd's disk: its fsync and commit latency; a defragmentation, a compaction)\n")
+		default:
+			ew.printf("   no burst ran\n")
+		}
+		for _, c := range sl.Classes {
+			ew.printf("   slow: %s\n", c)
 		}
 	}
 }
