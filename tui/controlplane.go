@@ -72,7 +72,7 @@ func (m *Model) controlPlaneView(height int) string {
 func (m *Model) cpSlow(b *strings.Builder, r *controlplane.Report, rows int) {
 	var lines []string
 	for _, sl := range r.Slow {
-		lines = append(lines, fmt.Sprintf("  %s .. %s  %s; %d clients, %s requests to etcd over 250ms", clock(sl.Start), clock(sl.End), sl, sl.Clients, count(sl.Writes)))
+		lines = append(lines, fmt.Sprintf("  %s .. %s  %s; %d clients, %s requests to etcd over 250ms", clock(sl.Start), clock(sl.End), sl, sl.Clients, count(sl.Requests)))
 	}
 	m.cpSection(b, "SLOW", " (requests to etcd over 250ms from several steady clients: the server's doing)", lines, rows)
 }

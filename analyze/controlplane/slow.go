@@ -48,18 +48,18 @@ import (
 type Slow struct {
 	Start time.Time `json:"start"` // the first minute's start
 	End   time.Time `json:"end"`   // the last minute's end
-	// Where the writes waited: "etcd", "apiserver", "queue", or "server"
+	// Where the requests waited: "etcd", "apiserver", "queue", or "server"
 	// when the evidence cannot tell etcd from the apiserver.
 	Where string `json:"where"`
 	// Clients are the folded users with a slow write in a steady class.
 	Clients int `json:"clients"`
-	// Writes are all the requests to etcd (writes, lists from etcd) over
-	// slowWrite in those minutes; MaxMs the slowest of the steady
+	// Requests are all the requests to etcd (writes, lists from etcd)
+	// over slowWrite in those minutes; MaxMs the slowest of the steady
 	// classes'; Share the part of the steady classes' requests over
 	// slowWrite, in the worst minute.
-	Writes int64   `json:"writes"`
-	Share  float64 `json:"share"`
-	MaxMs  float64 `json:"maxMs"`
+	Requests int64   `json:"requests"`
+	Share    float64 `json:"share"`
+	MaxMs    float64 `json:"maxMs"`
 	// QueueWaitMaxMs is the longest APF queue wait among them.
 	QueueWaitMaxMs float64 `json:"queueWaitMaxMs"`
 	// CacheReads are the reads served from the watch cache in those
@@ -99,9 +99,10 @@ func etcdBound(c *Class, etcdLists, count int64) bool {
 	return isWrite(c) || c.Verb == "list" && etcdLists > 0 && etcdLists == count
 }
 
-// slowEpisodes finds the minutes of [since, until) in which the writes
-// of slowClients or more clients took over slowWrite, merges consecutive
-// ones, and says where they waited. classes are the window's (folded)
+// slowEpisodes finds the minutes of [since, until) in which requests to
+// etcd of slowClients or more steady clients took over slowWrite, as a
+// jump over the window's normal, merges consecutive ones, and says where
+// they waited. classes are the window's (folded)
 // classes, for the reads the watch cache served; bursts its bursts.
 func slowEpisodes(ctx context.Context, s Store, since, until time.Time, classes []*Class, bursts []Burst) ([]Slow, error) {
 	st, err := s.SlowRequests(ctx, since, until, slowWrite)
@@ -118,9 +119,8 @@ func slowEpisodes(ctx context.Context, s Store, since, until time.Time, classes 
 	}
 	type minute struct {
 		clients        map[string]bool
-		steadyClasses  map[*Class]bool
-		slowSteady     int64
-		writes         int64
+		slowSteady     int64 // slow requests to etcd of steady classes
+		slow           int64 // of every class
 		maxNs, queueNs int64
 		cacheSlow      int64
 		classes        map[string]int64
@@ -142,7 +142,7 @@ func slowEpisodes(ctx context.Context, s Store, since, until time.Time, classes 
 		}
 		m := mins[r.Minute]
 		if m == nil {
-			m = &minute{clients: map[string]bool{}, steadyClasses: map[*Class]bool{}, classes: map[string]int64{}}
+			m = &minute{clients: map[string]bool{}, classes: map[string]int64{}}
 			mins[r.Minute] = m
 		}
 		k := &Class{Verb: c.Verb, Group: c.Group, Resource: c.Resource, Subresource: c.Subresource, Scope: c.Scope, Client: c.UserAgent, User: c.User}
@@ -152,12 +152,11 @@ func slowEpisodes(ctx context.Context, s Store, since, until time.Time, classes 
 			if !isWrite(k) {
 				n = r.EtcdLists
 			}
-			m.writes += n
+			m.slow += n
 			fc := byKey[k.Key()+"\x00"+k.Group]
 			if perMin[fc] == nil || !perMin[fc].steady(r.Minute) {
 				continue // a surge's own, or a class some of whose lists the cache served (not counted)
 			}
-			m.steadyClasses[fc] = true
 			m.slowSteady += n
 			m.clients[c.User] = true
 			m.maxNs, m.queueNs = max(m.maxNs, r.LatencyMaxNs), max(m.queueNs, r.APFQueueWaitMaxNs)
@@ -166,8 +165,8 @@ func slowEpisodes(ctx context.Context, s Store, since, until time.Time, classes 
 			m.cacheSlow += r.Count
 		}
 	}
-	// The steady write classes' requests per minute, and of them the slow
-	// ones, against the window's normal: the share of slow requests to etcd in its
+	// The steady etcd-bound classes' requests per minute, and of them the
+	// slow ones, against the window's normal: the share of slow requests to etcd in its
 	// calmest minute before (what the server does when nothing weighs on
 	// it), by the rule that finds bursts (an order of magnitude over it,
 	// significant, at least burst.MinRate).
@@ -210,7 +209,7 @@ func slowEpisodes(ctx context.Context, s Store, since, until time.Time, classes 
 		if w := writesAt(at); w > 0 {
 			var slow int64
 			if m != nil {
-				slow = m.writes
+				slow = m.slow
 			}
 			// None slow counts as one, as a burst's baseline does.
 			normal = min(normal, float64(max(slow, 1))/float64(w))
@@ -234,7 +233,7 @@ func slowEpisodes(ctx context.Context, s Store, since, until time.Time, classes 
 			for k, n := range m.classes {
 				perClass[k] += n
 			}
-			ep.Writes += m.writes
+			ep.Requests += m.slow
 			ep.Share = max(ep.Share, round(share[at]))
 			ep.CacheSlow += m.cacheSlow
 			maxNs, queueNs = max(maxNs, m.maxNs), max(queueNs, m.queueNs)
@@ -352,7 +351,7 @@ func topKeys(m map[string]int64, n int) []string {
 	return keys
 }
 
-// String says where an episode's writes waited, in a few words.
+// String says where an episode's requests waited, in a few words.
 func (s Slow) String() string {
 	var b strings.Builder
 	switch s.Where {

@@ -70,7 +70,7 @@ func TestSlowEpisodes(t *testing.T) {
 	type got struct {
 		Where           string
 		Clients         int
-		Writes          int64
+		Requests        int64
 		CacheReads      int64
 		CacheSlow       int64
 		Start, End      time.Time
@@ -101,7 +101,7 @@ func TestSlowEpisodes(t *testing.T) {
 			}
 			var have []got
 			for _, e := range eps {
-				have = append(have, got{e.Where, e.Clients, e.Writes, e.CacheReads, e.CacheSlow, e.Start, e.End, len(e.Classes)})
+				have = append(have, got{e.Where, e.Clients, e.Requests, e.CacheReads, e.CacheSlow, e.Start, e.End, len(e.Classes)})
 			}
 			if diff := cmp.Diff(tt.want, have); diff != "" {
 				t.Errorf("episodes (-want +got)\n%s", diff)

@@ -269,7 +269,7 @@ func writeSlow(ew *errWriter, slow []controlplane.Slow, n int) {
 		sl := slow[i]
 		ew.printf("%d. %s .. %s  %s\n", i+1, fmtTime(sl.Start, rfc3339Milli), fmtTime(sl.End, rfc3339Milli), sl)
 		ew.printf("   %s requests to etcd (writes, lists from etcd) over 250ms (%.0f%% of the steady clients' at worst) from %d steady clients, the slowest %s; APF queue wait at most %s\n",
-			humanInt(sl.Writes), 100*sl.Share, sl.Clients, ms(sl.MaxMs), ms(sl.QueueWaitMaxMs))
+			humanInt(sl.Requests), 100*sl.Share, sl.Clients, ms(sl.MaxMs), ms(sl.QueueWaitMaxMs))
 		ew.printf("   %s reads from the watch cache in those minutes, %s over 250ms\n", humanInt(sl.CacheReads), humanInt(sl.CacheSlow))
 		switch {
 		case len(sl.Bursts) > 0:
