@@ -247,8 +247,8 @@ func admissionWrite(r *timeline.Record) *Suspect {
 func reach(sps []*Suspect, units []*outcome.Unit, ids []map[string]identity.Dimension) {
 	refused := map[string]bool{} // workloads
 	for i, u := range units {
-		if u.Unborn && u.Bad() {
-			refused[workloadOf(u, ids[i])] = true
+		if w := workloadOf(u, ids[i]); u.Unborn && u.Bad() && w != "" {
+			refused[w] = true
 		}
 	}
 	for i, u := range units {
