@@ -57,58 +57,12 @@ func runAPFMisconfig(ctx context.Context, c *Cluster, e *Expected) (string, erro
 	workers, every := c.Between(40, 64), c.Dur(1500*time.Millisecond, 2500*time.Millisecond)
 	level, schema := Pick(c, []string{"batch-low", "best-effort", "bulk"}), Pick(c, []string{"batch-jobs", "batch-throttle", "bulk-clients"})
 	actor := c.DrawActor()
-	fleet, err := c.Nodes(ctx, e.Nodes)
+	sa, err := c.steadyAgents(ctx, e, ns, other, name, version, nb, nbVersion, workers, every, 5*time.Second)
 	if err != nil {
 		return "", err
 	}
-	if err := c.Background(ctx); err != nil {
-		return "", err
-	}
-	if err := c.fleetObjects(ctx, fleet, "configmaps"); err != nil {
-		return "", err
-	}
-	for _, n := range []string{ns, other} {
-		if err := c.Namespace(ctx, n); err != nil {
-			return "", err
-		}
-		if err := c.readers(ctx, n, "configmaps"); err != nil {
-			return "", err
-		}
-	}
-	// The agent: made by automation long ago, steady since; its workers
-	// are its pods, each with its own bound token.
-	cr, created, fail, wctx, stop, err := c.podAgent(ctx, routineActor, ns, name, version, workers, 5*time.Second)
-	if err != nil {
-		return "", err
-	}
+	cr, created, stop, stopNb := sa.cr, sa.created, sa.stop, sa.stopNb
 	defer stop()
-	pool := Pick(c, fleet.Pools)
-	// A quorum read (from etcd), as a client that wants fresh data makes.
-	op := apiload.Op{Verb: "list", Resource: "configmaps", Namespace: "node-config", Selector: "pool=" + pool}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		cr.run(wctx, func(i int, w *apiload.Worker) {
-			w.Delay, w.Repeat, w.Every, w.Jitter = c.Dur(0, every), []apiload.Op{op}, every, every/2
-			w.Tries, w.Pause = 2, 500*time.Millisecond
-		}, fail)()
-	}()
-	nbOp := apiload.Op{Verb: "list", Resource: "configmaps", Namespace: "node-config", Selector: "pool=" + pool, Cached: true}
-	_, stopNb, err := c.neighbour(ctx, other, nb, nbVersion, c.Between(10, 20), func(i int, w *apiload.Worker) {
-		w.Delay, w.Repeat, w.Every, w.Jitter = c.Dur(0, every), []apiload.Op{nbOp}, every, every/2
-	})
-	if err != nil {
-		return "", err
-	}
-	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
-		stopNb()
-		return "", err
-	}
-	Sleep(ctx, c.Dur(15*time.Second, 25*time.Second))
-	if gave, _ := cr.failures(); len(gave) > 0 {
-		stopNb()
-		return "", fmt.Errorf("%d workers gave up before any change: the steady load is too much for this machine", len(gave))
-	}
 	fc := c.As(actor).FlowcontrolV1()
 	decoyAt := Now()
 	decoy := other + "-jobs"
@@ -137,38 +91,21 @@ func runAPFMisconfig(ctx context.Context, c *Cluster, e *Expected) (string, erro
 	}
 	e.Changes = []Change{{Ref: "FlowSchema/" + schema, Dimension: "created", At: at, Actor: &actor},
 		{Ref: "PriorityLevelConfiguration/" + level, Dimension: "created", At: plcAt, Actor: &actor}}
-	if err := until(ctx, 2*time.Minute, "a worker giving up", func() (bool, error) {
-		gave, _ := cr.failures()
-		return len(gave) > 0, nil
-	}); err != nil {
-		stopNb()
+	if err := sa.givenUp(ctx, c); err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(20*time.Second, 30*time.Second))
-	stop()
-	<-done
-	_, failed, err := c.stormOver(ctx, cr, ns, name, stopNb)
+	// The FlowSchema takes every request of the namespace, whose only
+	// workload is the agent (end: the counterexample).
+	failed, gave, err := sa.end(ctx, c, e, ns, name, version, lastGood)
 	if err != nil {
 		return "", err
 	}
-	gave, firstGaveUp := cr.failures()
-	firstBad := cr.counter.FirstError(lastGood)
-	if firstBad.IsZero() || firstGaveUp.Before(firstBad) {
-		firstBad = firstGaveUp
-	}
-	e.Boundary = &Boundary{LastGood: lastGood, FirstBad: firstBad, Tolerance: "2s"}
-	e.Slice = map[string]string{"owner/Job": name}
-	e.SliceEquivalents = []map[string]string{{"image.tag/" + name: agentImage(name, version)}}
-	// The FlowSchema takes every request of the namespace, whose only
-	// workload is the agent: the counterexample that tells is the
-	// neighbour of another namespace that reads the same and stays good.
-	e.CounterexampleDiffersIn = []string{"owner/Job"}
 	e.Mitigation = []Action{{Action: "rollback", Target: "FlowSchema/" + schema}}
 	// No burst: the control plane names it among the clients shed.
 	e.extra("shed", map[string]string{"userAgent": cr.userAgent, "user": cr.user()})
 	e.extra("created", created.Ref)
 	e.extra("workers", workers)
-	e.extra("failedWorkers", len(gave))
+	e.extra("failedWorkers", gave)
 	e.extra("failedPods", failed)
 	e.extra("throttled", cr.counter.Count(429))
 	return fmt.Sprintf(`A batch agent that had run for weeks fails.

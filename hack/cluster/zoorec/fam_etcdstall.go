@@ -102,96 +102,34 @@ func runEtcdStall(ctx context.Context, c *Cluster, e *Expected) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	fleet, err := c.Nodes(ctx, e.Nodes)
-	if err != nil {
-		return "", err
-	}
-	if err := c.Background(ctx); err != nil {
-		return "", err
-	}
-	if err := c.fleetObjects(ctx, fleet, "configmaps"); err != nil {
-		return "", err
-	}
-	for _, n := range []string{ns, other} {
-		if err := c.Namespace(ctx, n); err != nil {
-			return "", err
-		}
-		if err := c.readers(ctx, n, "configmaps"); err != nil {
-			return "", err
-		}
-	}
 	// The agent: steady, each list answered well within its deadline.
-	cr, created, fail, wctx, stopAgent, err := c.podAgent(ctx, routineActor, ns, name, version, workers, time.Second)
+	sa, err := c.steadyAgents(ctx, e, ns, other, name, version, nb, nbVersion, workers, every, time.Second)
 	if err != nil {
 		return "", err
 	}
+	cr, created, stopAgent := sa.cr, sa.created, sa.stop
 	defer stopAgent()
-	pool := Pick(c, fleet.Pools)
-	op := apiload.Op{Verb: "list", Resource: "configmaps", Namespace: "node-config", Selector: "pool=" + pool}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		cr.run(wctx, func(i int, w *apiload.Worker) {
-			w.Delay, w.Repeat, w.Every, w.Jitter = c.Dur(0, every), []apiload.Op{op}, every, every/2
-			w.Tries, w.Pause = 2, 500*time.Millisecond
-		}, fail)()
-	}()
-	nbOp := apiload.Op{Verb: "list", Resource: "configmaps", Namespace: "node-config", Selector: "pool=" + pool, Cached: true}
-	_, stopNb, err := c.neighbour(ctx, other, nb, nbVersion, c.Between(10, 20), func(i int, w *apiload.Worker) {
-		w.Delay, w.Repeat, w.Every, w.Jitter = c.Dur(0, every), []apiload.Op{nbOp}, every, every/2
-	})
-	if err != nil {
-		return "", err
-	}
-	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
-		stopNb()
-		return "", err
-	}
-	Sleep(ctx, c.Dur(15*time.Second, 25*time.Second))
-	if gave, _ := cr.failures(); len(gave) > 0 {
-		stopNb()
-		return "", fmt.Errorf("%d workers gave up before the stall: the steady load is too much for this machine", len(gave))
-	}
 	lastGood := Now()
 	Sleep(ctx, time.Second)
 	stallStart := Now()
 	sctx, endStall := context.WithCancel(ctx)
 	stalled := stallEtcd(sctx, pid, stop, period)
 	defer func() { endStall(); <-stalled }()
-	if err := until(ctx, 2*time.Minute, "a worker giving up", func() (bool, error) {
-		gave, _ := cr.failures()
-		return len(gave) > 0, nil
-	}); err != nil {
-		stopNb()
+	if err := sa.givenUp(ctx, c); err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(20*time.Second, 30*time.Second))
 	endStall()
 	<-stalled
 	stallEnd := Now()
-	stopAgent()
-	<-done
-	_, failed, err := c.stormOver(ctx, cr, ns, name, stopNb)
+	failed, gave, err := sa.end(ctx, c, e, ns, name, version, lastGood)
 	if err != nil {
 		return "", err
 	}
-	gave, firstGaveUp := cr.failures()
-	firstBad := cr.counter.FirstError(lastGood)
-	if firstBad.IsZero() || firstGaveUp.Before(firstBad) {
-		firstBad = firstGaveUp
-	}
-	e.Boundary = &Boundary{LastGood: lastGood, FirstBad: firstBad, Tolerance: "2s"}
-	e.Slice = map[string]string{"owner/Job": name}
-	e.SliceEquivalents = []map[string]string{{"image.tag/" + name: agentImage(name, version)}}
-	// The agent is its namespace's only workload: the counterexample that
-	// tells is the neighbour of another namespace, which reads the same
-	// from the cache and stays good.
-	e.CounterexampleDiffersIn = []string{"owner/Job"}
 	e.extra("stall", map[string]any{"component": "etcd", "start": stallStart, "end": stallEnd,
 		"stopMs": stop.Milliseconds(), "periodMs": period.Milliseconds()})
 	e.extra("created", created.Ref)
 	e.extra("workers", workers)
-	e.extra("failedWorkers", len(gave))
+	e.extra("failedWorkers", gave)
 	e.extra("failedPods", failed)
 	return fmt.Sprintf(`A batch agent that had run for weeks fails.
 
