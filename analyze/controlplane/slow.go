@@ -179,11 +179,10 @@ func slowEpisodes(ctx context.Context, s Store, since, until time.Time, classes 
 		}
 		return n
 	}
-	var order []int64
+	last := int64(math.MinInt64) // the last minute with a slow request
 	for at := range mins {
-		order = append(order, at)
+		last = max(last, at)
 	}
-	slices.Sort(order)
 	writesAt := func(at int64) int64 {
 		var n int64
 		for _, pm := range perMin {
@@ -194,16 +193,15 @@ func slowEpisodes(ctx context.Context, s Store, since, until time.Time, classes 
 	var starts []int64
 	share := map[int64]float64{}
 	normal := math.Inf(1) // the calmest minute before's share of slow requests to etcd
-	for at := first; len(order) > 0 && at <= order[len(order)-1]; at += 60 {
+	// Minute by minute, in order: the episodes' minutes come out sorted.
+	for at := first; at <= last; at += 60 {
 		m := mins[at]
 		if all := steadyWrites(at); m != nil && all > 0 {
 			share[at] = float64(m.slowSteady) / float64(all)
 			// No minute before it, no normal (+Inf): the start of the
 			// evidence is not a jump.
-			if len(m.clients) >= slowClients {
-				if rises(m.slowSteady, float64(all)*normal) {
-					starts = append(starts, at)
-				}
+			if len(m.clients) >= slowClients && rises(m.slowSteady, float64(all)*normal) {
+				starts = append(starts, at)
 			}
 		}
 		if w := writesAt(at); w > 0 {
@@ -215,7 +213,6 @@ func slowEpisodes(ctx context.Context, s Store, since, until time.Time, classes 
 			normal = min(normal, float64(max(slow, 1))/float64(w))
 		}
 	}
-	sort.Slice(starts, func(i, j int) bool { return starts[i] < starts[j] })
 	var out []Slow
 	for i := 0; i < len(starts); {
 		j := i
@@ -273,18 +270,6 @@ func rises(n int64, expected float64) bool {
 	return float64(n) >= burst.MinRate && float64(n) >= burst.Ratio*expected && burst.PoissonSF(n, expected) < burst.PValue
 }
 
-// between counts a class's requests received in [from, to) (Unix
-// seconds).
-func (c *Class) between(from, to int64) int64 {
-	var n int64
-	for _, x := range c.series {
-		if x.Sec >= from && x.Sec < to {
-			n += x.Count
-		}
-	}
-	return n
-}
-
 // minutes are a class's requests per minute (by the minute's start), and
 // the seconds of each minute it made any.
 type minutes struct {
@@ -328,7 +313,7 @@ func cacheReads(classes []*Class, start, end time.Time) int64 {
 		if !cacheRead(c.Verb, c.EtcdLists) {
 			continue
 		}
-		n += c.between(start.Unix(), end.Unix())
+		n += c.sum(start.Unix(), end.Unix()-1)
 	}
 	return n
 }

@@ -72,13 +72,6 @@ const (
 	riseFactor   = 1.25
 )
 
-// held says whether l measured the load as known good before firstBad
-// (heldBefore).
-func held(l *apiLoad, at, firstBad time.Time) bool {
-	_, ok := l.heldBefore(at, firstBad)
-	return ok
-}
-
 // heldBefore says whether the namespace's clients had run, for
 // steadyWindow after at and before the failure's window (the heldWindow
 // that ends with the first failure's second), at a rate of at least the
@@ -140,19 +133,11 @@ func measuredLoad(ctx context.Context, s Store, cands []*Suspect, units []*outco
 			l.bursts = append(l.bursts, b)
 		}
 	}
-	sum, err := cs.RequestSummary(ctx, since.Add(-time.Minute), until.Add(time.Minute))
-	if err != nil {
-		return nil, fmt.Errorf("control-plane load: %w", err)
-	}
-	ours := map[int64]bool{}
-	for _, c := range sum.Classes {
-		if strings.HasPrefix(c.User, prefix) {
-			ours[c.ID] = true
-		}
-	}
-	for _, sec := range sum.Seconds {
-		if ours[sec.Class] {
-			l.seconds[sec.Sec] += sec.Count
+	for i := range all.Classes { // their requests per second, as Analyze read them
+		if c := &all.Classes[i]; strings.HasPrefix(c.User, prefix) {
+			for _, x := range c.Series() {
+				l.seconds[x.Sec] += x.Count
+			}
 		}
 	}
 	l.refusedAfter = map[int64]time.Time{}

@@ -505,6 +505,11 @@ func (in scoring) weighLoad(all []*scored, contentExplains bool) []*scored {
 		// messages say so, or a load was measured that began with it (a
 		// CoreDNS storm; the apiserver's bursts are read in conclude).
 		storm := x.created && in.storms.after(x.sp.At, in.firstBad, x.sp.Ref) != nil
+		var heldFor time.Duration
+		held := false
+		if x.created {
+			heldFor, held = in.apiLoad.heldBefore(x.sp.At, in.firstBad)
+		}
 		switch {
 		case x.created && (contentExplains || !(shaped || storm)):
 			x.base = 0
@@ -516,11 +521,10 @@ func (in scoring) weighLoad(all []*scored, contentExplains bool) []*scored {
 			// nor did CoreDNS, no load began with it.
 			x.base = 0
 			x.sp.Why += "; but no load was measured after it: no burst of its namespace's clients on the apiserver, no DNS query storm"
-		case x.created && !storm && held(in.apiLoad, x.sp.At, in.firstBad):
-			d, _ := in.apiLoad.heldBefore(x.sp.At, in.firstBad)
+		case x.created && !storm && held:
 			x.base = 0
 			x.sp.Why += fmt.Sprintf("; but its namespace's clients had run at the rate they failed at, for %s with no failure, until %s before the first bad: the load did not rise into the failures, what serves it changed (see faultline controlplane)",
-				steadyWindow, d.Round(time.Second))
+				steadyWindow, heldFor.Round(time.Second))
 		case x.created && storm:
 			x.sp.Why += "; a CoreDNS query storm began after it and ran into the first failure: see faultline dns"
 		case x.created:

@@ -48,6 +48,12 @@ func newControlplaneCmd(f *Factory) *cobra.Command {
               fixes simulated on the recorded requests: a jittered start
               (--jitter), reads from the watch cache or an informer, scoped
               reads, a dedicated APF priority level
+  shed        clients rejected (429) with no burst of their own: a priority
+              level too small for them, or another's load in theirs
+  slow        minutes in which the requests to etcd (writes, LISTs read from
+              etcd) of 2 or more steady clients took over 250 ms, an order of
+              magnitude above the window's calmest minute, and where they
+              waited: etcd, the apiserver itself, or the APF queues
   pod start   creation -> running p50/p99 against the SLO (p99 <= 5 s), and
               scheduler binds per second
   cardinality distinct users and user agents, and whether they keep growing

@@ -85,11 +85,10 @@ func runAdmissionBreak(ctx context.Context, c *Cluster, e *Expected) (string, er
 	if err := c.Deployment(ctx, routineActor, other, neighbour, c.Between(6, 20), Template{Image: "registry.example/" + neighbour + ":1.4"}); err != nil {
 		return "", err
 	}
-	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
+	actor, err := c.routineThenActor(ctx, fleet)
+	if err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
-	actor := c.DrawActor()
 	hooks := c.As(actor).AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	// The decoy: the same actor installs a webhook over both namespaces
 	// that fails open; its backend is not there either, and every pod is

@@ -115,11 +115,10 @@ func runAgentRollout(ctx context.Context, c *Cluster, e *Expected) (string, erro
 	if err := c.Deployment(ctx, routineActor, ns, name, replicas, Template{Image: image, GPU: true}); err != nil {
 		return "", err
 	}
-	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
+	actor, err := c.routineThenActor(ctx, fleet)
+	if err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
-	actor := c.DrawActor()
 	decoyTo := "nvcr.io/nvidia/k8s-device-plugin:v0.16.3"
 	decoyAt, err := c.setAgentImage(ctx, actor, other, decoyTo, poolNodes(other))
 	if err != nil {

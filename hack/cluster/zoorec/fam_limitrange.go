@@ -63,11 +63,10 @@ func runLimitRangeDefault(ctx context.Context, c *Cluster, e *Expected) (string,
 	if err := c.Deployment(ctx, routineActor, other, neighbour, c.Between(6, 16), Template{Image: "registry.example/" + neighbour + ":1.9"}); err != nil {
 		return "", err
 	}
-	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
+	actor, err := c.routineThenActor(ctx, fleet)
+	if err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
-	actor := c.DrawActor()
 	decoyAt := Now()
 	if err := c.limitRange(ctx, actor, other, lrName, high); err != nil {
 		return "", err

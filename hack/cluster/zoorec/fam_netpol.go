@@ -54,11 +54,10 @@ func runNetpolBreak(ctx context.Context, c *Cluster, e *Expected) (string, error
 	if err := c.Deployment(ctx, routineActor, other, neighbour, c.Between(6, 16), Template{Image: "registry.example/" + neighbour + ":1.9"}); err != nil {
 		return "", err
 	}
-	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
+	actor, err := c.routineThenActor(ctx, fleet)
+	if err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
-	actor := c.DrawActor()
 	nps := func(ns string) interface {
 		Create(context.Context, *networkingv1.NetworkPolicy, metav1.CreateOptions) (*networkingv1.NetworkPolicy, error)
 	} {

@@ -67,11 +67,10 @@ func runPreemption(ctx context.Context, c *Cluster, e *Expected) (string, error)
 	if err := fill(neighbour, other); err != nil {
 		return "", err
 	}
-	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
+	actor, err := c.routineThenActor(ctx, fleet)
+	if err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
-	actor := c.DrawActor()
 	decoy, err := c.costCenterDecoy(ctx, actor, rack)
 	if err != nil {
 		return "", err

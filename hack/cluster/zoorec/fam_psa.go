@@ -58,11 +58,10 @@ func runPSAEnforce(ctx context.Context, c *Cluster, e *Expected) (string, error)
 			return "", err
 		}
 	}
-	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
+	actor, err := c.routineThenActor(ctx, fleet)
+	if err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
-	actor := c.DrawActor()
 	decoyAt := Now()
 	if err := c.enforceRestricted(ctx, actor, other); err != nil {
 		return "", err

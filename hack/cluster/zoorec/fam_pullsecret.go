@@ -96,11 +96,10 @@ func runPullSecretRotated(ctx context.Context, c *Cluster, e *Expected) (string,
 	if err := setup(other, neighbour, true); err != nil {
 		return "", err
 	}
-	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
+	actor, err := c.routineThenActor(ctx, fleet)
+	if err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
-	actor := c.DrawActor()
 	decoyAt := Now()
 	if err := c.pullSecret(ctx, actor, other, secret, registry, "robot$"+other, fmt.Sprintf("%x", c.rng.Uint64()), true); err != nil {
 		return "", err

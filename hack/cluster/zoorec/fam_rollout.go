@@ -47,11 +47,10 @@ func runSchedulingBreak(ctx context.Context, c *Cluster, e *Expected) (string, e
 	if err := c.Deployment(ctx, routineActor, ns, "general", c.Between(5, 15), Template{Image: "registry.example/general:1.7"}); err != nil {
 		return "", err
 	}
-	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
+	actor, err := c.routineThenActor(ctx, fleet)
+	if err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
-	actor := c.DrawActor()
 	decoy, err := c.costCenterDecoy(ctx, actor, s)
 	if err != nil {
 		return "", err
@@ -121,11 +120,10 @@ func runCanaryPartial(ctx context.Context, c *Cluster, e *Expected) (string, err
 	if err := c.Deployment(ctx, routineActor, ns, other, c.Between(4, 10), Template{Image: otherImage + ":1.0.0", Container: "server"}); err != nil {
 		return "", err
 	}
-	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
+	actor, err := c.routineThenActor(ctx, fleet)
+	if err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
-	actor := c.DrawActor()
 	// The decoy: the same actor rolls the other service first; it is fine.
 	decoyAt := Now()
 	if err := c.SetImage(ctx, actor, ns, other, "server", otherImage+":1.1.0"); err != nil {

@@ -233,11 +233,10 @@ func runStorageClassDeleted(ctx context.Context, c *Cluster, e *Expected) (strin
 	if err := c.statefulSet(ctx, routineActor, other, neighbour, neighbourReplicas, kept, Template{Image: "registry.example/" + neighbour + ":1.5"}); err != nil {
 		return "", err
 	}
-	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
+	actor, err := c.routineThenActor(ctx, fleet)
+	if err != nil {
 		return "", err
 	}
-	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
-	actor := c.DrawActor()
 	decoyAt := Now()
 	if err := c.As(actor).StorageV1().StorageClasses().Delete(ctx, decoy, metav1.DeleteOptions{}); err != nil {
 		return "", fmt.Errorf("delete storageclass %s: %w", decoy, err)

@@ -350,3 +350,14 @@ func (c *Cluster) restartAll(ctx context.Context, a Actor, ns string, names []st
 	}
 	return nil
 }
+
+// routineThenActor makes the routine changes of a family's background
+// (one to three), lets the cluster settle 6 to 12 s, and draws the actor
+// of the incident: the prelude of most families, in that draw order.
+func (c *Cluster) routineThenActor(ctx context.Context, fleet *Fleet) (Actor, error) {
+	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
+		return Actor{}, err
+	}
+	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
+	return c.DrawActor(), nil
+}
