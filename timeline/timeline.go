@@ -10,10 +10,12 @@
 package timeline
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"iter"
+	"strings"
 	"time"
 )
 
@@ -374,6 +376,48 @@ type RequestClass struct {
 	UserAgent string // folded: FoldUserAgent
 }
 
+// SlowLatency is the latency from which a request is kept one by one for
+// SlowRequests (the stores index such records apart: SQLite's partial index
+// names it as a literal). It is ten times etcd's guidance for a commit
+// (25 ms at the 99th percentile): such a request waited on something.
+const SlowLatency = 250 * time.Millisecond
+
+// SlowVerbs are the verbs SlowRequests returns: the writes, which wait for
+// etcd to commit them, and lists, which read etcd or the watch cache (a
+// get's source is not in its record, and a watch runs as long as it is
+// served).
+var SlowVerbs = []string{"create", "delete", "deletecollection", "list", "patch", "update"}
+
+// SlowRequest is one request that took SlowLatency or longer.
+type SlowRequest struct {
+	Class    RequestClass // its class (ID left 0: the fields name it)
+	Received time.Time    // requestReceivedTimestamp
+	Latency  time.Duration
+	APFWait  time.Duration // its API Priority and Fairness queue wait
+	Code     int
+	Etcd     bool // a list whose semantics read etcd (ListFromEtcd)
+}
+
+// CompareSlow orders slow requests as SlowRequests returns them.
+func CompareSlow(a, b SlowRequest) int {
+	x, y := &a.Class, &b.Class
+	return cmp.Or(a.Received.Compare(b.Received), strings.Compare(x.Verb, y.Verb), strings.Compare(x.Group, y.Group),
+		strings.Compare(x.Resource, y.Resource), strings.Compare(x.Subresource, y.Subresource),
+		strings.Compare(x.Scope, y.Scope), strings.Compare(x.User, y.User), strings.Compare(x.UserAgent, y.UserAgent),
+		cmp.Compare(a.Latency, b.Latency), cmp.Compare(a.Code, b.Code), cmp.Compare(a.APFWait, b.APFWait),
+		compareBool(a.Etcd, b.Etcd))
+}
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
 // Request scopes.
 const (
 	ScopeCluster   = "cluster"
@@ -530,13 +574,13 @@ type Rollup interface {
 	// fields named (users by name), so two stores holding the same
 	// evidence answer alike.
 	RequestSummary(ctx context.Context, since, until time.Time) (*RequestStats, error)
-	// SlowRequests returns the per-minute stats of the requests slower
-	// than over (their latency bucket wholly above it: LatencyBucketAbove)
-	// whose minute lies in [since, until), unfolded, ordered by (Minute,
-	// Class, Code, LatencyBucket), with the classes they refer to; Seconds
-	// and Clients stay empty. It places slowness in time: a few rows where
-	// every minute's stats would be millions.
-	SlowRequests(ctx context.Context, since, until time.Time, over time.Duration) (*RequestStats, error)
+	// SlowRequests returns the requests received in [since, until)
+	// (zero: unbounded) that took SlowLatency or longer, as their final
+	// stage left them, of the verbs in SlowVerbs: each with its second,
+	// where the rollup keeps latency by minute. Ordered by (Received,
+	// Class fields, Latency, Code, APFWait, Etcd), so two stores holding
+	// the same evidence answer alike.
+	SlowRequests(ctx context.Context, since, until time.Time) ([]SlowRequest, error)
 }
 
 // Store is every role of the timeline, for whoever opens one (and closes

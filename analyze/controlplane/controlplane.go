@@ -39,7 +39,7 @@ const SchemaVersion = 1
 // Store is what the analysis reads.
 type Store interface {
 	RequestSummary(ctx context.Context, since, until time.Time) (*timeline.RequestStats, error)
-	SlowRequests(ctx context.Context, since, until time.Time, over time.Duration) (*timeline.RequestStats, error)
+	SlowRequests(ctx context.Context, since, until time.Time) ([]timeline.SlowRequest, error)
 	Versions(ctx context.Context, q timeline.VersionQuery) ([]timeline.ObjectVersion, error)
 	Bounds(ctx context.Context) (first, last time.Time, err error)
 }
@@ -49,8 +49,12 @@ type Options struct {
 	Since, Until time.Time
 	// Jitter is the window a jittered start spreads a burst over (default 60 s).
 	Jitter time.Duration
-	// Where keeps only the classes it accepts (nil: all).
+	// Where keeps only the classes it accepts (nil: all). Slowness is the
+	// server's, read over every client: with Where, Slow stays empty.
 	Where func(c *Class) bool
+	// NoSlow leaves Slow empty, for a caller that reads none of it: the
+	// slow requests are read one by one.
+	NoSlow bool
 }
 
 // Report is the analysis.
@@ -238,6 +242,21 @@ func Analyze(ctx context.Context, s Store, opt Options) (*Report, error) {
 	if !opt.Until.IsZero() {
 		last = opt.Until
 	}
+	// Slowness is the server's: it is read over every client. The slow
+	// requests are read beside the rollup (two readers of the store at
+	// once: on the 10 M-line benchmark log, each takes a second or more).
+	type slowRead struct {
+		reqs []timeline.SlowRequest
+		err  error
+	}
+	var slowDone chan slowRead
+	if opt.Where == nil && !opt.NoSlow {
+		slowDone = make(chan slowRead, 1)
+		go func() {
+			reqs, err := s.SlowRequests(ctx, opt.Since, opt.Until)
+			slowDone <- slowRead{reqs, err}
+		}()
+	}
 	st, err := s.RequestSummary(ctx, opt.Since, opt.Until)
 	if err != nil {
 		return nil, err
@@ -274,12 +293,12 @@ func Analyze(ctx context.Context, s Store, opt Options) (*Report, error) {
 	rep.Bursts = bursts(kept, starts, opt.Jitter, first.Unix())
 	rep.Clients = clientCosts(kept, span)
 	rep.Shed = shedClients(kept, rep.Bursts)
-	if opt.Where == nil { // slowness is the server's: read over every client
-		slow, err := slowEpisodes(ctx, s, opt.Since, opt.Until, kept, rep.Bursts)
-		if err != nil {
-			return nil, fmt.Errorf("slow requests: %w", err)
+	if slowDone != nil {
+		rd := <-slowDone
+		if rd.err != nil {
+			return nil, fmt.Errorf("slow requests: %w", rd.err)
 		}
-		rep.Slow = append(rep.Slow, slow...)
+		rep.Slow = append(rep.Slow, slowEpisodes(rd.reqs, kept, rep.Bursts)...)
 	}
 	rep.SLO = sloBreaches(kept)
 	rep.PodStartup = podStartup(starts)

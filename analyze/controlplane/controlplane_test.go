@@ -13,7 +13,7 @@ import (
 
 type fakeStore struct {
 	stats    timeline.RequestStats
-	slow     timeline.RequestStats // what SlowRequests gives, whatever it is asked
+	slow     []timeline.SlowRequest // what SlowRequests gives, in the window asked
 	versions []timeline.ObjectVersion
 	first    time.Time
 	last     time.Time
@@ -23,8 +23,14 @@ func (f *fakeStore) RequestSummary(context.Context, time.Time, time.Time) (*time
 	return &f.stats, nil
 }
 
-func (f *fakeStore) SlowRequests(context.Context, time.Time, time.Time, time.Duration) (*timeline.RequestStats, error) {
-	return &f.slow, nil
+func (f *fakeStore) SlowRequests(_ context.Context, since, until time.Time) ([]timeline.SlowRequest, error) {
+	var out []timeline.SlowRequest
+	for _, r := range f.slow {
+		if (since.IsZero() || !r.Received.Before(since)) && (until.IsZero() || r.Received.Before(until)) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 func (f *fakeStore) Versions(context.Context, timeline.VersionQuery) ([]timeline.ObjectVersion, error) {

@@ -12,22 +12,25 @@ import (
 )
 
 // slowFixture: three users renew leases every second for five minutes
-// (classes 1-3), a fourth surges in minute 3 only (class 4), and a
-// cache-served list runs throughout (class 5). In minute 3 (t0+3m) the
-// slow rows are those given.
-func slowFixture(slow ...timeline.RequestStat) *fakeStore { return slowFixtureAt(1, slow...) }
+// (classes 1-3), a fourth surges in minute 3 only (class 4), a
+// cache-served list (class 5) and a reader whose every list reads etcd
+// (class 6) run throughout. The slow requests are those given.
+func slowFixture(slow ...timeline.SlowRequest) *fakeStore { return slowFixtureAt(1, slow...) }
+
+// The fixture's classes, by id.
+var slowClasses = []timeline.RequestClass{
+	{ID: 1, Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Scope: "object", User: "kwok", UserAgent: "kwok"},
+	{ID: 2, Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Scope: "object", User: "system:kube-scheduler", UserAgent: "kube-scheduler"},
+	{ID: 3, Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Scope: "object", User: "system:apiserver", UserAgent: "kube-apiserver"},
+	{ID: 4, Verb: "create", Resource: "nodes", Scope: "object", User: "admin", UserAgent: "provisioner"},
+	{ID: 5, Verb: "list", Resource: "configmaps", Scope: "namespace", User: "system:serviceaccount:ml:*", UserAgent: "reader"},
+	{ID: 6, Verb: "list", Resource: "configmaps", Scope: "namespace", User: "system:serviceaccount:batch:*", UserAgent: "agent"},
+}
 
 // slowFixtureAt is slowFixture with the leases renewed rate times a second.
-func slowFixtureAt(rate int64, slow ...timeline.RequestStat) *fakeStore {
-	f := &fakeStore{first: t0, last: t0.Add(5 * time.Minute)}
-	f.stats.Classes = []timeline.RequestClass{
-		{ID: 1, Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Scope: "object", User: "kwok", UserAgent: "kwok"},
-		{ID: 2, Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Scope: "object", User: "system:kube-scheduler", UserAgent: "kube-scheduler"},
-		{ID: 3, Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Scope: "object", User: "system:apiserver", UserAgent: "kube-apiserver"},
-		{ID: 4, Verb: "create", Resource: "nodes", Scope: "object", User: "admin", UserAgent: "provisioner"},
-		{ID: 5, Verb: "list", Resource: "configmaps", Scope: "namespace", User: "system:serviceaccount:ml:*", UserAgent: "reader"},
-		{ID: 6, Verb: "list", Resource: "configmaps", Scope: "namespace", User: "system:serviceaccount:batch:*", UserAgent: "agent"},
-	}
+func slowFixtureAt(rate int64, slow ...timeline.SlowRequest) *fakeStore {
+	f := &fakeStore{first: t0, last: t0.Add(5 * time.Minute), slow: slow}
+	f.stats.Classes = slowClasses
 	for s := int64(0); s < 300; s++ {
 		for _, c := range []int64{1, 2, 3} {
 			f.stats.Seconds = append(f.stats.Seconds, timeline.RequestSecond{Class: c, Sec: t0.Unix() + s, Count: rate})
@@ -40,33 +43,43 @@ func slowFixtureAt(rate int64, slow ...timeline.RequestStat) *fakeStore {
 	}
 	// Every list of the agent (class 6) reads etcd.
 	f.stats.Stats = []timeline.RequestStat{{Class: 6, Code: 200, LatencyBucket: timeline.LatencyBucket(5 * time.Millisecond), Count: 300, EtcdLists: 300}}
-	f.slow.Classes = f.stats.Classes
-	f.slow.Stats = slow
 	return f
 }
 
-// slowRow is n requests of class c in minute 3, over slowWrite.
-func slowRow(c int64, n int64, queue time.Duration) timeline.RequestStat {
-	return timeline.RequestStat{Class: c, Minute: t0.Add(3 * time.Minute).Unix(), Code: 200, LatencyBucket: timeline.LatencyBucketAbove(slowWrite),
-		Count: n, LatencyMaxNs: int64(1500 * time.Millisecond), APFQueueWaitMaxNs: int64(queue)}
+// slowReqs are slow requests of class c (an id of slowClasses), one every
+// `every` seconds from second from (of the fixture) to before to, each
+// 1.5 s, with an APF queue wait of queue.
+func slowReqs(c int, from, to, every int64, queue time.Duration) []timeline.SlowRequest {
+	rc := slowClasses[c-1]
+	rc.ID = 0
+	var out []timeline.SlowRequest
+	for s := from; s < to; s += every {
+		out = append(out, timeline.SlowRequest{Class: rc, Received: t0.Add(time.Duration(s) * time.Second), Latency: 1500 * time.Millisecond,
+			APFWait: queue, Code: 200, Etcd: c == 6})
+	}
+	return out
 }
 
-// etcdLists is n slow lists from etcd in minute 3 of class c, a steady
-// reader of configmaps (added to the fixture by slowFixtureAt).
-func etcdLists(c, n int64) timeline.RequestStat {
-	r := slowRow(c, n, 0)
-	r.EtcdLists = n
-	return r
-}
-
-// atMinute moves a row to minute m.
-func atMinute(m int, r timeline.RequestStat) timeline.RequestStat {
-	r.Minute = t0.Add(time.Duration(m) * time.Minute).Unix()
-	return r
+// quick gives slow requests 400ms: slow, but under the apiserver's
+// threshold for its latency breakdown.
+func quick(reqs []timeline.SlowRequest) []timeline.SlowRequest {
+	for i := range reqs {
+		reqs[i].Latency = 400 * time.Millisecond
+	}
+	return reqs
 }
 
 func TestSlowEpisodes(t *testing.T) {
-	leases := []timeline.RequestStat{slowRow(1, 10, 0), slowRow(2, 8, 0), slowRow(3, 5, 0)}
+	// A stall of 20 s from 3m10s: each lease renewer's requests in flight
+	// wait, one every other second.
+	stall := func(classes ...int) []timeline.SlowRequest {
+		var out []timeline.SlowRequest
+		for _, c := range classes {
+			out = append(out, slowReqs(c, 190, 210, 2, 0)...)
+		}
+		return out
+	}
+	at := func(s int64) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	type got struct {
 		Where           string
 		Clients         int
@@ -78,27 +91,34 @@ func TestSlowEpisodes(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name string
-		rows []timeline.RequestStat
+		reqs []timeline.SlowRequest
 		want []got
 	}{
-		{"three steady users' writes slow, the cache not: etcd", leases,
-			[]got{{"etcd", 3, 23, 60, 0, t0.Add(3 * time.Minute), t0.Add(4 * time.Minute), 3}}},
-		{"one user only: its own doing", leases[:1], nil},
-		{"a steady reader's lists from etcd count", append(leases[:1:1], etcdLists(6, 12)),
-			[]got{{"etcd", 2, 22, 60, 0, t0.Add(3 * time.Minute), t0.Add(4 * time.Minute), 2}}},
-		{"a surge's slow writes are its own, not the server's", append(leases[:1:1], slowRow(4, 40, 0)), nil},
-		{"as slow as every minute before: the window's normal", append(leases[:3:3],
-			atMinute(0, slowRow(1, 10, 0)), atMinute(1, slowRow(2, 10, 0)), atMinute(2, slowRow(3, 10, 0))), nil},
-		{"the first minute of the evidence: no normal yet", []timeline.RequestStat{atMinute(0, slowRow(1, 10, 0)), atMinute(0, slowRow(2, 8, 0))}, nil},
-		{"waited in the APF queues: the load of the moment", append(leases[:2:2], slowRow(3, 5, 2*time.Second)),
-			[]got{{"queue", 3, 23, 60, 0, t0.Add(3 * time.Minute), t0.Add(4 * time.Minute), 3}}},
+		{"three steady users' writes slow, the cache not: etcd", stall(1, 2, 3),
+			[]got{{"etcd", 3, 30, 60, 0, at(190), at(209), 3}}},
+		{"one user only: its own doing", stall(1), nil},
+		{"a steady reader's lists from etcd count", stall(1, 6),
+			[]got{{"etcd", 2, 20, 60, 0, at(190), at(209), 2}}},
+		{"a surge's slow writes are its own, not the server's", append(stall(1), slowReqs(4, 190, 210, 1, 0)...), nil},
+		{"as slow as every minute before: the normal", append(stall(1, 2, 3), append(slowReqs(1, 0, 190, 2, 0),
+			slowReqs(2, 0, 190, 2, 0)...)...), nil},
+		{"the first minute of the evidence: no normal yet", append(slowReqs(1, 10, 30, 2, 0), slowReqs(2, 10, 30, 2, 0)...), nil},
+		{"waited in the APF queues: the load of the moment", append(stall(1, 2), slowReqs(3, 190, 210, 2, 2*time.Second)...),
+			[]got{{"queue", 3, 30, 60, 0, at(190), at(209), 3}}},
+		{"gaps of up to five seconds are bridged", append(stall(1, 2, 3), append(slowReqs(1, 213, 220, 2, 0), slowReqs(2, 213, 220, 2, 0)...)...),
+			[]got{{"etcd", 3, 38, 60, 0, at(190), at(220), 3}}},
+		{"a longer gap ends the episode", append(stall(1, 2, 3), append(slowReqs(1, 230, 240, 1, 0), slowReqs(2, 230, 240, 1, 0)...)...),
+			[]got{{"etcd", 3, 30, 60, 0, at(190), at(209), 3}, {"etcd", 2, 20, 60, 0, at(230), at(240), 2}}},
+		{"the cache's reads slow too: the apiserver", append(stall(1, 2, 3), slowReqs(5, 190, 210, 4, 0)...),
+			[]got{{"apiserver", 3, 30, 60, 5, at(190), at(209), 3}}},
+		{"the cache's reads waited in the APF queues, not in the apiserver", append(stall(1, 2, 3), slowReqs(5, 190, 210, 4, 1400*time.Millisecond)...),
+			[]got{{"etcd", 3, 30, 60, 0, at(190), at(209), 3}}},
+		{"the cache's reads of under 500ms tell no queue wait: not slow in the apiserver", append(stall(1, 2, 3), quick(slowReqs(5, 190, 210, 4, 0))...),
+			[]got{{"etcd", 3, 30, 60, 0, at(190), at(209), 3}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f := slowFixture(tt.rows...)
-			eps, err := slowEpisodes(context.Background(), f, time.Time{}, time.Time{}, fold(&f.stats), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := slowFixture(tt.reqs...)
+			eps := slowEpisodes(f.slow, fold(&f.stats), nil)
 			var have []got
 			for _, e := range eps {
 				have = append(have, got{e.Where, e.Clients, e.Requests, e.CacheReads, e.CacheSlow, e.Start, e.End, len(e.Classes)})
@@ -108,30 +128,18 @@ func TestSlowEpisodes(t *testing.T) {
 			}
 		})
 	}
-	// The cache's reads slow too, for three users: the apiserver itself.
-	rows := append(leases[:3:3], slowRow(5, 3, 0))
-	f := slowFixture(rows...)
-	f.slow.Classes = append(f.slow.Classes,
-		timeline.RequestClass{ID: 6, Verb: "list", Resource: "pods", Scope: "namespace", User: "u6", UserAgent: "a"},
-		timeline.RequestClass{ID: 7, Verb: "list", Resource: "pods", Scope: "namespace", User: "u7", UserAgent: "b"})
-	f.slow.Stats = append(f.slow.Stats, slowRow(6, 1, 0), slowRow(7, 1, 0))
-	eps, err := slowEpisodes(context.Background(), f, time.Time{}, time.Time{}, fold(&f.stats), nil)
-	if err != nil || len(eps) != 1 || eps[0].Where != "apiserver" || eps[0].CacheSlow != 5 {
-		t.Errorf("slow cache reads of three users: %+v, %v; want one apiserver episode, 5 slow cache reads", eps, err)
-	}
-	// Significant, but no order of magnitude over the window's normal: 1 %
-	// of 6,000 writes a minute slow in every minute before, 3 % now.
-	var usual []timeline.RequestStat
-	for m := range 3 {
-		usual = append(usual, atMinute(m, slowRow(1, 30, 0)), atMinute(m, slowRow(2, 30, 0)))
-	}
-	usual = append(usual, slowRow(1, 90, 0), slowRow(2, 90, 0))
-	f = slowFixtureAt(100, usual...)
-	if eps, err := slowEpisodes(context.Background(), f, time.Time{}, time.Time{}, fold(&f.stats), nil); err != nil || len(eps) != 0 {
-		t.Errorf("three times the normal share: %+v, %v; want no episode", eps, err)
+	// Significant, but no order of magnitude over the normal: one lease
+	// renewal in a hundred slow in every minute before, three now.
+	usual := append(slowReqs(1, 0, 300, 1, 0), slowReqs(2, 0, 300, 1, 0)...)
+	usual = append(usual, slowReqs(1, 190, 210, 1, 0)...)
+	usual = append(usual, slowReqs(2, 190, 210, 1, 0)...)
+	usual = append(usual, slowReqs(3, 190, 210, 1, 0)...)
+	f := slowFixtureAt(100, usual...)
+	if eps := slowEpisodes(f.slow, fold(&f.stats), nil); len(eps) != 0 {
+		t.Errorf("a few times the normal share: %+v; want no episode", eps)
 	}
 	// Too few reads from the cache to tell etcd from the apiserver.
-	f = slowFixture(leases...)
+	f = slowFixture(stall(1, 2, 3)...)
 	var kept []timeline.RequestSecond
 	for _, x := range f.stats.Seconds {
 		if x.Class != 5 || x.Sec%10 == 0 {
@@ -139,16 +147,21 @@ func TestSlowEpisodes(t *testing.T) {
 		}
 	}
 	f.stats.Seconds = kept
-	if eps, err := slowEpisodes(context.Background(), f, time.Time{}, time.Time{}, fold(&f.stats), nil); err != nil || len(eps) != 1 || eps[0].Where != "server" {
-		t.Errorf("6 reads from the cache in the minute: %+v, %v; want one episode, where server", eps, err)
+	if eps := slowEpisodes(f.slow, fold(&f.stats), nil); len(eps) != 1 || eps[0].Where != "server" {
+		t.Errorf("6 reads from the cache in the minute: %+v; want one episode, where server", eps)
 	}
-	// SlowAt finds the episode under way at a moment, and none outside.
-	f = slowFixture(leases...)
-	if sl, err := SlowAt(context.Background(), f, t0.Add(3*time.Minute+10*time.Second)); err != nil || sl == nil || sl.Where != "etcd" {
-		t.Errorf("SlowAt in the episode = %+v, %v", sl, err)
-	}
-	if sl, err := SlowAt(context.Background(), f, t0.Add(5*time.Minute)); err != nil || sl != nil {
-		t.Errorf("SlowAt after it = %+v, %v; want none", sl, err)
+	// SlowAt finds the episode under way at a moment (from five seconds
+	// before its first second to a minute after its last), and none
+	// earlier or later.
+	f = slowFixture(stall(1, 2, 3)...)
+	for _, tt := range []struct {
+		at   time.Time
+		want bool
+	}{{at(195), true}, {at(260), true}, {at(185), true}, {at(184), false}, {at(270), false}} {
+		sl, err := SlowAt(context.Background(), f, tt.at)
+		if err != nil || (sl != nil) != tt.want || sl != nil && sl.Where != "etcd" {
+			t.Errorf("SlowAt(%s) = %+v, %v; want found %v", tt.at.Format(time.TimeOnly), sl, err, tt.want)
+		}
 	}
 }
 

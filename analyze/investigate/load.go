@@ -120,7 +120,8 @@ func measuredLoad(ctx context.Context, s Store, cands []*Suspect, units []*outco
 		return nil, nil
 	}
 	prefix := "system:serviceaccount:" + ns + ":"
-	all, err := controlplane.Analyze(ctx, cs, controlplane.Options{Since: since.Add(-time.Minute), Until: until.Add(time.Minute)})
+	all, err := controlplane.Analyze(ctx, cs, controlplane.Options{Since: since.Add(-time.Minute), Until: until.Add(time.Minute),
+		NoSlow: true})
 	if err != nil {
 		return nil, fmt.Errorf("control-plane load: %w", err)
 	}
@@ -209,12 +210,12 @@ func slowEvidence(ctx context.Context, s Store, rep *Report) error {
 	rep.Slow = sl
 	if rep.Verdict == VerdictNoCause {
 		what := map[string]string{"etcd": "etcd slowed", "apiserver": "the apiserver slowed"}[sl.Where]
-		how := map[string]string{"etcd": " (the watch cache did not)", "apiserver": " (its watch cache too)"}[sl.Where]
+		how := map[string]string{"etcd": "; not the watch cache", "apiserver": "; its watch cache too"}[sl.Where]
 		if what == "" {
 			what = "etcd or the apiserver slowed"
 		}
-		rep.Next = append([]string{fmt.Sprintf("%s from %s for %d clients%s: see faultline controlplane",
-			what, sl.Start.UTC().Format("15:04"), sl.Clients, how)}, rep.Next...)
+		rep.Next = append([]string{fmt.Sprintf("%s from %s (%d clients%s): faultline controlplane",
+			what, sl.Start.UTC().Format(time.TimeOnly), sl.Clients, how)}, rep.Next...)
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ type store interface {
 // ClickHouse and compares what the two give back: every record and every
 // version, as JSON lines, sorted; the runs' counts; and the request rollup
 // (RequestSummary) over the whole span and over its middle third, and its
-// slow requests per minute (SlowRequests). A second
+// slow requests (SlowRequests). A second
 // load into ClickHouse must find everything held: no record, stage or
 // version added, the rollup unchanged.
 func TestFixtureParity(t *testing.T) {
@@ -56,7 +56,7 @@ func TestFixtureParity(t *testing.T) {
 			if diff := cmp.Diff(got.Lines, again.Lines); diff != "" {
 				t.Errorf("a second load changed the ClickHouse timeline (-first +second):\n%s", diff)
 			}
-			if diff := cmp.Diff(got.Rollup, again.Rollup); diff != "" {
+			if diff := cmp.Diff([]any{got.Rollup, got.Slow}, []any{again.Rollup, again.Slow}); diff != "" {
 				t.Errorf("a second load changed the ClickHouse rollup (-first +second):\n%s", diff)
 			}
 			for _, r := range again.Runs[len(got.Runs):] {
@@ -73,7 +73,8 @@ func TestFixtureParity(t *testing.T) {
 type loaded struct {
 	Lines  []string // records and versions as JSON, sorted
 	Runs   []runCounts
-	Rollup [3]*timeline.RequestStats // over all, over the middle third, and the slow requests (over 1 ms) per minute
+	Rollup [2]*timeline.RequestStats // over all, and over the middle third
+	Slow   []timeline.SlowRequest
 }
 
 type runCounts struct {
@@ -112,26 +113,26 @@ func load(t *testing.T, ctx context.Context, s store, fx fixtures.Fixture, now f
 		out.Runs = append(out.Runs, runCounts{r.Path, r.Lines, r.Records, r.Merged, r.Duplicates, r.Conflicts, r.Versions, r.BadLines})
 	}
 	out.Rollup = summaries(t, ctx, s)
+	if out.Slow, err = s.SlowRequests(ctx, time.Time{}, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
 	return out
 }
 
 // summaries reads the rollup over all and over the middle third of the
 // span held, whose ends fall inside seconds.
-func summaries(t *testing.T, ctx context.Context, s store) [3]*timeline.RequestStats {
+func summaries(t *testing.T, ctx context.Context, s store) [2]*timeline.RequestStats {
 	t.Helper()
 	first, last, err := s.Bounds(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	third := last.Sub(first) / 3
-	var out [3]*timeline.RequestStats
+	var out [2]*timeline.RequestStats
 	for i, w := range [][2]time.Time{{}, {first.Add(third + 300*time.Millisecond), last.Add(-third + 700*time.Millisecond)}} {
 		if out[i], err = s.RequestSummary(ctx, w[0], w[1]); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if out[2], err = s.SlowRequests(ctx, time.Time{}, time.Time{}, time.Millisecond); err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

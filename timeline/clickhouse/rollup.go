@@ -311,19 +311,35 @@ func (s *Store) RequestSummary(ctx context.Context, since, until time.Time) (*ti
 	return rd.out, nil
 }
 
-// SlowRequests returns the per-minute stats of the requests slower than
-// over (see timeline.Rollup), in the SQLite store's order, and their
-// classes.
-func (s *Store) SlowRequests(ctx context.Context, since, until time.Time, over time.Duration) (*timeline.RequestStats, error) {
-	rd := &summaryRead{s: s, out: &timeline.RequestStats{}, used: map[int64]bool{}, byMinute: true,
-		minutes: window("minute", since, until) + fmt.Sprintf(" AND bucket >= %d", timeline.LatencyBucketAbove(over))}
-	if err := rd.stats(ctx); err != nil {
-		return nil, fmt.Errorf("slow requests: %w", err)
+// SlowRequests returns the requests of [since, until) that took
+// timeline.SlowLatency or longer (see timeline.Rollup): the columns a
+// column store reads for them are the time, the latency and the verb.
+func (s *Store) SlowRequests(ctx context.Context, since, until time.Time) ([]timeline.SlowRequest, error) {
+	q := timeline.Query{Since: since, Until: until, Fields: timeline.FieldVerb | timeline.FieldUser | timeline.FieldUserAgent |
+		timeline.FieldCode | timeline.FieldLatency | timeline.FieldStages | timeline.FieldURI | timeline.FieldExtra}
+	rng := timeRange(since, until)
+	where := fmt.Sprintf("%s AND latency_ns >= %d AND verb IN ('%s') AND %s", rng, int64(timeline.SlowLatency),
+		strings.Join(timeline.SlowVerbs, "', '"), current(s.db, rng))
+	rows, err := s.conn.Query(ctx, recordSelect(q, where, false))
+	if err != nil {
+		return nil, fmt.Errorf("slow requests: %w", s.shardErr(ctx, err))
 	}
-	if err := rd.classes(ctx); err != nil {
-		return nil, fmt.Errorf("slow requests: %w", err)
+	defer rows.Close()
+	var out []timeline.SlowRequest
+	for rows.Next() {
+		var r timeline.Record
+		if err := scanRecord(rows, &r, nil); err != nil {
+			return nil, fmt.Errorf("slow requests: %w", err)
+		}
+		if sr, ok := rollup.Slow(&r); ok {
+			out = append(out, sr)
+		}
 	}
-	return rd.out, nil
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("slow requests: %w", s.shardErr(ctx, err))
+	}
+	slices.SortFunc(out, timeline.CompareSlow)
+	return out, nil
 }
 
 // window is the WHERE condition of a read of [since, until) on column col
@@ -348,9 +364,6 @@ type summaryRead struct {
 	out           *timeline.RequestStats
 	mu            sync.Mutex // guards used: the reads run at once
 	used          map[int64]bool
-	// byMinute: the stats are folded per minute, not over the window
-	// (SlowRequests).
-	byMinute bool
 }
 
 // use marks a class as referred to.
@@ -550,14 +563,11 @@ type foldedStat struct {
 // requests (grouped on the shards, which hold each cell whole); otherwise
 // every life counts.
 func (rd *summaryRead) foldStats(ctx context.Context, byLife bool, cond string, folded map[statKey]*foldedStat) error {
-	group, minute := "class, code, bucket", "0"
-	if rd.byMinute {
-		group, minute = "minute, class, code, bucket", "minute"
-	}
+	group := "class, code, bucket"
 	if byLife {
 		ctx, group = perShard(ctx), "minute, class, code, bucket, epoch"
 	}
-	return rd.query(ctx, `SELECT toInt64(`+minute+`), class, code, bucket, sumMerge(sum_n) AS cnt, sumMerge(sum_etcd),
+	return rd.query(ctx, `SELECT toInt64(0), class, code, bucket, sumMerge(sum_n) AS cnt, sumMerge(sum_etcd),
 			sumMerge(sum_unpaged), sumMerge(sum_lat_hi), sumMerge(sum_lat_lo), maxMerge(max_lat), maxMerge(max_apf)
 		FROM req_stat WHERE `+rd.minutes+` AND `+cond+` GROUP BY `+group+` HAVING cnt > 0`,
 		func(rows driver.Rows) error {

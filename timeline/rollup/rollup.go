@@ -502,3 +502,34 @@ func JoinSum(hi, lo int64) int64 {
 	}
 	return math.MinInt64
 }
+
+// Slow returns a record as a slow request (timeline.SlowRequests): ok is
+// false for one the rollup does not count, one with no final stage, one
+// faster than timeline.SlowLatency, or one of a verb not in
+// timeline.SlowVerbs. Both stores read the candidates their own way and
+// keep what Slow keeps.
+func Slow(r *timeline.Record) (timeline.SlowRequest, bool) {
+	rq, ok := RequestOf(r)
+	if !ok {
+		return timeline.SlowRequest{}, false
+	}
+	return SlowOf(&rq, r.Stages, ValuesOf(r))
+}
+
+// SlowOf is Slow of a request already classed, with its record's stages
+// and values.
+func SlowOf(rq *Request, stages timeline.Stage, v Values) (timeline.SlowRequest, bool) {
+	c := &rq.Class
+	if stages&FinalStages == 0 || time.Duration(v.Latency) < timeline.SlowLatency || !slices.Contains(timeline.SlowVerbs, c.Verb) {
+		return timeline.SlowRequest{}, false
+	}
+	return timeline.SlowRequest{
+		Class: timeline.RequestClass{Verb: c.Verb, Group: c.Group, Resource: c.Resource, Subresource: c.Subresource,
+			Scope: c.Scope, User: c.User, UserAgent: c.UserAgent},
+		Received: time.Unix(0, rq.TimeNS).UTC(),
+		Latency:  time.Duration(v.Latency),
+		APFWait:  time.Duration(v.APF),
+		Code:     v.Code,
+		Etcd:     rq.Etcd,
+	}, true
+}

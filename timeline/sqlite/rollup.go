@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -180,17 +181,155 @@ func (s *Store) RequestStats(ctx context.Context, since, until time.Time) (*time
 	return s.requestStats(ctx, since, until, false)
 }
 
-// SlowRequests returns the per-minute stats of the requests slower than
-// over (see timeline.Rollup), and their classes.
-func (s *Store) SlowRequests(ctx context.Context, since, until time.Time, over time.Duration) (*timeline.RequestStats, error) {
-	lo, hi := rollup.Window(since, until)
-	rd := &rollupRead{s: s, lo: lo, hi: hi, out: &timeline.RequestStats{}, used: map[int64]bool{}, minBucket: timeline.LatencyBucketAbove(over)}
-	for _, read := range []func(context.Context) error{rd.stats, rd.classes} {
-		if err := read(ctx); err != nil {
-			return nil, err
+// slowRead reads the slow requests of [?, ?) through record_slow: its
+// literal term is the index's own, and the verbs are read from its
+// entries. It reads the columns as stored, and SlowRequests decodes the
+// few it needs in Go, through the strings cache: the SQL expressions that
+// decode a row (uriSQL, extraSQL) took three quarters of its time on the
+// 10 M-line benchmark log. A list's URI (whether it reads etcd) and the
+// parts of extra that hold the APF queue wait are the only long strings
+// it reads; of the other rows, SQLite's instr answers without a copy.
+var slowRead = `SELECT r.time_ns, r.source, r.api_group, r.resource, r.subresource, r.namespace, r.name, r.verb,
+	r.user, r.user_agent, r.code, r.latency_ns, r.stages,
+	CASE WHEN r.verb = (SELECT id FROM strs WHERE s = 'list') THEN r.uri_tpl ELSE 0 END,
+	CASE WHEN r.verb = (SELECT id FROM strs WHERE s = 'list') THEN r.uri ELSE '' END,
+	CASE WHEN instr(r.extra, '` + apfKey + `') THEN r.extra END,
+	CASE WHEN instr(r.extra_head, char(1) || '` + apfTail + `') OR instr(r.extra_tail, char(1) || '` + apfTail + `')
+		THEN r.extra_head END,
+	r.extra_dict,
+	CASE WHEN instr(r.extra_head, char(1) || '` + apfTail + `') OR instr(r.extra_tail, char(1) || '` + apfTail + `')
+		THEN r.extra_tail END
+	FROM record r
+	WHERE r.latency_ns >= ` + strconv.FormatInt(int64(timeline.SlowLatency), 10) + ` AND r.time_ns >= ? AND r.time_ns < ?
+	AND r.verb IN (SELECT id FROM strs WHERE s IN ('` + strings.Join(timeline.SlowVerbs, "', '") + `'))`
+
+// SlowRequests returns the requests of [since, until) that took
+// timeline.SlowLatency or longer (see timeline.Rollup).
+func (s *Store) SlowRequests(ctx context.Context, since, until time.Time) ([]timeline.SlowRequest, error) {
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	if !since.IsZero() {
+		lo = boundNS(since)
+	}
+	if !until.IsZero() {
+		hi = boundNS(until)
+	}
+	rows, err := s.db.QueryContext(ctx, slowRead, lo, hi)
+	if err != nil {
+		return nil, fmt.Errorf("slow requests: %w", err)
+	}
+	defer rows.Close()
+	var out []timeline.SlowRequest
+	for rows.Next() {
+		sr, ok, err := s.scanSlow(ctx, rows)
+		if err != nil {
+			return nil, fmt.Errorf("slow requests: %w", err)
+		}
+		if ok {
+			out = append(out, sr)
 		}
 	}
-	return rd.out, nil
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("slow requests: %w", err)
+	}
+	slices.SortFunc(out, timeline.CompareSlow)
+	return out, nil
+}
+
+// scanSlow decodes a row of slowRead as rollup.Slow would the record: a
+// name or namespace counts by its presence (the scope), but in a list's
+// URI (whether it reads etcd); the extra JSON is read and rebuilt only
+// when it holds the APF queue wait, the one thing read of it.
+func (s *Store) scanSlow(ctx context.Context, rows *sql.Rows) (timeline.SlowRequest, bool, error) {
+	var (
+		t, lat, code, stages, tpl int64
+		ids                       [9]int64 // source, api_group, resource, subresource, namespace, name, verb, user, user_agent
+		dict                      int64
+		uri                       string
+		whole, head, tail         sql.NullString
+	)
+	if err := rows.Scan(&t, &ids[0], &ids[1], &ids[2], &ids[3], &ids[4], &ids[5], &ids[6], &ids[7], &ids[8], &code, &lat,
+		&stages, &tpl, &uri, &whole, &head, &dict, &tail); err != nil {
+		return timeline.SlowRequest{}, false, err
+	}
+	var str [9]string
+	for i, id := range ids {
+		if i == 4 || i == 5 {
+			continue // below
+		}
+		v, err := s.strOf(ctx, id)
+		if err != nil {
+			return timeline.SlowRequest{}, false, err
+		}
+		str[i] = v
+	}
+	if timeline.SourceKind(str[0]) != timeline.SourceAudit || str[2] == "" {
+		return timeline.SlowRequest{}, false, nil
+	}
+	namespace, name := present(ids[4]), present(ids[5])
+	if str[6] == "list" {
+		var err error
+		if uri, err = s.uriOf(ctx, tpl, ids[4], ids[5], uri); err != nil {
+			return timeline.SlowRequest{}, false, err
+		}
+	}
+	rq := rollup.NewRequest(str[6], str[1], str[2], str[3], namespace, name, str[7], str[8], uri, t)
+	v := rollup.Values{Code: int(code), Latency: lat}
+	switch {
+	case whole.Valid:
+		v.APF = rollup.APFQueueWait([]byte(whole.String))
+	case head.Valid:
+		mid, err := s.strOf(ctx, dict)
+		if err != nil {
+			return timeline.SlowRequest{}, false, err
+		}
+		v.APF = rollup.APFQueueWait([]byte(strings.ReplaceAll(head.String, "\x01", latencyKey) + mid +
+			strings.ReplaceAll(tail.String, "\x01", latencyKey)))
+	}
+	sr, ok := rollup.SlowOf(&rq, timeline.Stage(stages), v)
+	return sr, ok, nil
+}
+
+// The APF queue wait annotation's key, as extra holds it whole, and its
+// tail after latencyKey, which the split parts write \x01.
+const (
+	apfKey  = latencyKey + apfTail
+	apfTail = `apf-queue-wait"`
+)
+
+// present stands for an interned string that is there (id not 0) where
+// only its presence counts: RequestScope asks no more of a namespace or a
+// name.
+func present(id int64) string {
+	if id == 0 {
+		return ""
+	}
+	return "\x00"
+}
+
+// uriOf rebuilds a request URI as uriSQL does: the template with the
+// record's namespace and name in it, then the rest.
+func (s *Store) uriOf(ctx context.Context, tpl, namespace, name int64, rest string) (string, error) {
+	if tpl == 0 {
+		return rest, nil
+	}
+	path, err := s.strOf(ctx, tpl)
+	if err != nil {
+		return "", err
+	}
+	for _, m := range []struct {
+		marker string
+		id     int64
+	}{{"\x01", namespace}, {"\x02", name}} {
+		if !strings.Contains(path, m.marker) {
+			continue
+		}
+		v, err := s.strOf(ctx, m.id)
+		if err != nil {
+			return "", err
+		}
+		path = strings.ReplaceAll(path, m.marker, v)
+	}
+	return path + rest, nil
 }
 
 // RequestSummary is RequestStats folded over the window (see timeline.Rollup):
@@ -223,9 +362,6 @@ type rollupRead struct {
 	all  bool
 	out  *timeline.RequestStats
 	used map[int64]bool // the classes the rows refer to
-	// minBucket: the unfolded stats read only the latency buckets from
-	// it up (SlowRequests).
-	minBucket int
 }
 
 // secondsFrom is the rows of req_second in [?, ?): one range of the
@@ -275,7 +411,7 @@ func (rd *rollupRead) seconds(ctx context.Context) error {
 func (rd *rollupRead) stats(ctx context.Context) error {
 	s, out, used, lo, hi, summary, all := rd.s, rd.out, rd.used, rd.lo, rd.hi, rd.summary, rd.all
 	statQuery := `SELECT class, minute, code, bucket, n, etcd_lists, unpaged_lists, lat_sum >> 32, lat_sum & 4294967295,
-		lat_max, apf_wait_max FROM req_stat WHERE minute >= ? AND minute < ? AND bucket >= ` + strconv.Itoa(rd.minBucket) + `
+		lat_max, apf_wait_max FROM req_stat WHERE minute >= ? AND minute < ?
 		ORDER BY minute, class, code, bucket`
 	if summary {
 		statQuery = `SELECT class, 0, code, bucket, sum(n), sum(etcd_lists), sum(unpaged_lists), sum(lat_sum >> 32), sum(lat_sum & 4294967295),

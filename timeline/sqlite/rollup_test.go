@@ -5,12 +5,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/rollup"
 )
 
 var rollT0 = time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
@@ -579,37 +581,86 @@ func TestRequestStatsWindow(t *testing.T) {
 	}
 }
 
-// SlowRequests is the unfolded stats of the buckets wholly above its
-// threshold, and the classes they refer to: the same rows RequestStats
-// gives, filtered.
+// SlowRequests returns the requests of the verbs it names that took
+// SlowLatency or longer at their final stage, each with its class, in time
+// order; a window bounds them by their received time.
 func TestSlowRequests(t *testing.T) {
 	s := openTest(t)
-	ingestRecords(t, s, rollupRecords(), 0)
+	pod := timeline.ObjectRef{Version: "v1", Resource: "pods", Namespace: "ml", Name: "p1"}
+	at := stage("s1", 190*time.Second, timeline.StageResponseComplete, "patch", pod, 200, timeline.SlowLatency)
+	under := stage("s2", 191*time.Second, timeline.StageResponseComplete, "patch", pod, 200, timeline.SlowLatency-1)
+	get := stage("s3", 192*time.Second, timeline.StageResponseComplete, "get", pod, 200, time.Second)
+	// A watch-cache list that waited for a seat, its extra split as the
+	// writer stores it (the authorization annotations and groups in the
+	// middle).
+	cached := stage("s4", 193*time.Second, timeline.StageResponseComplete, "list",
+		timeline.ObjectRef{Version: "v1", Resource: "configmaps", Namespace: "node-config"}, 200, 617*time.Millisecond)
+	cached.URI = "/api/v1/namespaces/node-config/configmaps?labelSelector=pool%3Dh100-a&resourceVersion=0"
+	cached.User = "system:serviceaccount:ml:metrics-exporter-0007"
+	cached.UserAgent = "metrics-exporter/3.17.6 (linux/amd64) client-go/v0.37.2"
+	cached.Extra = []byte(`{"annotations":{"apiserver.latency.k8s.io/apf-queue-wait":"598.125088ms","apiserver.latency.k8s.io/total":"617.005775ms",` +
+		`"authorization.k8s.io/decision":"allow","authorization.k8s.io/reason":"RBAC"},"groups":["system:serviceaccounts","system:authenticated"]}`)
+	ingestRecords(t, s, append(rollupRecords(), at, under, get, cached), 0)
 	ctx := context.Background()
-	all, err := s.RequestStats(ctx, time.Time{}, time.Time{})
-	if err != nil {
-		t.Fatal(err)
+	class := func(verb, scope, user, ua string) timeline.RequestClass {
+		return timeline.RequestClass{Verb: verb, Resource: "pods", Scope: scope, User: user, UserAgent: ua}
 	}
-	for _, over := range []time.Duration{0, time.Millisecond, 10 * time.Millisecond, time.Second} {
-		var want []timeline.RequestStat
-		for _, r := range all.Stats {
-			if timeline.LatencyBucketUpper(r.LatencyBucket-1) >= over {
-				want = append(want, r)
-			}
-		}
-		got, err := s.SlowRequests(ctx, time.Time{}, time.Time{}, over)
+	f := timeline.SlowRequest{Class: class("update", "object", "system:node:*", "kubelet"), Received: rollT0.Add(61 * time.Second),
+		Latency: 1200 * time.Millisecond, Code: 500}
+	i := timeline.SlowRequest{Class: class("list", "cluster", "system:serviceaccount:ml:*", "trainer"), Received: rollT0.Add(63 * time.Second),
+		Latency: 15 * time.Second, APFWait: 15003456789, Code: 429, Etcd: true}
+	s1 := timeline.SlowRequest{Class: class("patch", "object", "system:node:*", "kubelet"), Received: rollT0.Add(190 * time.Second),
+		Latency: timeline.SlowLatency, Code: 200}
+	s4 := timeline.SlowRequest{Class: timeline.RequestClass{Verb: "list", Resource: "configmaps", Scope: "namespace",
+		User: "system:serviceaccount:ml:*", UserAgent: "metrics-exporter"}, Received: rollT0.Add(193 * time.Second),
+		Latency: 617 * time.Millisecond, APFWait: 598125088, Code: 200}
+	for _, tc := range []struct {
+		name         string
+		since, until time.Time
+		want         []timeline.SlowRequest
+	}{
+		{"all", time.Time{}, time.Time{}, []timeline.SlowRequest{f, i, s1, s4}},
+		{"window", rollT0.Add(62 * time.Second), rollT0.Add(190 * time.Second), []timeline.SlowRequest{i}},
+		{"from", rollT0.Add(63 * time.Second), time.Time{}, []timeline.SlowRequest{i, s1, s4}},
+	} {
+		got, err := s.SlowRequests(ctx, tc.since, tc.until)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := gocmp.Diff(want, got.Stats); diff != "" {
-			t.Errorf("over %s: stats (-want +got)\n%s", over, diff)
+		if diff := gocmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s (-want +got)\n%s", tc.name, diff)
 		}
-		used := map[int64]bool{}
-		for _, r := range got.Stats {
-			used[r.Class] = true
+	}
+	// The store decodes its rows its own way: the same as rollup.Slow of
+	// every record read back whole.
+	var want []timeline.SlowRequest
+	for r, err := range s.Records(ctx, timeline.Query{}) {
+		if err != nil {
+			t.Fatal(err)
 		}
-		if len(got.Classes) != len(used) || len(got.Seconds) != 0 || len(got.Clients) != 0 {
-			t.Errorf("over %s: %d classes for %d referenced, %d seconds, %d clients", over, len(got.Classes), len(used), len(got.Seconds), len(got.Clients))
+		if sr, ok := rollup.Slow(r); ok {
+			want = append(want, sr)
 		}
+	}
+	slices.SortFunc(want, timeline.CompareSlow)
+	got, err := s.SlowRequests(ctx, time.Time{}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Errorf("SlowRequests against rollup.Slow of every record (-want +got)\n%s", diff)
+	}
+}
+
+// The partial index's literal is timeline.SlowLatency: a query with
+// another term could not use it.
+func TestSlowIndexLiteral(t *testing.T) {
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := fmt.Sprintf("latency_ns >= %d", int64(timeline.SlowLatency))
+	if !strings.Contains(ms[12].sql, term) || !strings.Contains(slowRead, term) {
+		t.Errorf("migration %s or slowRead lacks %q", ms[12].name, term)
 	}
 }

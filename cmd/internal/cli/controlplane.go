@@ -50,10 +50,10 @@ func newControlplaneCmd(f *Factory) *cobra.Command {
               reads, a dedicated APF priority level
   shed        clients rejected (429) with no burst of their own: a priority
               level too small for them, or another's load in theirs
-  slow        minutes in which the requests to etcd (writes, LISTs read from
+  slow        seconds in which the requests to etcd (writes, LISTs read from
               etcd) of 2 or more steady clients took over 250 ms, an order of
-              magnitude above the window's calmest minute, and where they
-              waited: etcd, the apiserver itself, or the APF queues
+              magnitude above their share of the five minutes before, and
+              where they waited: etcd, the apiserver itself, or the APF queues
   pod start   creation -> running p50/p99 against the SLO (p99 <= 5 s), and
               scheduler binds per second
   cardinality distinct users and user agents, and whether they keep growing
@@ -270,13 +270,13 @@ func writeSlow(ew *errWriter, slow []controlplane.Slow, n int) {
 	if len(slow) == 0 {
 		return
 	}
-	ew.printf("\nSLOW (requests to etcd over 250ms from 2 or more steady clients, an order of magnitude over the window's normal: the server's doing, not theirs)\n")
+	ew.printf("\nSLOW (seconds of requests to etcd over 250ms from 2 or more steady clients, an order of magnitude over the five minutes before: the server's doing, not theirs)\n")
 	for i := range firstOf(ew, len(slow), n, "faultline controlplane -o json") {
 		sl := slow[i]
 		ew.printf("%d. %s .. %s  %s\n", i+1, fmtTime(sl.Start, rfc3339Milli), fmtTime(sl.End, rfc3339Milli), sl)
-		ew.printf("   %s requests to etcd (writes, lists from etcd) over 250ms (%.0f%% of the steady clients' at worst) from %d steady clients, the slowest %s; APF queue wait at most %s\n",
+		ew.printf("   %s requests to etcd (writes, lists from etcd) over 250ms (%.0f%% of the steady clients') from %d steady clients, the slowest %s; APF queue wait at most %s\n",
 			humanInt(sl.Requests), 100*sl.Share, sl.Clients, ms(sl.MaxMs), ms(sl.QueueWaitMaxMs))
-		ew.printf("   %s reads from the watch cache in those minutes, %s over 250ms\n", humanInt(sl.CacheReads), humanInt(sl.CacheSlow))
+		ew.printf("   %s reads from the watch cache in those minutes, %s over 250ms less their APF queue wait\n", humanInt(sl.CacheReads), humanInt(sl.CacheSlow))
 		switch {
 		case len(sl.Bursts) > 0:
 			ew.printf("   bursts then: %s\n", strings.Join(sl.Bursts, "; "))
