@@ -221,11 +221,11 @@ func scoreIncident(ctx context.Context, logger *slog.Logger, now func() time.Tim
 	if _, err := load.ingest(ctx, os.DirFS(in.dir), in.dir, tl.write); err != nil {
 		return nil, err
 	}
-	rep, _, err := analyzeIncident(ctx, tl.read)
+	rep, cp, err := analyzeIncident(ctx, tl.read)
 	if err != nil {
 		return nil, err
 	}
-	res := fixtures.Score(filepath.ToSlash(in.dir), in.expected, rep, rep)
+	res := fixtures.Score(filepath.ToSlash(in.dir), in.expected, rep, rep, cp)
 	return &res, nil
 }
 
