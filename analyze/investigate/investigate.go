@@ -102,6 +102,7 @@ type Report struct {
 	hosts   *hostEvidence         // the faults nodes logged in the window (hosterrors.go)
 	storms  *dnsStorms            // CoreDNS's query storms in the window (dnsevidence.go)
 	cascade map[*outcome.Unit]bool
+	slow    *slowRead // the slow requests' episode at the first bad, read beside the rest (load.go)
 }
 
 // Observations returns the observations the outcome classifier found
@@ -393,6 +394,7 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	rep.slow = readSlowAt(ctx, s, cp.FirstBad)
 	// 2. Units in scope.
 	units, members := inScope(out, cp.FirstBad, &rep.Units)
 	// 3. Identities and the slice.

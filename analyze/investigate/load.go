@@ -196,11 +196,10 @@ func loadEvidence(ctx context.Context, s Store, rep *Report) error {
 // the moment), it is the server's doing, and with no confident cause it
 // is the first thing to look at: the next step says so.
 func slowEvidence(ctx context.Context, s Store, rep *Report) error {
-	cs, ok := s.(controlplane.Store)
-	if !ok || rep.Boundary == nil || rep.Boundary.FirstBad.IsZero() {
+	if rep.Boundary == nil || rep.Boundary.FirstBad.IsZero() {
 		return nil
 	}
-	sl, err := controlplane.SlowAt(ctx, cs, rep.Boundary.FirstBad)
+	sl, err := rep.slow.at(ctx, s, rep.Boundary.FirstBad)
 	if err != nil {
 		return fmt.Errorf("slow requests to etcd: %w", err)
 	}
@@ -218,4 +217,46 @@ func slowEvidence(ctx context.Context, s Store, rep *Report) error {
 			what, sl.Start.UTC().Format(time.TimeOnly), sl.Clients, how)}, rep.Next...)
 	}
 	return nil
+}
+
+// slowRead is controlplane.SlowAt of one instant, read beside the rest of
+// the investigation once the first bad is known: a storm's minutes hold
+// many slow requests (108k on the 10 M-line benchmark log), and the
+// store answers two readers at once.
+type slowRead struct {
+	when time.Time
+	done chan struct{}
+	slow *controlplane.Slow
+	err  error
+}
+
+// readSlowAt starts reading the episode under way at when, or returns nil
+// for a store without the rollup.
+func readSlowAt(ctx context.Context, s Store, when time.Time) *slowRead {
+	cs, ok := s.(controlplane.Store)
+	if !ok || when.IsZero() {
+		return nil
+	}
+	r := &slowRead{when: when, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.slow, r.err = controlplane.SlowAt(ctx, cs, when)
+	}()
+	return r
+}
+
+// at is the episode under way at when: the one read beside, if it was
+// read for that instant, else read now.
+func (r *slowRead) at(ctx context.Context, s Store, when time.Time) (*controlplane.Slow, error) {
+	if r != nil {
+		<-r.done
+		if r.when.Equal(when) {
+			return r.slow, r.err
+		}
+	}
+	cs, ok := s.(controlplane.Store)
+	if !ok {
+		return nil, nil
+	}
+	return controlplane.SlowAt(ctx, cs, when)
 }
