@@ -70,10 +70,6 @@ func LatencyBucket(d time.Duration) int {
 	return sort.Search(len(latencyUppers), func(i int) bool { return latencyUppers[i] >= d })
 }
 
-// LatencyBucketAbove returns the first bucket whose every latency is above
-// d: the bucket after d's own.
-func LatencyBucketAbove(d time.Duration) int { return LatencyBucket(d) + 1 }
-
 // LatencyBucketUpper returns the inclusive upper bound of a bucket, for
 // percentiles: about 10% above any latency in it. The last bucket's bound
 // is the largest Duration.
