@@ -448,7 +448,7 @@ func SlowAt(ctx context.Context, s Store, at time.Time) (*Slow, error) {
 	var found *Slow
 	for i, ep := range eps {
 		if !at.Before(ep.Start.Add(-burst.Bridge*time.Second)) && at.Before(ep.End.Add(slowAfter)) {
-			found = &eps[i] // the latest that began by at
+			found = &eps[i] // the latest under way
 		}
 	}
 	return found, nil
