@@ -246,17 +246,13 @@ func readSlowAt(ctx context.Context, s Store, when time.Time) *slowRead {
 }
 
 // at is the episode under way at when: the one read beside, if it was
-// read for that instant, else read now.
+// read for that instant, else one read now.
 func (r *slowRead) at(ctx context.Context, s Store, when time.Time) (*controlplane.Slow, error) {
-	if r != nil {
-		<-r.done
-		if r.when.Equal(when) {
-			return r.slow, r.err
+	if r == nil || !r.when.Equal(when) {
+		if r = readSlowAt(ctx, s, when); r == nil {
+			return nil, nil
 		}
 	}
-	cs, ok := s.(controlplane.Store)
-	if !ok {
-		return nil, nil
-	}
-	return controlplane.SlowAt(ctx, cs, when)
+	<-r.done
+	return r.slow, r.err
 }

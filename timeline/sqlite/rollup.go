@@ -282,8 +282,7 @@ func (s *Store) scanSlow(ctx context.Context, rows *sql.Rows) (timeline.SlowRequ
 		if err != nil {
 			return timeline.SlowRequest{}, false, err
 		}
-		v.APF = rollup.APFQueueWait([]byte(strings.ReplaceAll(head.String, "\x01", latencyKey) + mid +
-			strings.ReplaceAll(tail.String, "\x01", latencyKey)))
+		v.APF = rollup.APFQueueWait([]byte(extraParts{head: head.String, dict: mid, tail: tail.String}.decode()))
 	}
 	sr, ok := rollup.SlowOf(&rq, timeline.Stage(stages), v)
 	return sr, ok, nil
@@ -306,8 +305,8 @@ func present(id int64) string {
 	return "\x00"
 }
 
-// uriOf rebuilds a request URI as uriSQL does: the template with the
-// record's namespace and name in it, then the rest.
+// uriOf rebuilds a request URI (decodeURI), reading the namespace and
+// the name only where the template holds them.
 func (s *Store) uriOf(ctx context.Context, tpl, namespace, name int64, rest string) (string, error) {
 	if tpl == 0 {
 		return rest, nil
@@ -316,20 +315,18 @@ func (s *Store) uriOf(ctx context.Context, tpl, namespace, name int64, rest stri
 	if err != nil {
 		return "", err
 	}
-	for _, m := range []struct {
-		marker string
-		id     int64
-	}{{"\x01", namespace}, {"\x02", name}} {
-		if !strings.Contains(path, m.marker) {
-			continue
-		}
-		v, err := s.strOf(ctx, m.id)
-		if err != nil {
+	var ns, nm string
+	if strings.IndexByte(path, 1) >= 0 {
+		if ns, err = s.strOf(ctx, namespace); err != nil {
 			return "", err
 		}
-		path = strings.ReplaceAll(path, m.marker, v)
 	}
-	return path + rest, nil
+	if strings.IndexByte(path, 2) >= 0 {
+		if nm, err = s.strOf(ctx, name); err != nil {
+			return "", err
+		}
+	}
+	return decodeURI(path, ns, nm, rest), nil
 }
 
 // RequestSummary is RequestStats folded over the window (see timeline.Rollup):
