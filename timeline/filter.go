@@ -1,17 +1,20 @@
 package timeline
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
+	"github.com/tidwall/gjson"
 )
 
 // Field describes one variable a filter expression can use.
@@ -241,13 +244,84 @@ func (r *Record) Annotations() map[string]string {
 // Pod is "namespace/name" of the pod whose bound ServiceAccount token made
 // the request, as the apiserver recorded it; "" when unknown.
 func (r *Record) Pod() string {
+	if len(r.Extra) == 0 {
+		return ""
+	}
+	if pod, ok := podFast(r.Extra); ok {
+		return pod
+	}
+	return podStd(r.Extra)
+}
+
+// podStd is Pod by encoding/json: the last key that folds to "pod" and
+// holds a string. Extra is written by ingesters as JSON; a bad one reads
+// as empty.
+func podStd(extra []byte) string {
 	var x struct {
 		Pod string `json:"pod"`
 	}
-	if len(r.Extra) > 0 {
-		_ = json.Unmarshal(r.Extra, &x) // Extra is written by ingesters as JSON; a bad one reads as empty
-	}
+	_ = json.Unmarshal(extra, &x)
 	return x.Pod
+}
+
+// podFast is podStd without decoding the rest of extra (the annotations
+// and groups of every refused request), for the forms where the two
+// cannot differ: the last key that folds to "pod" holds a string of
+// printable ASCII with no escapes (or no key does). ok is false when it
+// cannot tell.
+func podFast(extra []byte) (pod string, ok bool) {
+	if bytes.Count(extra, []byte{'{'})+bytes.Count(extra, []byte{'['}) > 1000 || !gjson.ValidBytes(extra) {
+		return "", false // encoding/json's depth limit, or its own error
+	}
+	// The form the audit ingester writes: "pod" the top-level object's
+	// last member. In valid JSON that begins with '{' and ends with
+	// `,"pod":"V"}`, V holding no quote, the last string is V, its key is
+	// "pod", and the final brace closes the top-level object.
+	if rest, ok := bytes.CutSuffix(extra, []byte(`"}`)); ok && extra[0] == '{' {
+		const key = `"pod":"`
+		if i := bytes.LastIndex(rest, []byte(key)); i > 0 && (rest[i-1] == ',' || rest[i-1] == '{') {
+			if v := rest[i+len(key):]; plainASCII(v) {
+				return string(v), true
+			}
+		}
+	}
+	// gjson.ParseBytes copies extra into a string; the results below
+	// point into extra itself, and only a copy of the pod leaves.
+	top := gjson.Parse(unsafe.String(unsafe.SliceData(extra), len(extra)))
+	if !top.IsObject() {
+		return "", false
+	}
+	var val gjson.Result
+	n := 0
+	top.ForEach(func(k, v gjson.Result) bool {
+		if strings.EqualFold(k.String(), "pod") {
+			n++
+			val = v
+		}
+		return true
+	})
+	switch {
+	case n == 0:
+		return "", true
+	case val.Type != gjson.String:
+		return "", false
+	}
+	raw := val.Raw[1 : len(val.Raw)-1]
+	if !plainASCII(raw) {
+		return "", false
+	}
+	return strings.Clone(raw), true
+}
+
+// plainASCII reports whether the bytes of a JSON string's body are
+// printable ASCII with no quote or escape: the string is those bytes.
+func plainASCII[T string | []byte](b T) bool {
+	for i := 0; i < len(b); i++ {
+		if c := b[i]; c < ' ' || c > '~' || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // FirstSeen is when what the record reports was first seen: an Event

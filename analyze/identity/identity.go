@@ -247,7 +247,9 @@ func (r *Resolver) deletedBetween(ctx context.Context, group, resource, kind, ns
 			return nil, err // a constant but for the resource name: a bug
 		}
 		byName = map[string][]Evidence{}
-		for rec, err := range r.store.Records(ctx, timeline.Query{Where: f}) {
+		// Only the time, object and evidence every read has are kept
+		// (the code is the smallest field a read can name).
+		for rec, err := range r.store.Records(ctx, timeline.Query{Where: f, Fields: timeline.FieldCode}) {
 			if err != nil {
 				return nil, fmt.Errorf("deletions of %s: %w", resource, err)
 			}

@@ -29,7 +29,8 @@ func TestGather(t *testing.T) {
 				g.add(i)
 				want = append(want, i)
 			}
-			got := g.appendTo(tc.dst)
+			got := slices.Clone(tc.dst)
+			g.each(func(v *int) { got = append(got, *v) })
 			if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b []int) bool { return slices.Equal(a, b) })); diff != "" {
 				t.Errorf("(-want +got)\n%s", diff)
 			}

@@ -13,12 +13,15 @@ package outcome
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/faultline/faultline/timeline"
@@ -364,6 +367,10 @@ func classifyStates(out *Outcomes, states []Observation, opt Options) error {
 // number: appended one by one, a slice of 88,622 observations (the 10 M-line
 // benchmark log) grew by a quarter at a time, through about five times its
 // size of fresh memory, a third of investigate's own CPU on ClickHouse.
+//
+// A store that knows its bounds is read in parts of the window, a few at a
+// time (readParts): one query holds one core, and nothing else of the
+// investigation can start before the bad records are read.
 func badRecords(ctx context.Context, s Store, opt Options, bad *timeline.Filter, obs []Observation) ([]Observation, error) {
 	queries := []*timeline.Filter{bad}
 	if opt.Bad == "" {
@@ -376,19 +383,19 @@ func badRecords(ctx context.Context, s Store, opt Options, bad *timeline.Filter,
 			queries = append(queries, f)
 		}
 	}
-	var blocks gather[Observation]
-	seen := map[int64]bool{}
-	for _, q := range queries {
-		for r, err := range s.Records(ctx, timeline.Query{Since: opt.Since, Until: opt.Until, Where: q,
+	parts := [][2]time.Time{{opt.Since, opt.Until}}
+	if b, ok := s.(bounder); ok {
+		first, last, err := b.Bounds(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("bad records: %w", err)
+		}
+		parts = windowParts(opt.Since, opt.Until, first, last, partsPerCore*runtime.GOMAXPROCS(0))
+	}
+	read := func(ctx context.Context, q, p int, g *gather[Observation]) error {
+		for r, err := range s.Records(ctx, timeline.Query{Since: parts[p][0], Until: parts[p][1], Where: queries[q],
 			Fields: badFields, FieldsWhere: denialExtra}) {
 			if err != nil {
-				return nil, fmt.Errorf("bad records: %w", err)
-			}
-			if len(queries) > 1 {
-				if seen[r.ID] {
-					continue
-				}
-				seen[r.ID] = true
+				return fmt.Errorf("bad records: %w", err)
 			}
 			o := Observation{Time: r.FirstSeen(), Source: r.Source, Object: r.Object, Reason: r.Reason,
 				Message: r.Message, Code: r.Code, Bad: true, RecordID: r.ID, Evidence: r.Evidence}
@@ -406,15 +413,119 @@ func badRecords(ctx context.Context, s Store, opt Options, bad *timeline.Filter,
 					o.By = "Pod/" + pod
 				}
 			}
-			blocks.add(o)
+			g.add(o)
+		}
+		return nil
+	}
+	got, err := readParts(ctx, len(queries), len(parts), read)
+	if err != nil {
+		return nil, err
+	}
+	// In the order one query per filter over the whole window reads them:
+	// by filter, then by time. A record two filters keep counts once.
+	n := 0
+	for i := range got {
+		n += got[i].n
+	}
+	obs = slices.Grow(obs, n)
+	seen := map[int64]bool{}
+	for i := range got {
+		got[i].each(func(o *Observation) {
+			if len(queries) > 1 {
+				if seen[o.RecordID] {
+					return
+				}
+				seen[o.RecordID] = true
+			}
+			obs = append(obs, *o)
+		})
+	}
+	return obs, nil
+}
+
+// partsPerCore is how many parts of the window a core reads, so that a
+// part denser than the others (a storm) does not leave a core idle.
+const partsPerCore = 4
+
+// bounder is a store that knows the times of its first and last evidence.
+type bounder interface {
+	Bounds(ctx context.Context) (first, last time.Time, err error)
+}
+
+// windowParts splits [since, until) (zero: unbounded) into n parts at
+// even times between the evidence's bounds, first and last. The first part
+// keeps since and the last until as they are, so the parts hold what the
+// window holds, records with no time included. Where there is no room
+// between, the window is one part.
+func windowParts(since, until, first, last time.Time, n int) [][2]time.Time {
+	lo, hi := first, last.Add(time.Nanosecond)
+	if !since.IsZero() && since.After(lo) {
+		lo = since
+	}
+	if !until.IsZero() && until.Before(hi) {
+		hi = until
+	}
+	step := hi.Sub(lo) / time.Duration(max(n, 1))
+	if first.IsZero() || last.IsZero() || n <= 1 || step <= 0 {
+		return [][2]time.Time{{since, until}}
+	}
+	parts := make([][2]time.Time, n)
+	from := since
+	for i := range parts {
+		to := until
+		if i < n-1 {
+			to = lo.Add(step * time.Duration(i+1))
+		}
+		parts[i] = [2]time.Time{from, to}
+		from = to
+	}
+	return parts
+}
+
+// readParts runs read for every query q and part p, on as many goroutines
+// as there are cores, each into a gather of its own, and returns them by
+// query, then part. The first error stops the rest.
+func readParts(ctx context.Context, queries, parts int, read func(ctx context.Context, q, p int, g *gather[Observation]) error) ([]gather[Observation], error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	got := make([]gather[Observation], queries*parts)
+	jobs := make(chan int)
+	errs := make([]error, len(got))
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(got)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if ctx.Err() != nil {
+					continue // an error stopped the rest
+				}
+				if errs[j] = read(ctx, j/parts, j%parts, &got[j]); errs[j] != nil {
+					cancel()
+				}
+			}
+		}()
+	}
+	for j := range got {
+		select {
+		case jobs <- j:
+		case <-ctx.Done():
 		}
 	}
-	return blocks.appendTo(obs), nil
+	close(jobs)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return got, nil
 }
 
 // gather collects values in blocks that double up to 8,192 values, never
-// moving one: appendTo copies them once, into a slice grown to hold them
-// all.
+// moving one: they are copied once, by each, into a slice grown to hold
+// them all.
 type gather[T any] struct {
 	full [][]T
 	cur  []T
@@ -432,13 +543,16 @@ func (g *gather[T]) add(v T) {
 	g.n++
 }
 
-// appendTo appends the values gathered to dst, in the order added.
-func (g *gather[T]) appendTo(dst []T) []T {
-	dst = slices.Grow(dst, g.n)
+// each calls f with each value gathered, in the order added.
+func (g *gather[T]) each(f func(*T)) {
 	for _, b := range g.full {
-		dst = append(dst, b...)
+		for i := range b {
+			f(&b[i])
+		}
 	}
-	return append(dst, g.cur...)
+	for i := range g.cur {
+		f(&g.cur[i])
+	}
 }
 
 // badFields are the fields of a bad record that its observation keeps;
@@ -480,14 +594,16 @@ func fold(units []*Unit, bad, good []Observation) []*Unit {
 	// A pod's own failures first; its Job's word (CountedBy) only for the
 	// pods that did not fail of themselves: a Job may list a pod that
 	// exited a moment before its own state was written.
-	own := slices.DeleteFunc(slices.Clone(bad), func(o Observation) bool { return o.CountedBy != "" })
-	counted := slices.DeleteFunc(slices.Clone(bad), func(o Observation) bool { return o.CountedBy == "" })
-	for _, o := range slices.Concat(own, counted) {
+	for i := range 2 * len(bad) {
+		o := &bad[i%len(bad)]
+		if (o.CountedBy != "") != (i >= len(bad)) {
+			continue // the first pass takes the pods' own, the second their Jobs' word
+		}
 		u := byRef[o.Ref()]
 		if u == nil && o.By != "" {
 			u = byRef[o.By] // the pod's own request failed
 		}
-		if u == nil && unborn(o) {
+		if u == nil && unborn(*o) {
 			u = &Unit{Ref: o.Ref(), Namespace: o.Object.Namespace, Name: o.Object.Name, UID: o.Object.UID,
 				Owner: o.Object.Kind + "/" + o.Object.Name, Unborn: true}
 			units = append(units, u)
@@ -563,17 +679,12 @@ func (ex excuse) excused(o Observation) bool {
 	return warningOnly(o) && slices.Contains(endedWell, ex.last[o.Ref()])
 }
 
-// unexcused keeps the bad observations that were failures: what the
-// boundary is found from. An excused one is no more bad than a good one.
+// unexcused keeps the bad observations that were failures, in place in
+// bad: what the boundary is found from. An excused one is no more bad
+// than a good one.
 func unexcused(bad, good, states []Observation) []Observation {
 	ex := excuses(good, states)
-	out := bad[:0:0]
-	for _, o := range bad {
-		if !ex.excused(o) {
-			out = append(out, o)
-		}
-	}
-	return out
+	return slices.DeleteFunc(bad, ex.excused)
 }
 
 func sortObs(obs []Observation) {
@@ -667,21 +778,39 @@ func readStates(ctx context.Context, s Store) ([]Observation, []*Unit, error) {
 // folded into the first of them: they are one observation of when things
 // went bad, not one per pod, and hundreds at one instant would outweigh
 // the few that began it (the boundary's change point). Every one of them
-// stays bad (timeline, bisect and the histogram count them all).
+// stays bad (timeline, bisect and the histogram count them all). When
+// no write counted two, it returns bad itself.
 func OnePerWrite(bad []Observation) []Observation {
-	counted := map[string]bool{}
-	var out []Observation
-	for _, o := range bad {
-		if o.CountedBy != "" {
-			k := o.CountedBy + "@" + o.Time.String()
-			if counted[k] {
-				continue
-			}
-			counted[k] = true
-		}
-		out = append(out, o)
+	type write struct {
+		job  string
+		time int64
 	}
-	return out
+	counted := map[write]bool{}
+	again := func(o *Observation) bool {
+		if o.CountedBy == "" {
+			return false
+		}
+		k := write{o.CountedBy, o.Time.UnixNano()}
+		if counted[k] {
+			return true
+		}
+		counted[k] = true
+		return false
+	}
+	for i := range bad {
+		if !again(&bad[i]) {
+			continue
+		}
+		out := make([]Observation, i, len(bad)-1)
+		copy(out, bad)
+		for j := i + 1; j < len(bad); j++ {
+			if !again(&bad[j]) {
+				out = append(out, bad[j])
+			}
+		}
+		return out
+	}
+	return bad
 }
 
 // countedFailed are the observations of the pods that their Jobs counted

@@ -39,6 +39,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/faultline/faultline/timeline"
 	"github.com/tidwall/gjson"
@@ -197,7 +198,9 @@ func apfWaitFast(extra []byte) (v any, ok bool) {
 	if bytes.Count(extra, []byte{'{'})+bytes.Count(extra, []byte{'['}) > 1000 || !gjson.ValidBytes(extra) {
 		return nil, false
 	}
-	top := gjson.ParseBytes(extra)
+	// Not ParseBytes, which copies extra into a string: the value found
+	// points into extra, and is parsed before extra can change.
+	top := gjson.Parse(unsafe.String(unsafe.SliceData(extra), len(extra)))
 	if !top.IsObject() {
 		return nil, false
 	}

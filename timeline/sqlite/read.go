@@ -65,11 +65,9 @@ func (s *Store) scanRecord(ctx context.Context, rows *sql.Rows) (*timeline.Recor
 	}
 	var source string
 	o := &r.Object
-	for k, dst := range []*string{&source, &o.Group, &o.Version, &o.Resource, &o.Subresource, &o.Kind, &o.Namespace,
-		&o.Name, &r.Verb, &r.Reason, &r.User, &r.UserAgent, &r.SourceIP, &r.Type, &r.Level} {
-		if *dst, err = s.strOf(ctx, ids[k]); err != nil {
-			return nil, err
-		}
+	if err := s.strsOf(ctx, ids[:], []*string{&source, &o.Group, &o.Version, &o.Resource, &o.Subresource, &o.Kind,
+		&o.Namespace, &o.Name, &r.Verb, &r.Reason, &r.User, &r.UserAgent, &r.SourceIP, &r.Type, &r.Level}); err != nil {
+		return nil, err
 	}
 	r.ID, r.Time, r.Source, r.Code = i, fromNS(t), timeline.SourceKind(source), int(code)
 	r.Latency, r.Stages = time.Duration(lat), timeline.Stage(stages)
@@ -78,6 +76,33 @@ func (s *Store) scanRecord(ctx context.Context, rows *sql.Rows) (*timeline.Recor
 		r.Extra = []byte(extra.String)
 	}
 	return &r, nil
+}
+
+// strsOf sets *dsts[i] to the string of ids[i], as strOf does, taking the
+// cache's lock once for all of them (a record has 15).
+func (s *Store) strsOf(ctx context.Context, ids []int64, dsts []*string) error {
+	miss := false
+	s.reads.mu.Lock()
+	for i, id := range ids {
+		if id == 0 {
+			*dsts[i] = ""
+		} else if v, ok := s.reads.m[id]; ok {
+			*dsts[i] = v
+		} else {
+			miss = true
+		}
+	}
+	s.reads.mu.Unlock()
+	if !miss {
+		return nil
+	}
+	for i, id := range ids {
+		var err error
+		if *dsts[i], err = s.strOf(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // strOf resolves an interned string id, through a cache: strs rows are

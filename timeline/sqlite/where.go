@@ -26,7 +26,7 @@ import (
 //   a && b, a || b, !a, c ? a : b          (a AND b), (a OR b), (NOT a), CASE WHEN
 //   code OP 500 (also run, line)           r.code OP 500 (ints are inlined as decimals)
 //   code >= 500, code in [404, 500]        ... AND unlikely(r.code >= 400), for the partial index record_error
-//   reason == "BackOff"                    ... AND r.reason != 0, for the partial index record_reason
+//   reason == "BackOff"                    ... AND r.reason != 0 AND r.reason > 0, for the partial index record_reason
 //   uid OP "x" (auditID, requestURI,       r.uid OP ?
 //     message too)
 //   user == "x", user != "x"               r.user = COALESCE((SELECT id FROM strs WHERE s = ?), -1), !=
@@ -181,8 +181,17 @@ const (
 	// unlikely() tells it that errors are rare, as they are in audit logs:
 	// else a range on code is estimated to keep a quarter of the rows, and
 	// scanning record_time_key in ORDER BY order wins.
+	//
+	// reason > 0 says the same as reason != 0 (string ids are positive,
+	// "" is 0) and gives the planner a range on record_reason where no
+	// other term does (a filter that ORs a reason list with "any reason,
+	// of a Warning about a Pod"). Without it, the planner can scan that
+	// index only by skipping through its reasons, which it does only when
+	// the statistics say they are few: on a timeline of audit logs alone,
+	// whose record_reason is empty, it scanned the whole window by time
+	// instead (about 0.6 s of the 3.2 s investigate took on 7.3 M records).
 	factErrorSQL  = "unlikely(r.code >= 400)"
-	factReasonSQL = "r.reason != 0"
+	factReasonSQL = "r.reason != 0 AND r.reason > 0"
 )
 
 // compileWhere translates the conjuncts of a checked CEL expression that have

@@ -114,23 +114,7 @@ func TestCompileWhereUsesIndexes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
 			q, args, _ := recordQuery(timeline.Query{Where: timelinetest.MustFilter(t, tt.expr)})
-			rows, err := s.db.Query("EXPLAIN QUERY PLAN "+q, args...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rows.Close()
-			var plan []string
-			for rows.Next() {
-				var id, parent, unused int
-				var detail string
-				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-					t.Fatal(err)
-				}
-				plan = append(plan, detail)
-			}
-			if err := rows.Err(); err != nil {
-				t.Fatal(err)
-			}
+			plan := queryPlan(t, s, q, args...)
 			want := "SEARCH r USING INDEX " + tt.index
 			for _, line := range plan {
 				if strings.HasPrefix(line, "SEARCH r USING ") && strings.Contains(line, "INDEX "+tt.index) {

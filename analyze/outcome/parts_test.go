@@ -1,0 +1,127 @@
+package outcome
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/timelinetest"
+)
+
+func TestWindowParts(t *testing.T) {
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	var none time.Time
+	first, last := t0, at(8).Add(-time.Nanosecond) // [first, last] is [t0, t0+8s)
+	tests := []struct {
+		name                      string
+		since, until, first, last time.Time
+		n                         int
+		want                      [][2]time.Time
+	}{
+		{"unbounded: the ends stay open", none, none, first, last, 4,
+			[][2]time.Time{{none, at(2)}, {at(2), at(4)}, {at(4), at(6)}, {at(6), none}}},
+		{"a window inside the bounds: its ends kept", at(1), at(5), first, last, 2,
+			[][2]time.Time{{at(1), at(3)}, {at(3), at(5)}}},
+		{"a window wider than the bounds: split over the evidence", at(-100), at(100), first, last, 2,
+			[][2]time.Time{{at(-100), at(4)}, {at(4), at(100)}}},
+		{"one part", none, none, first, last, 1, [][2]time.Time{{none, none}}},
+		{"no evidence", none, none, none, none, 4, [][2]time.Time{{none, none}}},
+		{"no room", at(3), at(3), first, last, 4, [][2]time.Time{{at(3), at(3)}}},
+		{"a window after the evidence", at(20), none, first, last, 4, [][2]time.Time{{at(20), none}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := windowParts(tt.since, tt.until, tt.first, tt.last, tt.n)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got)\n%s", diff)
+			}
+		})
+	}
+}
+
+// noBounds hides a store's Bounds: badRecords reads it in one part.
+type noBounds struct{ m *timelinetest.Mem }
+
+func (n noBounds) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeline.Record, error] {
+	return n.m.Records(ctx, q)
+}
+
+func (n noBounds) Versions(ctx context.Context, q timeline.VersionQuery) ([]timeline.ObjectVersion, error) {
+	return n.m.Versions(ctx, q)
+}
+
+// TestBadRecordsInParts: read in parts of the window, a few at a time, the
+// bad records are those one read of the whole window gives, in its order,
+// a record two filters keep once, records on the parts' edges included.
+func TestBadRecordsInParts(t *testing.T) {
+	m := &timelinetest.Mem{}
+	id := int64(0)
+	add := func(at time.Duration, code int, reason, extra string) {
+		id++
+		m.Add(&timeline.Record{ID: id, Time: t0.Add(at), Source: timeline.SourceAudit, Code: code, Reason: reason,
+			Object: timeline.ObjectRef{Resource: "pods", Namespace: "ml", Name: "w"}, Extra: []byte(extra)})
+	}
+	for i := range 400 {
+		at := time.Duration(i) * 97 * time.Millisecond
+		switch i % 4 {
+		case 0:
+			add(at, 429, "", `{"pod":"ml/w-1"}`)
+		case 1:
+			add(at, 500, "Failed", "") // both the requests' and the states' filter
+		case 2:
+			add(at, 200, "", "")
+		case 3:
+			add(at, 200, "BackOff", "")
+		}
+	}
+	for _, edge := range []time.Duration{0, 4850 * time.Millisecond, 9700 * time.Millisecond} {
+		add(edge, 503, "", "")
+	}
+	for _, opt := range []Options{{}, {Since: t0.Add(3 * time.Second)}, {Since: t0.Add(2 * time.Second), Until: t0.Add(20 * time.Second)}} {
+		want, err := badRecords(context.Background(), noBounds{m}, opt, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := Store(noBounds{m}).(bounder); ok {
+			t.Fatal("noBounds has Bounds")
+		}
+		got, err := badRecords(context.Background(), m, opt, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) < 100 {
+			t.Fatalf("%+v: %d bad records, want more", opt, len(want))
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%+v: in parts (-one read +parts)\n%s", opt, diff)
+		}
+	}
+}
+
+// TestReadPartsStopsAtError: the first error is returned, and the reads
+// not yet begun are not begun.
+func TestReadPartsStopsAtError(t *testing.T) {
+	boom := errors.New("boom")
+	var calls atomic.Int64
+	_, err := readParts(context.Background(), 3, 100, func(ctx context.Context, q, p int, g *gather[Observation]) error {
+		calls.Add(1)
+		if q == 0 && p == 3 {
+			return boom
+		}
+		return nil
+	})
+	if !errors.Is(err, boom) {
+		t.Errorf("err = %v, want boom", err)
+	}
+	// Those before it, and the few the other cores begin before the
+	// cancellation reaches them.
+	if n := calls.Load(); n >= 100 {
+		t.Errorf("%d reads begun of 300, want the reads stopped after the error", n)
+	}
+}
