@@ -13,7 +13,7 @@ import (
 // magnitude over the class's own rate in the five minutes before, and is
 // significant under it (analyze/burst: the rule DNS storms are found by
 // too). Bursts are ranked by the load they put on the apiserver and etcd
-// (see load).
+// (see load), those the apiserver shed by episode (rank).
 func bursts(classes []*Class, starts []podStart, jitter time.Duration, dataStart int64) []Burst {
 	out := []Burst{}
 	for _, c := range classes {
@@ -30,7 +30,90 @@ func bursts(classes []*Class, starts []podStart, jitter time.Duration, dataStart
 			out = append(out, b)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return heavier(&out[i], &out[j]) })
+	return rank(out)
+}
+
+// rank orders bursts by what the apiserver did with them. API Priority
+// and Fairness sheds a request (429) only when its priority level has no
+// free seat and no room in its queues: the level was full already. Of the
+// bursts it shed that overlap in time (an episode of overload), the first
+// to begin is the load that filled the level; those that began while it
+// ran arrived into a full level (the Job controller deleting the pods
+// that failed, the failed clients' retries), whatever their own size.
+// A client's bursts in one episode are one storm of its own (a job's
+// workers starting: their GETs, LISTs and WATCHes at once). So within an
+// episode the clients rank by the start of their first burst, and a
+// client's bursts by load; an episode as a whole ranks by its load (the
+// sum of its bursts'), beside the bursts the apiserver served in full,
+// each of which stands alone and ranks by its own load. With nothing
+// shed, this is the order of load alone.
+func rank(bs []Burst) []Burst {
+	sort.SliceStable(bs, func(i, j int) bool { return heavier(&bs[i], &bs[j]) })
+	// Each burst's episode: its own index, or the first shed burst of the
+	// run of overlapping shed bursts it belongs to.
+	episode := make([]int, len(bs))
+	for i := range episode {
+		episode[i] = i
+	}
+	shed := []int{}
+	for i := range bs {
+		if bs[i].Load.Throttled > 0 {
+			shed = append(shed, i)
+		}
+	}
+	sort.SliceStable(shed, func(a, b int) bool { return bs[shed[a]].Start.Before(bs[shed[b]].Start) })
+	load := make([]int64, len(bs))
+	for i := range bs {
+		load[i] = bs[i].Load.Score
+	}
+	var end time.Time
+	head := -1
+	for _, i := range shed {
+		if head < 0 || !bs[i].Start.Before(end) {
+			head, end = i, bs[i].End // a new episode
+			continue
+		}
+		episode[i] = head
+		load[head] += bs[i].Load.Score
+		if bs[i].End.After(end) {
+			end = bs[i].End
+		}
+	}
+	// When each episode's clients began.
+	type client struct {
+		episode    int
+		agent, who string
+	}
+	began := map[client]time.Time{}
+	clientOf := func(i int) client { return client{episode[i], bs[i].Class.Client, bs[i].Class.User} }
+	for i := range bs {
+		if t, ok := began[clientOf(i)]; !ok || bs[i].Start.Before(t) {
+			began[clientOf(i)] = bs[i].Start
+		}
+	}
+	order := make([]int, len(bs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		i, j := order[a], order[b]
+		ei, ej := episode[i], episode[j]
+		if ei != ej {
+			if load[ei] != load[ej] {
+				return load[ei] > load[ej]
+			}
+			return ei < ej // heavier's order of the episodes' first bursts
+		}
+		ci, cj := clientOf(i), clientOf(j)
+		if ci != cj {
+			return began[ci].Before(began[cj]) // of equal starts, heavier's order (a stable sort)
+		}
+		return false // heavier's order
+	})
+	out := make([]Burst, len(bs))
+	for k, i := range order {
+		out[k] = bs[i]
+	}
 	return out
 }
 

@@ -20,6 +20,7 @@ type storm struct {
 	perSec, secs, shed     int64
 	latency                time.Duration
 	etcd                   bool
+	start                  int64 // seconds after the storms' common start
 }
 
 // stormStore holds the storms, one class each.
@@ -31,7 +32,7 @@ func stormStore(storms ...storm) *fakeStore {
 		f.stats.Classes = append(f.stats.Classes, timeline.RequestClass{ID: id, Verb: s.verb, Resource: s.resource,
 			Scope: timeline.ScopeCluster, User: "system:serviceaccount:ml:*", UserAgent: s.client})
 		for k := int64(0); k < s.secs; k++ {
-			f.stats.Seconds = append(f.stats.Seconds, timeline.RequestSecond{Class: id, Sec: at + k, Count: s.perSec})
+			f.stats.Seconds = append(f.stats.Seconds, timeline.RequestSecond{Class: id, Sec: at + s.start + k, Count: s.perSec})
 		}
 		n := s.perSec * s.secs
 		f.stats.Stats = append(f.stats.Stats, stat(id, 200, n-s.shed, s.latency, s.etcd), stat(id, 429, s.shed, time.Millisecond, s.etcd))
@@ -96,6 +97,60 @@ func TestBurstLoadRanking(t *testing.T) {
 			{key("list", "nodes", "half"), Load{Score: 1200, Requests: 200, EtcdReads: 100, Throttled: 100}},
 			{key("list", "pods", "shed"), Load{Score: 500, Requests: 500, Throttled: 500}},
 			{key("get", "configmaps", "reader"), Load{Score: 300, Requests: 300}},
+		},
+	}, {
+		// get-fanout: the workers' GETs are shed from their start, the Job
+		// controller's deletes of the pods that failed arrive into the
+		// full level (heavier, and shed too), the kubelets' status
+		// patches before them were served in full.
+		name: "of the bursts shed one after another, the first leads",
+		storms: []storm{
+			{verb: "patch", resource: "pods", client: "kwok", perSec: 40, secs: 20, start: -20, latency: 20 * time.Millisecond},
+			{verb: "get", resource: "configmaps", client: "workers", perSec: 50, secs: 10, shed: 300, latency: 10 * time.Millisecond},
+			{verb: "delete", resource: "pods", client: "controller", perSec: 80, secs: 10, shed: 400, start: 8, latency: 10 * time.Millisecond},
+		},
+		want: []ranked{
+			{key("get", "configmaps", "workers"), Load{Score: 500, Requests: 500, Throttled: 300}},
+			{key("delete", "pods", "controller"), Load{Score: 800, Requests: 800, Throttled: 400}},
+			{key("patch", "pods", "kwok"), Load{Score: 800, Requests: 800}},
+		},
+	}, {
+		// thousand-workers: the workers GET their ConfigMaps, then LIST
+		// every pod from etcd, then the Job controller deletes them.
+		name: "a client's own bursts in an episode rank by load, before the clients that came after",
+		storms: []storm{
+			{verb: "get", resource: "configmaps", client: "workers", perSec: 50, secs: 10, shed: 50, latency: 10 * time.Millisecond},
+			{verb: "list", resource: "pods", client: "workers", perSec: 50, secs: 5, shed: 100, start: 4, latency: time.Second, etcd: true},
+			{verb: "delete", resource: "pods", client: "controller", perSec: 300, secs: 10, shed: 2000, start: 8, latency: 10 * time.Millisecond},
+		},
+		want: []ranked{
+			{key("list", "pods", "workers"), Load{Score: 1750, Requests: 250, EtcdReads: 150, Throttled: 100}},
+			{key("get", "configmaps", "workers"), Load{Score: 500, Requests: 500, Throttled: 50}},
+			{key("delete", "pods", "controller"), Load{Score: 3000, Requests: 3000, Throttled: 2000}},
+		},
+	}, {
+		name: "episodes of shedding apart: the heavier first, each from its first burst",
+		storms: []storm{
+			{verb: "list", resource: "nodes", client: "early", perSec: 100, secs: 5, shed: 200, latency: 10 * time.Millisecond},
+			{verb: "get", resource: "secrets", client: "first", perSec: 30, secs: 10, shed: 100, start: 120, latency: 10 * time.Millisecond},
+			{verb: "delete", resource: "pods", client: "then", perSec: 100, secs: 10, shed: 500, start: 125, latency: 10 * time.Millisecond},
+		},
+		want: []ranked{
+			{key("get", "secrets", "first"), Load{Score: 300, Requests: 300, Throttled: 100}},
+			{key("delete", "pods", "then"), Load{Score: 1000, Requests: 1000, Throttled: 500}},
+			{key("list", "nodes", "early"), Load{Score: 500, Requests: 500, Throttled: 200}},
+		},
+	}, {
+		name: "a burst served in full that outweighs an episode of shedding leads it",
+		storms: []storm{
+			{verb: "patch", resource: "pods", client: "kwok", perSec: 300, secs: 10, start: -20, latency: 20 * time.Millisecond},
+			{verb: "get", resource: "configmaps", client: "workers", perSec: 50, secs: 10, shed: 300, latency: 10 * time.Millisecond},
+			{verb: "delete", resource: "pods", client: "controller", perSec: 80, secs: 10, shed: 400, start: 8, latency: 10 * time.Millisecond},
+		},
+		want: []ranked{
+			{key("patch", "pods", "kwok"), Load{Score: 3000, Requests: 3000}},
+			{key("get", "configmaps", "workers"), Load{Score: 500, Requests: 500, Throttled: 300}},
+			{key("delete", "pods", "controller"), Load{Score: 800, Requests: 800, Throttled: 400}},
 		},
 	}, {
 		name: "latency breaks ties and no more",

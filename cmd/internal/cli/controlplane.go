@@ -295,7 +295,7 @@ func writeBursts(ew *errWriter, bursts []controlplane.Burst, n int) {
 	if len(bursts) == 0 {
 		return
 	}
-	ew.printf("\nBURSTS (by load on apiserver and etcd)\n")
+	ew.printf("\nBURSTS (by load on apiserver and etcd; those shed together from the first)\n")
 	for i := range firstOf(ew, len(bursts), n, "faultline controlplane -o json") {
 		b := bursts[i]
 		ew.printf("%d. %s .. %s  %s\n   %s\n   %.0f/s peak vs %.2f/s before; %s requests from %d clients; %.1f requests per %s started\n   %s\n",
