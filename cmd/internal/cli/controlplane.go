@@ -43,11 +43,13 @@ func newControlplaneCmd(f *Factory) *cobra.Command {
   bursts      classes whose rate jumps an order of magnitude within seconds
               over their own last five minutes, ranked by their load on the
               apiserver and etcd (a request or WATCH opening counts 1, a LIST
-              read from etcd 10 more), the clients behind them, the
-              amplification (requests per pod started), the fan-out, and
-              fixes simulated on the recorded requests: a jittered start
-              (--jitter), reads from the watch cache or an informer, scoped
-              reads, a dedicated APF priority level
+              read from etcd 10 more; bursts shed together, from the first
+              client's: those after it met a full priority level), the
+              clients behind them, the amplification (requests per pod
+              started), the fan-out, and fixes simulated on the recorded
+              requests: a jittered start (--jitter), reads from the watch
+              cache or an informer, scoped reads, a dedicated APF priority
+              level
   shed        clients rejected (429) with no burst of their own: a priority
               level too small for them, or another's load in theirs
   slow        seconds in which the requests to etcd (writes, LISTs read from
