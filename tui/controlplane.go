@@ -152,7 +152,7 @@ func (m *Model) cpRates(b *strings.Builder, r *controlplane.Report, n int) {
 // cpBurstList writes the bursts in room lines: the selected one whole,
 // as many before it as keep it in view, then those after.
 func (m *Model) cpBurstList(b *strings.Builder, r *controlplane.Report, room int) {
-	b.WriteString(m.focus("BURSTS", m.cpBursts) + fmt.Sprintf(" %d/%d by load on apiserver and etcd, and simulated fixes (↑/↓ scroll)\n",
+	b.WriteString(m.focus("BURSTS", m.cpBursts) + fmt.Sprintf(" %d/%d by load (shed together: from the first); fixes (↑/↓ scroll)\n",
 		m.burstSel+1, len(r.Bursts)))
 	// Each burst takes 1+len(fixes) lines.
 	first := m.burstSel
