@@ -389,7 +389,7 @@ func badRecords(ctx context.Context, s Store, opt Options, bad *timeline.Filter,
 		if err != nil {
 			return nil, fmt.Errorf("bad records: %w", err)
 		}
-		parts = windowParts(opt.Since, opt.Until, first, last, partsPerCore*runtime.GOMAXPROCS(0))
+		parts = windowParts(opt.Since, opt.Until, first, last, partsPerReader*readers())
 	}
 	read := func(ctx context.Context, q, p int, g *gather[Observation]) error {
 		for r, err := range s.Records(ctx, timeline.Query{Since: parts[p][0], Until: parts[p][1], Where: queries[q],
@@ -443,9 +443,17 @@ func badRecords(ctx context.Context, s Store, opt Options, bad *timeline.Filter,
 	return obs, nil
 }
 
-// partsPerCore is how many parts of the window a core reads, so that a
-// part denser than the others (a storm) does not leave a core idle.
-const partsPerCore = 4
+// partsPerReader is how many parts of the window each reader reads, so
+// that a part denser than the others (a storm) does not leave one idle.
+const partsPerReader = 4
+
+// readers is how many parts are read at once: two at most, whatever the
+// cores. A read holds one of the store's connections while it runs, and
+// may take another for a lookup as it goes (the SQLite store's interned
+// strings; it has 4 connections): four readers could hold them all and
+// wait on each other for ever (with GOMAXPROCS=8, investigate never
+// returned). One core gains nothing from a second.
+func readers() int { return min(runtime.GOMAXPROCS(0), 2) }
 
 // bounder is a store that knows the times of its first and last evidence.
 type bounder interface {
@@ -482,9 +490,9 @@ func windowParts(since, until, first, last time.Time, n int) [][2]time.Time {
 	return parts
 }
 
-// readParts runs read for every query q and part p, on as many goroutines
-// as there are cores, each into a gather of its own, and returns them by
-// query, then part. The first error stops the rest.
+// readParts runs read for every query q and part p, on readers()
+// goroutines, each into a gather of its own, and returns them by query,
+// then part. The first error stops the rest.
 func readParts(ctx context.Context, queries, parts int, read func(ctx context.Context, q, p int, g *gather[Observation]) error) ([]gather[Observation], error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -492,7 +500,7 @@ func readParts(ctx context.Context, queries, parts int, read func(ctx context.Co
 	jobs := make(chan int)
 	errs := make([]error, len(got))
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(got)) {
+	for range min(readers(), len(got)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -3,7 +3,9 @@ package outcome
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/sqlite/sqlitetest"
 	"github.com/faultline/faultline/timeline/timelinetest"
 )
 
@@ -123,5 +126,33 @@ func TestReadPartsStopsAtError(t *testing.T) {
 	// cancellation reaches them.
 	if n := calls.Load(); n >= 100 {
 		t.Errorf("%d reads begun of 300, want the reads stopped after the error", n)
+	}
+}
+
+// TestBadRecordsOnManyCores: however many cores, the parts are read few
+// at a time. A SQLite read holds a connection while it runs and takes
+// another to look up a string it has not cached yet; with a reader per
+// core (8 here) all four connections were held by reads waiting for a
+// fifth, and investigate never returned.
+func TestBadRecordsOnManyCores(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
+	s := sqlitetest.New(t)
+	var recs []timeline.Record
+	for i := range 400 { // strings the reads have not seen: a lookup each
+		ns := fmt.Sprintf("ns-%d", i)
+		recs = append(recs, timeline.Record{Key: ns, Time: t0.Add(time.Duration(i) * time.Second),
+			Source: timeline.SourceAudit, Verb: "get", Code: 429, User: "system:serviceaccount:" + ns + ":w",
+			Object: timeline.ObjectRef{Resource: "pods", Namespace: ns, Name: "w"}})
+	}
+	timelinetest.AddRecords(t, s, recs...)
+	// A read waiting for a connection gives up with its context.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	got, err := badRecords(ctx, s, Options{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 400 {
+		t.Errorf("%d bad records, want 400", len(got))
 	}
 }
