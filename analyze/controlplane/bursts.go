@@ -111,8 +111,17 @@ func rank(bs []Burst) []Burst {
 		return false // heavier's order
 	})
 	out := make([]Burst, len(bs))
+	firstOf := map[int]int{} // an episode's first burst, by rank
 	for k, i := range order {
 		out[k] = bs[i]
+		f, ok := firstOf[episode[i]]
+		if !ok {
+			firstOf[episode[i]] = k
+			continue
+		}
+		if clientOf(order[f]) != clientOf(i) {
+			out[k].ShedAfter = f + 1
+		}
 	}
 	return out
 }

@@ -135,6 +135,11 @@ type Burst struct {
 	// Load is what the burst put on the apiserver and etcd: bursts are
 	// ranked by it.
 	Load Load `json:"load"`
+	// ShedAfter is the rank (from 1) of the first burst of the episode of
+	// shedding this one arrived into, another client's: the priority level
+	// was full when it began, and it ranks after that one whatever its
+	// load (rank). 0 for any other burst.
+	ShedAfter int `json:"shedAfter,omitempty"`
 }
 
 // Load is what a burst put on the apiserver and etcd (see load): bursts

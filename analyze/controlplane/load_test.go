@@ -208,3 +208,26 @@ func TestLongRunning(t *testing.T) {
 		}
 	}
 }
+
+// TestShedAfter: a burst of another client that arrived into an episode
+// of shedding names the episode's first burst; the first, a client's own
+// later bursts and the bursts served in full name none.
+func TestShedAfter(t *testing.T) {
+	rep, err := Analyze(context.Background(), stormStore(
+		storm{verb: "patch", resource: "pods", client: "kwok", perSec: 40, secs: 20, start: -20, latency: 20 * time.Millisecond},
+		storm{verb: "list", resource: "pods", client: "workers", perSec: 50, secs: 5, shed: 100, start: 4, latency: time.Second, etcd: true},
+		storm{verb: "get", resource: "configmaps", client: "workers", perSec: 50, secs: 10, shed: 50, latency: 10 * time.Millisecond},
+		storm{verb: "delete", resource: "pods", client: "controller", perSec: 300, secs: 10, shed: 2000, start: 8, latency: 10 * time.Millisecond},
+	), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, b := range rep.Bursts {
+		got[b.Class.Client+" "+b.Class.Verb] = b.ShedAfter
+	}
+	want := map[string]int{"workers list": 0, "workers get": 0, "controller delete": 1, "kwok patch": 0}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ShedAfter by burst (-want +got):\n%s", diff)
+	}
+}

@@ -303,6 +303,9 @@ func writeBursts(ew *errWriter, bursts []controlplane.Burst, n int) {
 		ew.printf("%d. %s .. %s  %s\n   %s\n   %.0f/s peak vs %.2f/s before; %s requests from %d clients; %.1f requests per %s started\n   %s\n",
 			i+1, fmtTime(b.Start, rfc3339Milli), fmtTime(b.End, rfc3339Milli), b.Class.Key(), b.Load, b.PeakRps, b.BaselineRps, humanInt(b.Requests), b.Clients,
 			b.Amplification, dash(b.AmplifiedBy), b.FanOut)
+		if b.ShedAfter > 0 {
+			ew.printf("   shed after #%d began: it met a full priority level (ranked after #%d, whatever its load)\n", b.ShedAfter, b.ShedAfter)
+		}
 		for _, fx := range b.Fixes {
 			ew.printf("   fix %-11s -> peak %.1f/s  %s\n                   tradeoff: %s\n", fx.Kind, fx.SimulatedPeakRps, fx.Detail, fx.Tradeoff)
 		}
