@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
@@ -15,6 +14,8 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 	"github.com/tidwall/gjson"
+
+	"github.com/faultline/faultline/timeline/internal/extrajson"
 )
 
 // Field describes one variable a filter expression can use.
@@ -270,8 +271,8 @@ func podStd(extra []byte) string {
 // printable ASCII with no escapes (or no key does). ok is false when it
 // cannot tell.
 func podFast(extra []byte) (pod string, ok bool) {
-	if bytes.Count(extra, []byte{'{'})+bytes.Count(extra, []byte{'['}) > 1000 || !gjson.ValidBytes(extra) {
-		return "", false // encoding/json's depth limit, or its own error
+	if !extrajson.Valid(extra) {
+		return "", false
 	}
 	// The form the audit ingester writes: "pod" the top-level object's
 	// last member. In valid JSON that begins with '{' and ends with
@@ -285,32 +286,18 @@ func podFast(extra []byte) (pod string, ok bool) {
 			}
 		}
 	}
-	// gjson.ParseBytes copies extra into a string; the results below
-	// point into extra itself, and only a copy of the pod leaves.
-	top := gjson.Parse(unsafe.String(unsafe.SliceData(extra), len(extra)))
-	if !top.IsObject() {
-		return "", false
-	}
-	var val gjson.Result
-	n := 0
-	top.ForEach(func(k, v gjson.Result) bool {
-		if strings.EqualFold(k.String(), "pod") {
-			n++
-			val = v
-		}
-		return true
-	})
+	val, n, _, ok := extrajson.Last(extra, "pod")
 	switch {
+	case !ok || n > 0 && val.Type != gjson.String:
+		return "", false
 	case n == 0:
 		return "", true
-	case val.Type != gjson.String:
-		return "", false
 	}
 	raw := val.Raw[1 : len(val.Raw)-1]
 	if !plainASCII(raw) {
 		return "", false
 	}
-	return strings.Clone(raw), true
+	return strings.Clone(raw), true // val points into extra
 }
 
 // plainASCII reports whether the bytes of a JSON string's body are

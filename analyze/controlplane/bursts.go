@@ -51,21 +51,16 @@ func rank(bs []Burst) []Burst {
 	sort.SliceStable(bs, func(i, j int) bool { return heavier(&bs[i], &bs[j]) })
 	// Each burst's episode: its own index, or the first shed burst of the
 	// run of overlapping shed bursts it belongs to.
-	episode := make([]int, len(bs))
-	for i := range episode {
-		episode[i] = i
-	}
-	shed := []int{}
+	// An episode's load is kept at its first's index.
+	episode, load, order := make([]int, len(bs)), make([]int64, len(bs)), make([]int, len(bs))
+	var shed []int
 	for i := range bs {
+		episode[i], load[i], order[i] = i, bs[i].Load.Score, i
 		if bs[i].Load.Throttled > 0 {
 			shed = append(shed, i)
 		}
 	}
 	sort.SliceStable(shed, func(a, b int) bool { return bs[shed[a]].Start.Before(bs[shed[b]].Start) })
-	load := make([]int64, len(bs))
-	for i := range bs {
-		load[i] = bs[i].Load.Score
-	}
 	var end time.Time
 	head := -1
 	for _, i := range shed {
@@ -90,10 +85,6 @@ func rank(bs []Burst) []Burst {
 		if t, ok := began[clientOf(i)]; !ok || bs[i].Start.Before(t) {
 			began[clientOf(i)] = bs[i].Start
 		}
-	}
-	order := make([]int, len(bs))
-	for i := range order {
-		order[i] = i
 	}
 	sort.SliceStable(order, func(a, b int) bool {
 		i, j := order[a], order[b]

@@ -13,7 +13,6 @@ package outcome
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"iter"
 	"runtime"
@@ -492,13 +491,13 @@ func windowParts(since, until, first, last time.Time, n int) [][2]time.Time {
 
 // readParts runs read for every query q and part p, on readers()
 // goroutines, each into a gather of its own, and returns them by query,
-// then part. The first error stops the rest.
+// then part. The first error stops the rest and is the one returned (the
+// reads it cut short fail with the cancellation it caused).
 func readParts(ctx context.Context, queries, parts int, read func(ctx context.Context, q, p int, g *gather[Observation]) error) ([]gather[Observation], error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	got := make([]gather[Observation], queries*parts)
 	jobs := make(chan int)
-	errs := make([]error, len(got))
 	var wg sync.WaitGroup
 	for range min(readers(), len(got)) {
 		wg.Add(1)
@@ -508,8 +507,8 @@ func readParts(ctx context.Context, queries, parts int, read func(ctx context.Co
 				if ctx.Err() != nil {
 					continue // an error stopped the rest
 				}
-				if errs[j] = read(ctx, j/parts, j%parts, &got[j]); errs[j] != nil {
-					cancel()
+				if err := read(ctx, j/parts, j%parts, &got[j]); err != nil {
+					cancel(err) // the first cause is kept
 				}
 			}
 		}()
@@ -522,11 +521,8 @@ func readParts(ctx context.Context, queries, parts int, read func(ctx context.Co
 	}
 	close(jobs)
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
 	}
 	return got, nil
 }
@@ -602,40 +598,12 @@ func fold(units []*Unit, bad, good []Observation) []*Unit {
 	// A pod's own failures first; its Job's word (CountedBy) only for the
 	// pods that did not fail of themselves: a Job may list a pod that
 	// exited a moment before its own state was written.
-	for i := range 2 * len(bad) {
-		o := &bad[i%len(bad)]
-		if (o.CountedBy != "") != (i >= len(bad)) {
-			continue // the first pass takes the pods' own, the second their Jobs' word
-		}
-		u := byRef[o.Ref()]
-		if u == nil && o.By != "" {
-			u = byRef[o.By] // the pod's own request failed
-		}
-		if u == nil && unborn(*o) {
-			u = &Unit{Ref: o.Ref(), Namespace: o.Object.Namespace, Name: o.Object.Name, UID: o.Object.UID,
-				Owner: o.Object.Kind + "/" + o.Object.Name, Unborn: true}
-			units = append(units, u)
-			byRef[u.Ref] = u
-		}
-		if u == nil {
-			continue
-		}
-		if !u.BadAt.IsZero() {
-			// An event is stamped to the second: the state it reports,
-			// seen within that second, says what went wrong (the
-			// container's own last words, not "Back-off restarting").
-			if o.Source == SourceStatus && o.CountedBy == "" && u.Source == timeline.SourceEvent && o.Time.Sub(u.BadAt) < time.Second {
-				u.Reason, u.Message, u.ExitCode, u.Source = o.Reason, o.Message, o.ExitCode, o.Source
+	for _, byJob := range []bool{false, true} {
+		for i := range bad {
+			if o := &bad[i]; (o.CountedBy != "") == byJob {
+				units = foldBad(units, byRef, o)
 			}
-			continue
 		}
-		reason := o.Reason
-		if reason == "" && o.Code != 0 {
-			reason = fmt.Sprintf("HTTP %d", o.Code)
-		}
-		u.BadAt, u.Reason, u.Message, u.ExitCode, u.Evidence, u.RecordID, u.Source = o.Time, reason, o.Message, o.ExitCode, o.Evidence, o.RecordID, o.Source
-		u.Refused = o.By == u.Ref && (o.Code == 429 || o.Code >= 500)
-		u.Killed = o.CountedBy != ""
 	}
 	for _, o := range good {
 		u := byRef[o.Ref()]
@@ -652,6 +620,42 @@ func fold(units []*Unit, bad, good []Observation) []*Unit {
 			}
 		}
 	}
+	return units
+}
+
+// foldBad folds one bad observation into its unit (by Ref in byRef, made
+// for a controller that could not create its pods), and returns units
+// with any unit it made.
+func foldBad(units []*Unit, byRef map[string]*Unit, o *Observation) []*Unit {
+	u := byRef[o.Ref()]
+	if u == nil && o.By != "" {
+		u = byRef[o.By] // the pod's own request failed
+	}
+	if u == nil && unborn(*o) {
+		u = &Unit{Ref: o.Ref(), Namespace: o.Object.Namespace, Name: o.Object.Name, UID: o.Object.UID,
+			Owner: o.Object.Kind + "/" + o.Object.Name, Unborn: true}
+		units = append(units, u)
+		byRef[u.Ref] = u
+	}
+	if u == nil {
+		return units
+	}
+	if !u.BadAt.IsZero() {
+		// An event is stamped to the second: the state it reports,
+		// seen within that second, says what went wrong (the
+		// container's own last words, not "Back-off restarting").
+		if o.Source == SourceStatus && o.CountedBy == "" && u.Source == timeline.SourceEvent && o.Time.Sub(u.BadAt) < time.Second {
+			u.Reason, u.Message, u.ExitCode, u.Source = o.Reason, o.Message, o.ExitCode, o.Source
+		}
+		return units
+	}
+	reason := o.Reason
+	if reason == "" && o.Code != 0 {
+		reason = fmt.Sprintf("HTTP %d", o.Code)
+	}
+	u.BadAt, u.Reason, u.Message, u.ExitCode, u.Evidence, u.RecordID, u.Source = o.Time, reason, o.Message, o.ExitCode, o.Evidence, o.RecordID, o.Source
+	u.Refused = o.By == u.Ref && (o.Code == 429 || o.Code >= 500)
+	u.Killed = o.CountedBy != ""
 	return units
 }
 

@@ -39,9 +39,9 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/internal/extrajson"
 	"github.com/tidwall/gjson"
 )
 
@@ -195,26 +195,13 @@ func APFQueueWait(extra []byte) int64 {
 // on null or fails on a number it cannot hold, or nesting deeper than it
 // allows): apfWaitStd reads those.
 func apfWaitFast(extra []byte) (v any, ok bool) {
-	if bytes.Count(extra, []byte{'{'})+bytes.Count(extra, []byte{'['}) > 1000 || !gjson.ValidBytes(extra) {
+	if !extrajson.Valid(extra) {
 		return nil, false
 	}
-	// Not ParseBytes, which copies extra into a string: the value found
-	// points into extra, and is parsed before extra can change.
-	top := gjson.Parse(unsafe.String(unsafe.SliceData(extra), len(extra)))
-	if !top.IsObject() {
-		return nil, false
-	}
-	var annots gjson.Result
-	n := 0
-	top.ForEach(func(k, val gjson.Result) bool {
-		if strings.EqualFold(k.String(), "annotations") {
-			n++
-			annots = val
-			ok = k.String() == "annotations"
-		}
-		return true
-	})
-	if n != 1 || !ok || !annots.IsObject() {
+	// The value found points into extra, and is parsed before extra can
+	// change.
+	annots, n, exact, ok := extrajson.Last(extra, "annotations")
+	if !ok || n != 1 || !exact || !annots.IsObject() {
 		return nil, false
 	}
 	annots.ForEach(func(k, val gjson.Result) bool {
