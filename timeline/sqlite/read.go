@@ -117,7 +117,7 @@ func (s *Store) strOf(ctx context.Context, id int64) (string, error) {
 	if ok {
 		return v, nil
 	}
-	if err := s.db.QueryRowContext(ctx, "SELECT s FROM strs WHERE id = ?", id).Scan(&v); err != nil {
+	if err := s.strs.QueryRowContext(ctx, "SELECT s FROM strs WHERE id = ?", id).Scan(&v); err != nil {
 		return "", fmt.Errorf("string %d: %w", id, err)
 	}
 	s.reads.mu.Lock()

@@ -72,9 +72,21 @@ func SchemaVersion() int {
 	return ms[len(ms)-1].version
 }
 
+// poolConns is how many connections the store reads and writes on.
+const poolConns = 4
+
+// strsCacheKiB is the page cache of the connection that looks interned
+// strings up by id: a few pages of strs' primary key.
+const strsCacheKiB = 2048
+
 // Store is the SQLite timeline. It implements timeline.Store.
 type Store struct {
-	db    *sql.DB
+	db *sql.DB
+	// strs resolves interned string ids for readers (strOf), on a pool of
+	// its own: a reader holds one of db's connections while its rows are
+	// open, and were it to take a second to look a string up, poolConns
+	// readers could each hold one and wait for another, for ever.
+	strs  *sql.DB
 	path  string
 	log   *slog.Logger
 	red   redact.Redactor // hashes secret values with the key from Options
@@ -218,15 +230,21 @@ func Open(ctx context.Context, file string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open timeline %s: %w", file, err)
 	}
-	db.SetMaxOpenConns(4)
-	s := &Store{db: db, path: file, log: log, cache: &strCache{m: map[string]int64{}}, pageCache: int64(cache) << 10}
+	db.SetMaxOpenConns(poolConns)
+	strs, err := sql.Open("sqlite3", dsn(file, opt.ReadOnly, strsCacheKiB))
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open timeline %s: %w", file, err)
+	}
+	strs.SetMaxOpenConns(1) // a lookup holds it for one point read
+	s := &Store{db: db, strs: strs, path: file, log: log, cache: &strCache{m: map[string]int64{}}, pageCache: int64(cache) << 10}
 	s.classes.m = map[rollup.Class]int64{}
 	if err := s.migrate(ctx, opt.ReadOnly); err != nil {
-		db.Close()
+		s.Close()
 		return nil, openErr(file, err)
 	}
 	if err := s.useKey(ctx, opt.Key, opt.ReadOnly, opt.RedactConfigMaps); err != nil {
-		db.Close()
+		s.Close()
 		return nil, openErr(file, err)
 	}
 	return s, nil
@@ -314,11 +332,12 @@ func unwritable(file string) string {
 func (s *Store) Path() string { return s.path }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error { return errors.Join(s.db.Close(), s.strs.Close()) }
 
 // MemoryOutsideHeap is what the store may hold outside the Go heap while
-// an ingest writes: the page caches of the writer and of one reader.
-func (s *Store) MemoryOutsideHeap() int64 { return 2 * s.pageCache }
+// an ingest writes: the page caches of the writer and of one reader, and
+// the string lookups' (strs).
+func (s *Store) MemoryOutsideHeap() int64 { return 2*s.pageCache + strsCacheKiB<<10 }
 
 // identify reads what db holds: a timeline at some schema version (0 for a
 // new, empty file), or ErrNotTimeline. It only reads, in one statement: one
