@@ -11,7 +11,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -154,9 +156,9 @@ type Resolver struct {
 	runs   map[string]*jobRun         // pod ("ns/name", "uid:UID") -> latest job run
 
 	pinStart  bool
-	histories map[string]*history              // group/resource -> every version
-	deletes   map[string]map[string][]Evidence // group/resource -> ns/name -> its deletions, oldest first
-	agents    map[string][]agentPod            // node -> the DaemonSets' pods on it
+	histories map[string]*history // group/resource -> every version
+	deletes   deletions
+	agents    map[string][]agentPod // node -> the DaemonSets' pods on it
 }
 
 // PinAtPodStart makes a pod's identity the one it started with: the
@@ -240,34 +242,182 @@ func standingAt(hist []*obj, t time.Time) *obj {
 // (after, until], from the audit log; nil when none. A version the store
 // holds says the object stood; only its deletion says it stopped.
 func (r *Resolver) deletedBetween(ctx context.Context, group, resource, kind, ns, name string, after, until time.Time) (*Evidence, error) {
-	byName, ok := r.deletes[group+"/"+resource]
-	if !ok {
-		f, err := timeline.CompileFilter(fmt.Sprintf(`resource == %q && group == %q && subresource == "" && verb == "delete" && code > 0 && code < 400`, resource, group))
-		if err != nil {
-			return nil, err // a constant but for the resource name: a bug
-		}
-		byName = map[string][]Evidence{}
-		// Only the time, object and evidence every read has are kept
-		// (the code is the smallest field a read can name).
-		for rec, err := range r.store.Records(ctx, timeline.Query{Where: f, Fields: timeline.FieldCode}) {
-			if err != nil {
-				return nil, fmt.Errorf("deletions of %s: %w", resource, err)
-			}
-			nk := rec.Object.Namespace + "/" + rec.Object.Name
-			byName[nk] = append(byName[nk], Evidence{Ref: Ref{kind, rec.Object.Namespace, rec.Object.Name}.String(),
-				Time: rec.Time, Run: rec.Evidence.Run, Line: rec.Evidence.Line})
-		}
-		if r.deletes == nil {
-			r.deletes = map[string]map[string][]Evidence{}
-		}
-		r.deletes[group+"/"+resource] = byName
+	d := &r.deletes
+	if d.read == nil {
+		*d = deletions{all: map[string]bool{}, read: map[string]bool{}, byName: map[string][]Evidence{}}
 	}
-	for _, d := range byName[ns+"/"+name] {
-		if d.Time.After(after) && !d.Time.After(until) {
-			return &d, nil
+	res := group + "/" + resource
+	if !d.all[res] && !d.read[res+"/"+name] {
+		ask := []deleteAsk{{group, resource, kind, []string{name}}}
+		if len(d.read) == 0 && len(d.all) == 0 {
+			// The first ask: every ConfigMap and Secret the pods refer
+			// to as well, in the same read.
+			refs, err := r.referenced(ctx)
+			if err != nil {
+				return nil, err
+			}
+			ask = append(ask, refs...)
+		}
+		if err := r.readDeletes(ctx, ask); err != nil {
+			return nil, err
+		}
+	}
+	for _, e := range d.byName[res+"/"+ns+"/"+name] {
+		if e.Time.After(after) && !e.Time.After(until) {
+			return &e, nil
 		}
 	}
 	return nil, nil
+}
+
+// deletions is what a resolver read of the deletions of objects.
+type deletions struct {
+	all    map[string]bool       // group/resource -> every deletion of it was read
+	read   map[string]bool       // group/resource/name -> its deletions were read
+	byName map[string][]Evidence // group/resource/ns/name -> its deletions, oldest first
+}
+
+// deleteAsk is the names of one resource whose deletions to read.
+type deleteAsk struct {
+	group, resource, kind string
+	names                 []string
+}
+
+// maxDeleteNames bounds the names of a resource one read of deletions
+// lists: past it, the list costs the store about as much to match as
+// every deletion costs to read, and it reads every deletion of the
+// resources asked. maxDeleteList bounds the list's characters.
+const (
+	maxDeleteNames = 512
+	maxDeleteList  = 32 << 10
+)
+
+// readDeletes reads the successful deletes of the objects asked (in any
+// namespace), in one read. Only names asked are read: a store that holds
+// the timeline in columns reads every part of the table to find a few
+// thousand scattered rows, once per read.
+func (r *Resolver) readDeletes(ctx context.Context, asks []deleteAsk) error {
+	d := &r.deletes
+	byRes := map[string]*deleteAsk{}
+	var order []string
+	for _, a := range asks {
+		res := a.group + "/" + a.resource
+		if d.all[res] {
+			continue
+		}
+		if byRes[res] == nil {
+			byRes[res] = &deleteAsk{group: a.group, resource: a.resource, kind: a.kind}
+			order = append(order, res)
+		}
+		for _, n := range a.names {
+			if !d.read[res+"/"+n] {
+				byRes[res].names = append(byRes[res].names, n)
+			}
+		}
+	}
+	// One filter for every resource asked: the groups, resources and names
+	// asked, each a list (a filter of one clause per resource is an OR
+	// that SQLite reads by scanning). It keeps a superset, a name asked of
+	// one resource deleted in another; what was not asked is left out
+	// below.
+	var groups, resources, names []string
+	whole := false // every deletion of the resources asked is read
+	for _, res := range order {
+		a := byRes[res]
+		slices.Sort(a.names)
+		a.names = slices.Compact(a.names)
+		if len(a.names) == 0 {
+			delete(byRes, res)
+			continue
+		}
+		groups, resources = append(groups, a.group), append(resources, a.resource)
+		whole = whole || len(a.names) > maxDeleteNames
+		names = append(names, a.names...)
+	}
+	if len(byRes) == 0 {
+		return nil
+	}
+	expr := fmt.Sprintf(`group in %s && resource in %s && subresource == "" && verb == "delete" && code > 0 && code < 400`,
+		celList(groups), celList(resources))
+	// A list too long for a filter (CEL parses 100,000 characters at
+	// most; names run to 253) is read whole too.
+	if list := celList(names); !whole && len(list) <= maxDeleteList {
+		expr += " && name in " + list
+	} else {
+		whole = true
+	}
+	f, err := timeline.CompileFilter(expr)
+	if err != nil {
+		return fmt.Errorf("deletions: %w", err)
+	}
+	asked := map[string]bool{}
+	for res, a := range byRes {
+		for _, n := range a.names {
+			asked[res+"/"+n] = true
+		}
+		if whole {
+			d.all[res] = true
+			for k := range d.byName {
+				if strings.HasPrefix(k, res+"/") {
+					delete(d.byName, k) // read again, whole
+				}
+			}
+		}
+	}
+	// Only the time, object and evidence every read has are kept (the
+	// code is the smallest field a read can name).
+	for rec, err := range r.store.Records(ctx, timeline.Query{Where: f, Fields: timeline.FieldCode}) {
+		if err != nil {
+			return fmt.Errorf("deletions: %w", err)
+		}
+		o := rec.Object
+		res := o.Group + "/" + o.Resource
+		a := byRes[res]
+		if a == nil || !whole && !asked[res+"/"+o.Name] {
+			continue
+		}
+		k := res + "/" + o.Namespace + "/" + o.Name
+		d.byName[k] = append(d.byName[k], Evidence{Ref: Ref{a.kind, o.Namespace, o.Name}.String(),
+			Time: rec.Time, Run: rec.Evidence.Run, Line: rec.Evidence.Line})
+	}
+	for res, a := range byRes {
+		for _, n := range a.names {
+			d.read[res+"/"+n] = true
+		}
+	}
+	return nil
+}
+
+// celList is strs as a CEL list of strings, sorted, each once.
+func celList(strs []string) string {
+	strs = slices.Compact(slices.Sorted(slices.Values(strs)))
+	quoted := make([]string, len(strs))
+	for i, s := range strs {
+		quoted[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}
+
+// referenced returns the ConfigMaps and Secrets the pods at the
+// resolver's instant refer to, by name.
+func (r *Resolver) referenced(ctx context.Context) ([]deleteAsk, error) {
+	if err := r.load(ctx, "", "pods"); err != nil {
+		return nil, err
+	}
+	cm := deleteAsk{resource: "configmaps", kind: "ConfigMap"}
+	sec := deleteAsk{resource: "secrets", kind: "Secret"}
+	for _, pods := range r.pods {
+		for _, p := range pods {
+			cms, secrets := configRefs(mapAt(p.m, "spec"))
+			for _, c := range cms {
+				cm.names = append(cm.names, c.name)
+			}
+			for _, c := range secrets {
+				sec.names = append(sec.names, c.name)
+			}
+		}
+	}
+	return []deleteAsk{cm, sec}, nil
 }
 
 // atStart returns the object (by namespace and name) as it stood when the

@@ -615,3 +615,95 @@ func TestNodeAgents(t *testing.T) {
 		t.Errorf("a DaemonSet's agent dimensions (-want +got)\n%s", diff)
 	}
 }
+
+// readsStore is a memStore that keeps the filters of the reads of records.
+type readsStore struct {
+	*memStore
+	filters []*timeline.Filter
+}
+
+func (s *readsStore) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeline.Record, error] {
+	s.filters = append(s.filters, q.Where)
+	return s.memStore.Records(ctx, q)
+}
+
+// The deletions of ConfigMaps and Secrets are read for the names the pods
+// refer to, in one read, not for every one ever deleted: a store that
+// keeps the timeline in columns reads every part of it to find a few
+// scattered rows, once per read. Past maxDeleteNames names of a resource,
+// every deletion of it is read. A name asked later is read then. The
+// answers are the same either way.
+func TestDeletesReadByName(t *testing.T) {
+	del := func(secs int, name string) *timeline.Record {
+		return &timeline.Record{Time: t0.Add(time.Duration(secs) * time.Second), Source: timeline.SourceAudit, Verb: "delete", Code: 200,
+			Object:   timeline.ObjectRef{Resource: "configmaps", Namespace: "ml", Name: name},
+			Evidence: timeline.Evidence{Run: 2, Line: int64(secs)}}
+	}
+	referenced, unrelated, later := del(90, "trainer-env"), del(95, "unrelated"), del(96, "asked-later")
+	for _, tt := range []struct {
+		name      string
+		pods      int    // more pods, each reading a ConfigMap of its own
+		long      string // in the name of each of their ConfigMaps
+		readsMore bool
+	}{
+		{"the names the pods read", 0, "", false},
+		{"too many names: every deletion", maxDeleteNames, "", true},
+		{"names too long for a filter: every deletion", 200, strings.Repeat("x", 240), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := world(t)
+			m.recs = append(m.recs, referenced, unrelated, later)
+			m.add(t, t0.Add(3*time.Minute), "42", pod("ml", "trainer-1", "p1", "gpu-1", "ReplicaSet", "rs1", "sha256:0001", "trainer-env", ""))
+			for i := range tt.pods {
+				m.add(t, t0.Add(3*time.Minute), fmt.Sprint(100+i), pod("ml", fmt.Sprintf("w-%d", i), fmt.Sprintf("w%d", i), "gpu-1", "ReplicaSet", "rs1", "sha256:0001", fmt.Sprintf("cm-%d%s", i, tt.long), ""))
+			}
+			s := &readsStore{memStore: m}
+			r := NewResolver(s, time.Time{}, nil)
+			r.PinAtPodStart()
+			id, err := r.Of(context.Background(), Ref{"Pod", "ml", "trainer-1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := dimNames(id)["configmap/trainer-env"]; got != Deleted {
+				t.Errorf("configmap/trainer-env = %q, want %q", got, Deleted)
+			}
+			matches := func(recs ...*timeline.Record) (n int) {
+				for _, f := range s.filters {
+					for _, rec := range recs {
+						if f != nil && must(f.Match(rec)) {
+							n++
+							break
+						}
+					}
+				}
+				return n
+			}
+			// The pod reads two ConfigMaps and a Secret: one read asks
+			// for all three.
+			secret := del(98, "wandb")
+			secret.Object.Resource = "secrets"
+			if n := matches(referenced, del(97, "shared"), secret); n != 1 {
+				t.Errorf("%d reads looked for the deletions of the pod's ConfigMaps and Secret, want 1", n)
+			}
+			if n := matches(secret); n != 1 {
+				t.Errorf("%d reads looked for the deletions of the pod's Secret, want 1", n)
+			}
+			if got := matches(unrelated) == 1; got != tt.readsMore {
+				t.Errorf("a read found an unreferenced ConfigMap's deletion: %v, want %v", got, tt.readsMore)
+			}
+			// A name no pod refers to, asked later: read then, or
+			// already read with every deletion.
+			reads := len(s.filters)
+			d, err := r.deletedBetween(context.Background(), "", "configmaps", "ConfigMap", "ml", "asked-later", time.Time{}, t0.Add(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d == nil || !d.Time.Equal(later.Time) {
+				t.Errorf("asked-later's deletion = %+v, want at %v", d, later.Time)
+			}
+			if more := len(s.filters) - reads; more != map[bool]int{false: 1, true: 0}[tt.readsMore] {
+				t.Errorf("asking for another name read %d more times", more)
+			}
+		})
+	}
+}
