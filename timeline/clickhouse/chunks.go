@@ -458,26 +458,75 @@ func (s *Store) failing(q timeline.Query) bool {
 
 // chunkQuery is the query of q's records in chunk c, unordered.
 func (s *Store) chunkQuery(q timeline.Query, c chunk, filter string, residual bool) string {
-	table := "record"
-	if c.failed {
-		table = "failed"
-	}
 	rng := nsRange(c.lo, c.hi)
 	cur := current(s.db, rng)
 	switch {
 	case c.failed && s.failed == copyAlone:
 		cur = currentIn(s.db+".failed_local", rng)
 	case c.rows < c.rewrites:
-		cur = currentAt(s.db, table, rng, filter)
+		cur = currentAt(s.db, chunkTable(c), rng, filter)
 	}
 	cols, _ := readColumns(q, residual)
-	return "SELECT " + cols + " FROM " + table + " WHERE " + rng + " AND (" + filter + ") AND " + cur
+	return "SELECT " + cols + " FROM " + chunkTable(c) + " WHERE " + rng + " AND (" + filter + ") AND " + cur
+}
+
+// chunkTable is the table chunk c is read from.
+func chunkTable(c chunk) string {
+	if c.failed {
+		return "failed"
+	}
+	return "record"
+}
+
+// judgedHere reports whether a sorted chunk's current versions are
+// judged here rather than by the server: a chunk of fewer rows than
+// rewrites, whose current versions the server would judge by currentAt.
+//
+// currentAt makes each shard build the times of the rows the filter keeps
+// twice, and then read the key of every row the filter keeps: on the
+// 10 M-line benchmark log, 6,000 Secret deletions scattered over every
+// part took 2.0 s with it and 0.7 s without. Here the rows are read with
+// their key and stages, and beside them (a query of its own, on the other
+// core) the most stages of the rewrites at the times of those rows
+// (rewritesAt); a row is current when its request has no rewrite, or its
+// stages are the rewrites' most, as current has it. A request's versions
+// are on one shard (the shard key is its key), so the shards' rewrites
+// together judge each row as its own shard's would.
+func (s *Store) judgedHere(c chunk) bool {
+	return c.rows < c.rewrites && !(c.failed && s.failed == copyAlone)
+}
+
+// rewritesAt is the most stages of the rewrites of each request (time and
+// key) at the times of the rows filter keeps in chunk c.
+func (s *Store) rewritesAt(ctx context.Context, c chunk, filter string) (map[[2]int64]uint8, error) {
+	rng := nsRange(c.lo, c.hi)
+	rows, err := s.conn.Query(perShard(ctx), fmt.Sprintf(
+		"SELECT time_ns, key, max(stages) FROM record WHERE %[1]s AND time_ns IN (SELECT time_ns FROM %[2]s.%[3]s_local WHERE %[1]s AND (%[4]s)) AND rewrite != 0 GROUP BY time_ns, key",
+		rng, s.db, chunkTable(c), filter))
+	if err != nil {
+		return nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err))
+	}
+	defer rows.Close()
+	out := map[[2]int64]uint8{}
+	for rows.Next() {
+		var t, key int64
+		var most uint8
+		if err := rows.Scan(&t, &key, &most); err != nil {
+			return nil, fmt.Errorf("read rewrites: %w", err)
+		}
+		out[[2]int64{t, key}] = most
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err))
+	}
+	return out, nil
 }
 
 // eachRecord runs query and hands each record that matches q (residual:
 // checked with q.Where here too) and its time in nanoseconds to each,
 // until each returns false (errStop).
-func (s *Store) eachRecord(ctx context.Context, query string, q timeline.Query, residual bool, each func(*timeline.Record, int64) bool) error {
+// The columns pre scans into come before the record's.
+func (s *Store) eachRecord(ctx context.Context, query string, q timeline.Query, residual bool, each func(*timeline.Record, int64) bool, pre ...any) error {
 	rows, err := s.conn.Query(ctx, query)
 	if err != nil {
 		return fmt.Errorf("query records: %w", s.shardErr(ctx, err))
@@ -487,7 +536,7 @@ func (s *Store) eachRecord(ctx context.Context, query string, q timeline.Query, 
 	for rows.Next() {
 		r := &timeline.Record{}
 		var t int64
-		if err := scanRecord(rows, r, &t); err != nil {
+		if err := scanRecord(rows, r, &t, pre...); err != nil {
 			return fmt.Errorf("read record: %w", err)
 		}
 		r.Bad = q.Bad[r.ID]
@@ -523,10 +572,46 @@ func (s *Store) sortChunk(ctx context.Context, q timeline.Query, c chunk, filter
 		r  *timeline.Record
 	}
 	read := make([]timed, 0, c.rows)
-	err := s.eachRecord(ctx, s.chunkQuery(q, c, filter, residual), q, residual, func(r *timeline.Record, ns int64) bool {
-		read = append(read, timed{ns, r})
-		return true
-	})
+	var err error
+	if s.judgedHere(c) {
+		type rewrites struct {
+			most map[[2]int64]uint8
+			err  error
+		}
+		got := make(chan rewrites, 1)
+		go func() {
+			m, err := s.rewritesAt(ctx, c, filter)
+			got <- rewrites{m, err}
+		}()
+		var key int64
+		var stages uint8
+		cols, _ := readColumns(q, residual)
+		query := "SELECT key, stages, " + cols + " FROM " + chunkTable(c) + " WHERE " + nsRange(c.lo, c.hi) + " AND (" + filter + ")"
+		type versioned struct {
+			timed
+			key    int64
+			stages uint8
+		}
+		var all []versioned
+		err = s.eachRecord(ctx, query, q, residual, func(r *timeline.Record, ns int64) bool {
+			all = append(all, versioned{timed{ns, r}, key, stages})
+			return true
+		}, &key, &stages)
+		rw := <-got
+		if err == nil {
+			err = rw.err
+		}
+		for _, v := range all {
+			if most, ok := rw.most[[2]int64{v.ns, v.key}]; !ok || most == v.stages {
+				read = append(read, v.timed)
+			}
+		}
+	} else {
+		err = s.eachRecord(ctx, s.chunkQuery(q, c, filter, residual), q, residual, func(r *timeline.Record, ns int64) bool {
+			read = append(read, timed{ns, r})
+			return true
+		})
+	}
 	if err != nil {
 		return nil, err
 	}
