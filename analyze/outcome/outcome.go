@@ -447,11 +447,12 @@ func badRecords(ctx context.Context, s Store, opt Options, bad *timeline.Filter,
 const partsPerReader = 4
 
 // readers is how many parts are read at once: two at most, whatever the
-// cores. A read holds one of the store's connections while it runs, and
-// may take another for a lookup as it goes (the SQLite store's interned
-// strings; it has 4 connections): four readers could hold them all and
-// wait on each other for ever (with GOMAXPROCS=8, investigate never
-// returned). One core gains nothing from a second.
+// cores. A read holds one of the store's connections while it runs (the
+// SQLite store has 4, and the TUI reads beside the investigation), and
+// the machines this is measured on have two cores. One core gains
+// nothing from a second. (Four readers once deadlocked the SQLite store,
+// which took a second connection to look up a string: it has a pool of
+// its own for those now, TestReadersOutnumberConnections.)
 func readers() int { return min(runtime.GOMAXPROCS(0), 2) }
 
 // bounder is a store that knows the times of its first and last evidence.
