@@ -644,13 +644,18 @@ func (s *Store) judged(ctx context.Context, q timeline.Query, c chunk, filter st
 		most map[[2]int64]uint8
 		err  error
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	got := make(chan rewrites, 1)
 	go func() {
 		m, err := s.rewritesAt(ctx, c, filter)
 		got <- rewrites{m, err}
 	}()
 	read, _, err := s.versioned(ctx, q, c, filter, residual, 0)
-	rw := <-got // the query ends with ctx: nothing outlives the read
+	if err != nil {
+		cancel() // the rewrites' query ends with ctx
+	}
+	rw := <-got // nothing outlives the read
 	if err == nil {
 		err = rw.err
 	}
