@@ -156,3 +156,43 @@ func TestBadRecordsOnManyCores(t *testing.T) {
 		t.Errorf("%d bad records, want 400", len(got))
 	}
 }
+
+// planned is a store in memory that plans its reads, and counts them.
+type planned struct {
+	*timelinetest.Mem
+	reads atomic.Int64
+}
+
+func (p *planned) PlansReads() bool { return true }
+
+func (p *planned) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeline.Record, error] {
+	p.reads.Add(1)
+	return p.Mem.Records(ctx, q)
+}
+
+// TestPlannerReadsWhole: a store that plans each read (a ClickHouse
+// cluster) is read the window whole, once a query, not in parts, and
+// gives the same bad records.
+func TestPlannerReadsWhole(t *testing.T) {
+	m := &timelinetest.Mem{}
+	for i := range 100 {
+		m.Add(&timeline.Record{ID: int64(i + 1), Time: t0.Add(time.Duration(i) * time.Second), Source: timeline.SourceAudit, Code: 500,
+			Object: timeline.ObjectRef{Resource: "pods", Namespace: "ml", Name: "w"}})
+	}
+	want, err := badRecords(context.Background(), m, Options{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &planned{Mem: m}
+	got, err := badRecords(context.Background(), p, Options{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-in parts +whole)\n%s", diff)
+	}
+	const queries = 3 // defaultBadRequests, defaultBadStates, defaultBadNode
+	if n := p.reads.Load(); n != queries {
+		t.Errorf("%d reads of records, want %d (one a query)", n, queries)
+	}
+}

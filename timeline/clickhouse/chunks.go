@@ -365,6 +365,11 @@ func currentAt(db, table, rng, filter string) string {
 	return current(db, rng+" AND time_ns IN (SELECT time_ns FROM "+db+"."+table+"_local WHERE "+rng+" AND ("+filter+"))")
 }
 
+// PlansReads reports that each read of records is planned by queries of
+// its own (plan, unplanned): a reader gains nothing from cutting a read
+// into parts of its window, and pays a plan per part (analyze/outcome).
+func (s *Store) PlansReads() bool { return true }
+
 // chunkedRecords yields the records of q, which has no LIMIT in SQL, chunk
 // by chunk (in q's order), each chunk read unordered and sorted here.
 func (s *Store) chunkedRecords(ctx context.Context, q timeline.Query, yield func(*timeline.Record, error) bool) {
