@@ -299,7 +299,6 @@ const (
 func (r *Resolver) readDeletes(ctx context.Context, asks []deleteAsk) error {
 	d := &r.deletes
 	byRes := map[string]*deleteAsk{}
-	var order []string
 	for _, a := range asks {
 		res := a.group + "/" + a.resource
 		if d.all[res] {
@@ -307,7 +306,6 @@ func (r *Resolver) readDeletes(ctx context.Context, asks []deleteAsk) error {
 		}
 		if byRes[res] == nil {
 			byRes[res] = &deleteAsk{group: a.group, resource: a.resource, kind: a.kind}
-			order = append(order, res)
 		}
 		for _, n := range a.names {
 			if !d.read[res+"/"+n] {
@@ -321,9 +319,8 @@ func (r *Resolver) readDeletes(ctx context.Context, asks []deleteAsk) error {
 	// one resource deleted in another; what was not asked is left out
 	// below.
 	var groups, resources, names []string
-	whole := false // every deletion of the resources asked is read
-	for _, res := range order {
-		a := byRes[res]
+	whole := false              // every deletion of the resources asked is read
+	for res, a := range byRes { // celList sorts what it lists
 		slices.Sort(a.names)
 		a.names = slices.Compact(a.names)
 		if len(a.names) == 0 {
@@ -337,18 +334,20 @@ func (r *Resolver) readDeletes(ctx context.Context, asks []deleteAsk) error {
 	if len(byRes) == 0 {
 		return nil
 	}
-	expr := fmt.Sprintf(`group in %s && resource in %s && subresource == "" && verb == "delete" && code > 0 && code < 400`,
+	all := fmt.Sprintf(`group in %s && resource in %s && subresource == "" && verb == "delete" && code > 0 && code < 400`,
 		celList(groups), celList(resources))
 	// A list too long for a filter (CEL parses 100,000 characters at
-	// most; names run to 253) is read whole too.
+	// most; names run to 253) is read whole too, and so is one the filter
+	// language refuses (the names come from the pods' specs).
+	var f *timeline.Filter
+	var err error
 	if list := celList(names); !whole && len(list) <= maxDeleteList {
-		expr += " && name in " + list
-	} else {
-		whole = true
+		f, err = timeline.CompileFilter(all + " && name in " + list)
 	}
-	f, err := timeline.CompileFilter(expr)
-	if err != nil {
-		return fmt.Errorf("deletions: %w", err)
+	if whole = f == nil || err != nil; whole {
+		if f, err = timeline.CompileFilter(all); err != nil {
+			return fmt.Errorf("deletions: %w", err) // constants but for the resources asked: a bug
+		}
 	}
 	asked := map[string]bool{}
 	for res, a := range byRes {

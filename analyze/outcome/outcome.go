@@ -461,7 +461,7 @@ func readers() int { return min(runtime.GOMAXPROCS(0), 2) }
 // a filter keeps counted per bucket of time, the failed requests' copy
 // checked by digests). Read in parts, the bad records cost it a plan per
 // part and gain no core: on the 10 M-line benchmark log, investigate took
-// 4.2-4.4 s in eight parts and 3.7-3.9 s in one (2026-12-06).
+// 4.2-4.5 s in eight parts and 3.7-3.9 s in one (2026-12-06).
 type planner interface {
 	PlansReads() bool
 }

@@ -505,7 +505,7 @@ func chunkTable(c chunk) string {
 // currentAt makes each shard build the times of the rows the filter keeps
 // twice, and then read the key of every row the filter keeps: on the
 // 10 M-line benchmark log, 6,000 Secret deletions scattered over every
-// part took 2.0 s with it and 0.7 s without. Here the rows are read with
+// part took 2.0 s with it and 0.8 s without. Here the rows are read with
 // their key and stages, and beside them (a query of its own, on the other
 // core) the most stages of the rewrites at the times of those rows
 // (rewritesAt); a row is current when its request has no rewrite, or its
@@ -592,7 +592,7 @@ func (s *Store) streamChunk(ctx context.Context, q timeline.Query, c chunk, filt
 // sortChunk reads the records of chunk c and sorts them in q's order.
 func (s *Store) sortChunk(ctx context.Context, q timeline.Query, c chunk, filter string, residual bool) ([]*timeline.Record, error) {
 	if s.judgedHere(c) {
-		read, err := s.judged(ctx, q, c, filter, residual)
+		read, err := judged(ctx, s, q, c, filter, residual, asTimed)
 		if err != nil {
 			return nil, err
 		}
@@ -615,17 +615,23 @@ type timed struct {
 	r  *timeline.Record
 }
 
-// version is a record read with its request's key and its stages.
-type version struct {
-	timed
+// version is what was made of a row read, with its request's time, key
+// and stages.
+type version[T any] struct {
+	v      T
+	ns     int64
 	key    int64
 	stages uint8
 }
 
-// versioned reads the rows of q in chunk c, superseded versions too,
-// each with its key and stages; at most limit rows when limit > 0, and
-// more says the server held more.
-func (s *Store) versioned(ctx context.Context, q timeline.Query, c chunk, filter string, residual bool, limit int64) (read []version, more bool, err error) {
+// asTimed makes a record read a timed one.
+func asTimed(r *timeline.Record, ns int64) (timed, bool) { return timed{ns, r}, true }
+
+// versioned reads the rows of q in chunk c, superseded versions too, each
+// as conv makes it (false: left out), with its key and stages; at most
+// limit rows when limit > 0, and more says the server held more.
+func versioned[T any](ctx context.Context, s *Store, q timeline.Query, c chunk, filter string, residual bool, limit int64,
+	conv func(*timeline.Record, int64) (T, bool)) (read []version[T], more bool, err error) {
 	var key int64
 	var stages uint8
 	cols, _ := readColumns(q, residual)
@@ -635,28 +641,32 @@ func (s *Store) versioned(ctx context.Context, q timeline.Query, c chunk, filter
 	}
 	rows := int64(0)
 	err = s.eachRecord(ctx, query, q, residual, func(r *timeline.Record, ns int64) bool {
-		read = append(read, version{timed{ns, r}, key, stages})
+		if v, ok := conv(r, ns); ok {
+			read = append(read, version[T]{v, ns, key, stages})
+		}
 		return true
 	}, func() { rows++ }, &key, &stages)
 	return read, limit > 0 && rows > limit, err
 }
 
-// judged reads the current versions of q's rows in chunk c, judged here:
-// the rows with their key and stages, and beside them (a query of its
-// own, on the other core) the most stages of the rewrites at their times.
-func (s *Store) judged(ctx context.Context, q timeline.Query, c chunk, filter string, residual bool) ([]timed, error) {
+// judged reads the current versions of q's rows in chunk c, judged here,
+// each as conv makes it: the rows with their key and stages, and beside
+// them (a query of its own, on the other core) the most stages of the
+// rewrites at their times. Only what conv makes of a row is held.
+func judged[T any](ctx context.Context, s *Store, q timeline.Query, c chunk, filter string, residual bool,
+	conv func(*timeline.Record, int64) (T, bool)) ([]T, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	type rewrites struct {
 		most map[[2]int64]uint8
 		err  error
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	got := make(chan rewrites, 1)
 	go func() {
 		m, err := s.rewritesAt(ctx, c, filter)
 		got <- rewrites{m, err}
 	}()
-	read, _, err := s.versioned(ctx, q, c, filter, residual, 0)
+	read, _, err := versioned(ctx, s, q, c, filter, residual, 0, conv)
 	if err != nil {
 		cancel() // the rewrites' query ends with ctx
 	}
@@ -674,11 +684,11 @@ func (s *Store) judged(ctx context.Context, q timeline.Query, c chunk, filter st
 // the rewrites of each request (time and key) that has any: a version is
 // current when its request has no rewrite, or its stages are that most,
 // as current has it.
-func currentOf(read []version, most map[[2]int64]uint8) []timed {
-	out := make([]timed, 0, len(read))
+func currentOf[T any](read []version[T], most map[[2]int64]uint8) []T {
+	out := make([]T, 0, len(read))
 	for _, v := range read {
 		if m, ok := most[[2]int64{v.ns, v.key}]; !ok || m == v.stages {
-			out = append(out, v.timed)
+			out = append(out, v.v)
 		}
 	}
 	return out
@@ -709,12 +719,12 @@ func sortTimed(q timeline.Query, read []timed) []*timeline.Record {
 // A plan counts the rows the filter keeps per bucket of time, which is a
 // scan of the filter's columns as long as the read itself: a filter that
 // keeps few rows scattered over every part (investigate's ConfigMap and
-// Secret deletions, on the 10 M-line log: 0.5-0.66 s) paid it twice. A
+// Secret deletions, on the 10 M-line log: 0.46-0.66 s) paid it twice. A
 // read of failed requests is planned, for the plan chooses the failed
 // requests' copy.
 func (s *Store) unplanned(ctx context.Context, q timeline.Query, lo, hi int64, filter string, residual bool) (recs []*timeline.Record, ok bool, err error) {
 	c := chunk{lo: lo, hi: hi}
-	read, more, err := s.versioned(ctx, q, c, filter, residual, chunkRows)
+	read, more, err := versioned(ctx, s, q, c, filter, residual, chunkRows, asTimed)
 	if err != nil || more {
 		return nil, false, err
 	}

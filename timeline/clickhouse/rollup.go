@@ -327,15 +327,12 @@ func (s *Store) SlowRequests(ctx context.Context, since, until time.Time) ([]tim
 		timeline.FieldCode | timeline.FieldLatency | timeline.FieldStages | timeline.FieldURI | timeline.FieldExtra}
 	lo, hi := timeline.Span{Since: since, Until: until}.NS()
 	filter := fmt.Sprintf("latency_ns >= %d AND verb IN ('%s')", int64(timeline.SlowLatency), strings.Join(timeline.SlowVerbs, "', '"))
-	read, err := s.judged(ctx, q, chunk{lo: lo, hi: hi}, filter, false)
+	// Each row is held as its SlowRequest, not its record: there may be
+	// hundreds of thousands.
+	out, err := judged(ctx, s, q, chunk{lo: lo, hi: hi}, filter, false,
+		func(r *timeline.Record, _ int64) (timeline.SlowRequest, bool) { return rollup.Slow(r) })
 	if err != nil {
 		return nil, fmt.Errorf("slow requests: %w", err)
-	}
-	var out []timeline.SlowRequest
-	for _, t := range read {
-		if sr, ok := rollup.Slow(t.r); ok {
-			out = append(out, sr)
-		}
 	}
 	slices.SortFunc(out, timeline.CompareSlow)
 	return out, nil

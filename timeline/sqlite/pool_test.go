@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/timelinetest"
 )
 
 // TestReadersOutnumberConnections: more readers than the store has
@@ -21,31 +22,19 @@ func TestReadersOutnumberConnections(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	s := openTest(t)
-	run := &timeline.IngestRun{Source: timeline.SourceAudit, Path: "audit.log"}
-	if err := s.BeginRun(ctx, run); err != nil {
-		t.Fatal(err)
-	}
-	b, err := s.Batch(ctx, run.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const readers, per = 6, 3
 	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	var recs []timeline.Record
 	for i := range readers * per {
-		r := timeline.Record{
+		recs = append(recs, timeline.Record{
 			Key: fmt.Sprintf("audit\x00%d", i), Time: t0.Add(time.Duration(i) * time.Second), Source: timeline.SourceAudit,
 			Verb: "get", User: fmt.Sprintf("user-%d", i),
 			Object: timeline.ObjectRef{Resource: "pods", Namespace: "default", Name: fmt.Sprintf("pod-%d", i)},
 			Stages: timeline.StageResponseComplete, Code: 200,
 			Evidence: timeline.Evidence{Line: int64(i + 1)},
-		}
-		if _, err := b.AddRecord(ctx, &r); err != nil {
-			t.Fatal(err)
-		}
+		})
 	}
-	if err := b.Commit(ctx, run); err != nil {
-		t.Fatal(err)
-	}
+	timelinetest.AddRecords(t, s, recs...)
 	s.reads.mu.Lock()
 	s.reads.m = nil // cold: every string is a miss
 	s.reads.mu.Unlock()
