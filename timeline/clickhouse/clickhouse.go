@@ -100,6 +100,9 @@ type Store struct {
 	// failed is how every shard keeps the failed requests' copy
 	// (failedTable): the least of the shards' kinds.
 	failed copyKind
+	// slow says every shard keeps slowTable: made with its record table,
+	// it holds every slow request written.
+	slow bool
 
 	// metaMu guards pendingMeta, the facts the first write records
 	// (meta.go); held while they are written, apart from mu, which reads
@@ -238,20 +241,20 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		}
 	}
 	var down []*ShardError
-	failed := copyAlone
+	failed, slow := copyAlone, true
 	for _, sh := range shards {
 		k, err := createSchema(ctx, sh, c)
 		var se *ShardError
 		switch {
 		case err == nil:
-			failed = min(failed, k)
+			failed, slow = min(failed, k.failed), slow && k.slow
 		case opt.AllowPartial && errors.As(err, &se) && ping(ctx, sh.addr) != nil:
 			// Its tables were made when it was up; the answers leave
 			// its rows out, and say so (Unavailable). Whether it keeps
 			// the failed requests' copy is not known: reads stay on
 			// record.
 			down = append(down, se)
-			failed = noCopy
+			failed, slow = noCopy, false
 		default:
 			return nil, err
 		}
@@ -261,7 +264,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", c.addr, err)
 	}
 	s := &Store{conn: loggedConn{conn, log}, db: c.db, cluster: c.cluster, shards: shards, log: log, down: down,
-		settings: settings, failed: failed}
+		settings: settings, failed: failed, slow: slow}
 	if err := s.useKey(ctx, dsn, opt); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("open store %s: %w", c.addr, err)

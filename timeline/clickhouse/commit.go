@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/rollup"
 )
 
 // lookupChunk is the most keys one lookup names: its IN list stays well
@@ -75,11 +76,15 @@ func (b *batch) place(ctx context.Context, r *timeline.Record, first int64) (tim
 		case conflict:
 			continue
 		case timeline.Merged:
-			if !h.dirty {
+			first := !h.dirty // h is as the database holds it
+			if first {
 				h.dirty = true
 				b.order = append(b.order, h)
 			}
 			b.countJoined(h, old, r, ov)
+			if first && h.rq != nil {
+				_, h.heldSlow = rollup.SlowOf(h.rq, old, ov)
+			}
 		}
 		return res, nil
 	}

@@ -169,3 +169,6 @@ func (s *Store) KeepsFailed() bool { return s.failed != noCopy }
 // CopyAlone reports whether the store's copy of the failed requests
 // judges their current versions by itself.
 func (s *Store) CopyAlone() bool { return s.failed == copyAlone }
+
+// KeepsSlow reports whether the store reads slow requests from slowTable.
+func (s *Store) KeepsSlow() bool { return s.slow }

@@ -3,7 +3,6 @@ package clickhouse_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/faultline/faultline/timeline"
 	"github.com/faultline/faultline/timeline/clickhouse"
-	"github.com/faultline/faultline/timeline/clickhouse/clickhousetest"
 	"github.com/faultline/faultline/timeline/timelinetest"
 )
 
@@ -29,17 +27,7 @@ import (
 // record.
 func TestFailedCopy(t *testing.T) {
 	ctx := context.Background()
-	dsn := clickhousetest.DSN(t)
-	logs := &timelinetest.SyncBuffer{}
-	open := func() *clickhouse.Store {
-		s, err := clickhouse.Open(ctx, dsn, clickhouse.Options{
-			Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
+	open, logs := loggedOpener(t)
 	s := open()
 	if !s.KeepsFailed() || !s.CopyAlone() {
 		t.Fatalf("a new database: keeps a copy of the failed requests %v, judged alone %v; want both", s.KeepsFailed(), s.CopyAlone())

@@ -76,10 +76,10 @@ func heldValues(h *timeline.Record, r *timeline.Record) rollup.Values {
 // forgets what the store knew of the rollup, to read it again.
 func (b *batch) writeRollup(ctx context.Context) error {
 	d := &b.roll
-	if d.Empty() {
+	if d.Empty() && len(b.slow) == 0 {
 		return nil
 	}
-	err := b.s.writeRollup(ctx, d)
+	err := b.s.writeRollup(ctx, d, b.slow)
 	if err != nil {
 		b.s.mu.Lock()
 		b.s.roll = nil
@@ -89,13 +89,15 @@ func (b *batch) writeRollup(ctx context.Context) error {
 	return nil
 }
 
-func (s *Store) writeRollup(ctx context.Context, d *rollup.Delta) error {
+// writeRollup writes a batch's rollup rows and its slow requests' rows
+// (slowTable).
+func (s *Store) writeRollup(ctx context.Context, d *rollup.Delta, slow []slowRow) error {
 	st, err := s.rollupState(ctx)
 	if err != nil {
 		return err
 	}
 	var added []timeline.RequestClass
-	ids, _ := d.IDs(func(c rollup.Class) (int64, error) {
+	id := func(c rollup.Class) int64 {
 		id, ok := st.classes[c]
 		if !ok {
 			id = st.nextClass
@@ -104,13 +106,26 @@ func (s *Store) writeRollup(ctx context.Context, d *rollup.Delta) error {
 			added = append(added, timeline.RequestClass{ID: id, Verb: c.Verb, Group: c.Group, Resource: c.Resource,
 				Subresource: c.Subresource, Scope: c.Scope, User: c.User, UserAgent: c.UserAgent})
 		}
-		return id, nil
-	})
+		return id
+	}
+	ids, _ := d.IDs(func(c rollup.Class) (int64, error) { return id(c), nil })
+	// A slow request's class is the batch's when the batch counted its
+	// final stage, or held already when an earlier batch did: numbering
+	// it here adds no class unless a commit was cut short between its
+	// records and its rollup.
+	for i := range slow {
+		if slow[i].slow {
+			id(slow[i].class)
+		}
+	}
 	err = s.insertRows(ctx, "req_class", len(added), func(i int) []any {
 		c := &added[i]
 		return []any{c.ID, c.Verb, c.Group, c.Resource, c.Subresource, c.Scope, c.User, c.UserAgent}
 	})
 	if err != nil {
+		return err
+	}
+	if err := s.writeSlow(ctx, slow, id); err != nil {
 		return err
 	}
 	secs := d.Seconds(ids)
@@ -309,33 +324,6 @@ func (s *Store) RequestSummary(ctx context.Context, since, until time.Time) (*ti
 		return nil, fmt.Errorf("request summary: %w", err)
 	}
 	return rd.out, nil
-}
-
-// SlowRequests returns the requests of [since, until) that took
-// timeline.SlowLatency or longer (see timeline.Rollup): the columns a
-// column store reads for them are the time, the latency and the verb.
-//
-// Their current versions are judged here (as a chunk's, judgedHere), and
-// the read is unordered: they are sorted here, by every field
-// (CompareSlow). On the 10 M-line log, merged (751,619 slow requests),
-// with clickhouse-client: ordered, with current, 3.5-3.9 s; unordered,
-// 3.1-3.3 s; the rows alone 2.0 s and the rewrites at their times 0.4 s
-// (2026-12-06). An ORDER BY over uri and extra, LowCardinality columns of
-// mostly new values, is slow in 18.16 (chunks.go).
-func (s *Store) SlowRequests(ctx context.Context, since, until time.Time) ([]timeline.SlowRequest, error) {
-	q := timeline.Query{Since: since, Until: until, Fields: timeline.FieldVerb | timeline.FieldUser | timeline.FieldUserAgent |
-		timeline.FieldCode | timeline.FieldLatency | timeline.FieldStages | timeline.FieldURI | timeline.FieldExtra}
-	lo, hi := timeline.Span{Since: since, Until: until}.NS()
-	filter := fmt.Sprintf("latency_ns >= %d AND verb IN ('%s')", int64(timeline.SlowLatency), strings.Join(timeline.SlowVerbs, "', '"))
-	// Each row is held as its SlowRequest, not its record: there may be
-	// hundreds of thousands.
-	out, err := judged(ctx, s, q, chunk{lo: lo, hi: hi}, filter, false,
-		func(r *timeline.Record, _ int64) (timeline.SlowRequest, bool) { return rollup.Slow(r) })
-	if err != nil {
-		return nil, fmt.Errorf("slow requests: %w", err)
-	}
-	slices.SortFunc(out, timeline.CompareSlow)
-	return out, nil
 }
 
 // window is the WHERE condition of a read of [since, until) on column col

@@ -82,6 +82,12 @@ func rollupRecords(t *testing.T) []timeline.Record {
 	add(with(stage("p", 130*time.Second, timeline.StageResponseComplete, "update", pod, 200, time.Second), "alice", "", ""),
 		with(stage("p", 130*time.Second, timeline.StagePanic, "update", pod, 500, 1200*time.Millisecond), "alice", "", ""),
 		with(stage("q", 140*time.Second, timeline.StageResponseComplete, "update", pod, 200, below), "alice", "", ""))
+	// s was slow until a Panic, fast, replaced its ResponseComplete: it
+	// is no longer a slow request. r came in fast and ends slow.
+	add(with(stage("s", 150*time.Second, timeline.StageResponseComplete, "update", pod, 200, 400*time.Millisecond), "bob", "", ""),
+		with(stage("r", 151*time.Second, timeline.StageResponseStarted, "list", pods, 200, time.Millisecond), "bob", "", ""),
+		with(stage("s", 150*time.Second, timeline.StagePanic, "update", pod, 500, 50*time.Millisecond), "bob", "", ""),
+		with(stage("r", 151*time.Second, timeline.StageResponseComplete, "list", pods, 200, 2*time.Second), "bob", "", ""))
 	for n := range 5 { // a burst of kubelets in one second
 		r := stage(fmt.Sprintf("m%d", n), 180*time.Second+time.Duration(n)*time.Millisecond, timeline.StageResponseComplete,
 			"get", pod, 200, time.Duration(n+1)*time.Millisecond)
@@ -166,22 +172,34 @@ func TestRollupParity(t *testing.T) {
 	}
 }
 
-// checkRollupWindows compares the summaries of rollupWindows.
+// checkRollupWindows compares the summaries and the slow requests of
+// rollupWindows.
 func checkRollupWindows(t *testing.T, lite, house timeline.Rollup) {
 	t.Helper()
 	ctx := context.Background()
 	for _, w := range rollupWindows {
-		want, err := lite.RequestSummary(ctx, w[0], w[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := house.RequestSummary(ctx, w[0], w[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("[%v, %v): ClickHouse differs from SQLite (-sqlite +clickhouse):\n%s", w[0], w[1], diff)
-		}
+		sameRead(t, w, "summary", lite, house, func(s timeline.Rollup) (*timeline.RequestStats, error) {
+			return s.RequestSummary(ctx, w[0], w[1])
+		})
+		sameRead(t, w, "slow requests", lite, house, func(s timeline.Rollup) ([]timeline.SlowRequest, error) {
+			return s.SlowRequests(ctx, w[0], w[1])
+		})
+	}
+}
+
+// sameRead compares what read gives of window w in both stores.
+func sameRead[T any](t *testing.T, w [2]time.Time, what string, lite, house timeline.Rollup, read func(timeline.Rollup) (T, error)) {
+	t.Helper()
+	want, err := read(lite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := read(house)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("[%v, %v): ClickHouse's %s differs from SQLite's (-sqlite +clickhouse):\n%s", w[0], w[1], what, diff)
 	}
 }
 

@@ -202,9 +202,9 @@ func insert(name string) string {
 	return "INSERT INTO " + name + " (" + strings.Join(columnNames(tableNamed(name).columns), ", ") + ")"
 }
 
-// tableNamed is the schema's table of that name.
+// tableNamed is the schema's table of that name, slowTable included.
 func tableNamed(name string) table {
-	for _, t := range schema {
+	for _, t := range append(slices.Clip(schema), slowTable) {
 		if t.name == name {
 			return t
 		}
@@ -317,37 +317,50 @@ const (
 	copyAlone
 )
 
+// kept is what a shard keeps beside its record table, each made with it
+// or never: a table made later would miss the rows already held.
+type kept struct {
+	failed copyKind // failedTable
+	slow   bool     // slowTable
+}
+
 // createSchema creates the database and every table on one shard, local
 // tables and the Distributed tables over them; what exists is left alone.
-// It reports how the shard keeps failedTable: a database whose record
-// table was made before it (by an older faultline) does not get one, as
-// the copy would miss the rows already held, and its reads stay on record;
-// one whose copy was made before the marked rewrites keeps it as it is
-// (copyByRecord), as the copy would miss the marked rewrites already held.
-func createSchema(ctx context.Context, sh shard, c config) (kind copyKind, err error) {
+// It reports what the shard keeps beside record. A database whose record
+// table was made before failedTable (by an older faultline) does not get
+// one, as the copy would miss the rows already held, and its reads stay on
+// record; one whose copy was made before the marked rewrites keeps it as
+// it is (copyByRecord), as the copy would miss the marked rewrites already
+// held. The same holds of slowTable: a database made before it does not
+// get one, and its slow requests are read from record.
+func createSchema(ctx context.Context, sh shard, c config) (k kept, err error) {
 	// 18.16 creates LowCardinality columns only with this setting; later
 	// versions accept it and ignore it.
 	conn, err := connect(sh.addr, "default", ch.Settings{"allow_experimental_low_cardinality_type": 1})
 	if err != nil {
-		return noCopy, &ShardError{Shard: sh.num, Addr: sh.addr, Err: err}
+		return kept{}, &ShardError{Shard: sh.num, Addr: sh.addr, Err: err}
 	}
 	defer conn.Close()
 	if err := conn.Exec(ctx, "CREATE DATABASE IF NOT EXISTS "+c.db); err != nil {
-		return noCopy, &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("create schema: %w", err)}
+		return kept{}, &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("create schema: %w", err)}
 	}
 	held, err := tablesOf(ctx, conn, c.db)
 	if err != nil {
-		return noCopy, &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("check schema: %w", err)}
+		return kept{}, &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("check schema: %w", err)}
 	}
 	switch {
 	case held["failed_mv2"] || !held["record_local"]:
-		kind = copyAlone
+		k.failed = copyAlone
 	case held["failed_local"]:
-		kind = copyByRecord
+		k.failed = copyByRecord
 	}
+	k.slow = held[slowTable.name+"_local"] || !held["record_local"]
 	tables := schema
-	if kind != noCopy {
+	if k.failed != noCopy {
 		tables = append(slices.Clip(tables), failedTable)
+	}
+	if k.slow {
+		tables = append(slices.Clip(tables), slowTable)
 	}
 	var stmts []string
 	for _, t := range tables {
@@ -359,7 +372,7 @@ func createSchema(ctx context.Context, sh shard, c config) (kind copyKind, err e
 				c.db, t.name, c.db, t.name, c.cluster, c.db, t.name, t.shardKey))
 	}
 	vs := views
-	switch kind {
+	switch k.failed {
 	case copyAlone:
 		vs = append(slices.Clip(vs), failedView)
 	case copyByRecord:
@@ -370,10 +383,10 @@ func createSchema(ctx context.Context, sh shard, c config) (kind copyKind, err e
 	}
 	for _, q := range stmts {
 		if err := conn.Exec(ctx, q); err != nil {
-			return noCopy, &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("create schema: %w", err)}
+			return kept{}, &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("create schema: %w", err)}
 		}
 	}
-	return kind, checkColumns(ctx, conn, sh, c.db, tables)
+	return k, checkColumns(ctx, conn, sh, c.db, tables)
 }
 
 // tablesOf is the set of the tables database db holds.

@@ -101,6 +101,7 @@ func (b *batch) writeRows(ctx context.Context) error {
 	}
 	s := b.s
 	defer s.forgetRewrites()
+	b.noteSlow()
 	parts := make([][]*row, len(s.shards))
 	for _, rw := range b.order {
 		i := shardOf(s.shards, intHash64(uint64(rw.key)))

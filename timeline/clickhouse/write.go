@@ -99,6 +99,10 @@ type row struct {
 	// failed, or was itself a marked rewrite): the next is then a marked
 	// rewrite, which the copy takes too (failedView).
 	held, heldCopied bool
+	// heldSlow says the version held was a slow request (slowTable): the
+	// next version written, if not slow, is written there as no longer
+	// slow.
+	heldSlow bool
 	// rq is the request's rollup class, once counted (rollup.go); nil
 	// before, or for a record the rollup does not count.
 	rq *rollup.Request
@@ -204,6 +208,7 @@ type batch struct {
 	whole  map[int64]*row
 	order  []*row // rows to write, in the order first seen
 	roll   rollup.Delta
+	slow   []slowRow // the batch's rows of slowTable, written with the rollup
 
 	// The inserts of record rows into each shard, appended to by the
 	// flushes and sent at commit (shardwrite.go), and the keys of the rows
@@ -247,7 +252,7 @@ func (b *batch) Rollback() error {
 	b.abortRows()
 	b.recs, b.versions, b.cursors, b.ranks, b.verBytes = nil, nil, nil, nil, 0
 	b.samples = sampleBuf{}
-	b.staged, b.whole, b.order, b.roll = nil, nil, nil, rollup.Delta{}
+	b.staged, b.whole, b.order, b.roll, b.slow = nil, nil, nil, rollup.Delta{}, nil
 	b.delta = timeline.IngestRun{}
 	b.s.mu.Lock()
 	b.s.open.forget() // it may hold rows this batch wrote, never sent
@@ -328,7 +333,7 @@ func (b *batch) Commit(ctx context.Context, progress *timeline.IngestRun) error 
 			return fmt.Errorf("commit batch: %w", err)
 		}
 	}
-	b.delta, b.roll = timeline.IngestRun{}, rollup.Delta{}
+	b.delta, b.roll, b.slow = timeline.IngestRun{}, rollup.Delta{}, nil
 	return nil
 }
 
