@@ -10,7 +10,6 @@ import (
 	"slices"
 
 	"github.com/faultline/faultline/timeline"
-	"github.com/faultline/faultline/timeline/filtersql"
 )
 
 // A read of records without a LIMIT is cut by time into chunks of about
@@ -48,9 +47,10 @@ type chunk struct {
 	lo, hi   int64
 	rows     int64
 	rewrites int64
-	// failed: the chunk's rows are read from the failed requests' copy
-	// (failedTable), which holds as many of them as record does.
-	failed bool
+	// from is the copy the chunk's rows are read from (failedCopy,
+	// deletedCopy), which holds as many of them as record does; nil:
+	// record.
+	from *copyTable
 }
 
 // nsRange is the WHERE condition of [lo, hi) on time_ns, hi MaxInt64 for
@@ -75,9 +75,8 @@ func nsRange(lo, hi int64) string {
 // 18.16 died of a segmentation fault during CI while such reads ran, and
 // that form is left out.)
 //
-// failing says that filter keeps failed requests only (filtersql.AtLeast):
-// then a chunk is read from the failed requests' copy where the copy is
-// known to hold what record does.
+// cp is the copy that holds every row filter keeps (copyFor), or nil: a
+// chunk is read from it where it is known to hold what record does.
 //
 // A copy that judges its current versions by itself (copyAlone) is
 // checked bucket by bucket with digests (copyDigests): where they agree,
@@ -94,8 +93,8 @@ func nsRange(lo, hi int64) string {
 // version that record's merges already dropped, on another shard, would
 // hide a missed row there: two rare events in the same ten seconds. The
 // counts also differ until both tables are merged alike.)
-func (s *Store) plan(ctx context.Context, lo, hi int64, filter string, failing bool) ([]chunk, error) {
-	kept, differ, err := s.planCounts(ctx, lo, hi, filter, failing)
+func (s *Store) plan(ctx context.Context, lo, hi int64, filter string, cp *copyTable) ([]chunk, error) {
+	kept, differ, err := s.planCounts(ctx, lo, hi, filter, cp)
 	if err != nil {
 		return nil, err
 	}
@@ -118,39 +117,40 @@ func (s *Store) plan(ctx context.Context, lo, hi int64, filter string, failing b
 	for b, n := range rewrites {
 		out[chunkOf(out, b)].rewrites += n
 	}
-	if failing {
+	if cp != nil {
 		for i := range out {
-			out[i].failed = true
+			out[i].from = cp
 		}
 		// The chunks of the buckets where the copy differs are read
 		// from record.
 		for _, b := range differ {
-			out[chunkOf(out, b)].failed = false
+			out[chunkOf(out, b)].from = nil
 		}
 	}
 	return slices.DeleteFunc(out, func(c chunk) bool { return c.rows == 0 }), nil
 }
 
 // planCounts reads what plan needs but the rewrites: the rows filter
-// keeps per bucket of time, counted in record, or in the copy when it is
-// read whole; and, for a failing read, the buckets where the copy differs
-// from record: by digests (copyAlone), or by those counts (copyByRecord).
-func (s *Store) planCounts(ctx context.Context, lo, hi int64, filter string, failing bool) (kept map[int64]int64, differ []int64, err error) {
+// keeps per bucket of time, counted in record, or in the copy cp when it is
+// read whole; and, for a read of a copy, the buckets where the copy
+// differs from record: by digests (copyAlone), or by those counts
+// (copyByRecord).
+func (s *Store) planCounts(ctx context.Context, lo, hi int64, filter string, cp *copyTable) (kept map[int64]int64, differ []int64, err error) {
 	where := nsRange(lo, hi) + " AND (" + filter + ")"
 	counted := "record"
-	if failing && s.failed == copyAlone {
-		if differ, err = s.copyDiffers(ctx, lo, hi); err != nil {
+	if cp != nil && s.kindOf(cp) == copyAlone {
+		if differ, err = s.copyDiffers(ctx, cp, lo, hi); err != nil {
 			return nil, nil, err
 		}
 		if len(differ) == 0 {
-			counted = "failed"
+			counted = cp.name
 		}
 	}
 	if kept, err = s.bucketCounts(ctx, counted, where); err != nil {
 		return nil, nil, err
 	}
-	if failing && s.failed == copyByRecord {
-		copied, err := s.bucketCounts(ctx, "failed", where)
+	if cp != nil && s.kindOf(cp) == copyByRecord {
+		copied, err := s.bucketCounts(ctx, cp.name, where)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -216,12 +216,14 @@ func (s *Store) rewritesIn(ctx context.Context, lo, hi int64) (map[int64]int64, 
 }
 
 // A digest sums up, per bucket of time, the requests that have a version
-// the failed requests' copy takes (copiedSQL): how many, and the sum of a
-// hash of each one's time, key and most stages. In record, the rows kept
-// are those the copy takes; in the copy, all of its rows.
+// a copy takes (its cond): how many, and the sum of a hash of each one's
+// time, key and most stages. In record, the rows kept are those the copy
+// takes; in the copy, all of its rows.
 //
 // Every version of a request after the first one the copy takes is
-// marked, and taken too (failedTable). So in record, a request with a
+// taken too: marked, in the failed requests' copy (failedTable); by its
+// condition, in the deletions' copy (a request's versions share its
+// verb). So in record, a request with a
 // version taken has its current version (the most stages) taken as well,
 // and a merge, which drops only superseded versions, leaves the request's
 // most stages as they were; in the copy likewise. The two tables' digests
@@ -237,14 +239,14 @@ func (s *Store) rewritesIn(ctx context.Context, lo, hi int64) (map[int64]int64, 
 // the bucket is read from record, correct but slower.
 type digest struct{ requests, sum uint64 }
 
-// copyDigests reads the digests of table (record or failed) per bucket of
-// time, of the times in where. The GROUP BY keys hold the shard key, so
-// each shard's groups are final (perShard).
-func (s *Store) copyDigests(ctx context.Context, table, where string) (map[int64]digest, error) {
+// copyDigests reads the digests of copy cp's rows in table (record or
+// the copy) per bucket of time, of the times in where. The GROUP BY keys
+// hold the shard key, so each shard's groups are final (perShard).
+func (s *Store) copyDigests(ctx context.Context, cp *copyTable, table, where string) (map[int64]digest, error) {
 	rows, err := s.conn.Query(perShard(ctx), fmt.Sprintf(
 		"SELECT b, count(), sum(h) FROM (SELECT %s AS b, "+
 			"cityHash64(time_ns, key, max(stages)) AS h FROM %s WHERE %s AND %s GROUP BY time_ns, key) GROUP BY b",
-		bucketSQL, table, where, copiedSQL))
+		bucketSQL, table, where, cp.cond))
 	if err != nil {
 		return nil, err
 	}
@@ -261,8 +263,8 @@ func (s *Store) copyDigests(ctx context.Context, table, where string) (map[int64
 	return out, rows.Err()
 }
 
-// copyDiffers is the buckets meeting [lo, hi) where the failed requests'
-// copy and record have different digests, both read over the whole
+// copyDiffers is the buckets meeting [lo, hi) where copy cp and record
+// have different digests, both read over the whole
 // buckets that meet [lo, hi): a read of an hour groups the keys of an
 // hour, however long the table. record's are kept, with the range they
 // cover, until the store writes records again (forgetRewrites) or a plan
@@ -271,28 +273,38 @@ func (s *Store) copyDigests(ctx context.Context, table, where string) (map[int64
 // 0.15 s of the servers, where the copy's, read for each plan, take a
 // tenth of that. A copy that another writer filled since differs, and is
 // not read.
-func (s *Store) copyDiffers(ctx context.Context, lo, hi int64) ([]int64, error) {
+func (s *Store) copyDiffers(ctx context.Context, cp *copyTable, lo, hi int64) ([]int64, error) {
 	rng := bucketRange(lo, hi)
 	s.mu.Lock()
-	want := s.digests
-	if s.digestsOver != rng {
-		want = nil
+	want := s.digests[cp.name]
+	if want.over != rng {
+		want.of = nil
 	}
 	s.mu.Unlock()
-	if want == nil {
+	if want.of == nil {
 		var err error
-		if want, err = s.copyDigests(ctx, "record", rng); err != nil {
+		if want.of, err = s.copyDigests(ctx, cp, "record", rng); err != nil {
 			return nil, err
 		}
+		want.over = rng
 		s.mu.Lock()
-		s.digests, s.digestsOver = want, rng
+		if s.digests == nil {
+			s.digests = map[string]digests{}
+		}
+		s.digests[cp.name] = want
 		s.mu.Unlock()
 	}
-	got, err := s.copyDigests(ctx, "failed", rng)
+	got, err := s.copyDigests(ctx, cp, cp.name, rng)
 	if err != nil {
 		return nil, err
 	}
-	return differing(want, got), nil
+	return differing(want.of, got), nil
+}
+
+// digests are record's digests of a copy over the time condition over.
+type digests struct {
+	of   map[int64]digest
+	over string
 }
 
 // bucketRange is the condition on time_ns of the whole buckets that meet
@@ -326,14 +338,14 @@ func bucketMeets(b, lo, hi int64) bool {
 }
 
 // forgetRewrites drops the rewrite counts rewritesIn keeps, and record's
-// digests copyDiffers keeps: the store wrote records.
+// digests of the copies copyDiffers keeps: the store wrote records.
 func (s *Store) forgetRewrites() {
 	s.mu.Lock()
 	s.rewrites, s.digests = nil, nil
 	s.mu.Unlock()
 }
 
-// bucketCounts counts the rows of table (record, or failed) that match
+// bucketCounts counts the rows of table (record, or a copy) that match
 // where by bucket of time: -1 for those with no time (and any before 1970).
 func (s *Store) bucketCounts(ctx context.Context, table, where string) (map[int64]int64, error) {
 	rows, err := s.conn.Query(ctx, fmt.Sprintf(
@@ -359,7 +371,7 @@ func (s *Store) bucketCounts(ctx context.Context, table, where string) (map[int6
 // all the rewrites of those rows' records (every version of a record has
 // its time and key).
 //
-// table is where the rows are read from (record, or failed): the times of
+// table is where the rows are read from (record, or a copy): the times of
 // the rows it keeps are the same in both.
 func currentAt(db, table, rng, filter string) string {
 	return current(db, rng+" AND time_ns IN (SELECT time_ns FROM "+db+"."+table+"_local WHERE "+rng+" AND ("+filter+"))")
@@ -380,7 +392,8 @@ func (s *Store) chunkedRecords(ctx context.Context, q timeline.Query, yield func
 		n++
 		return yield(r, nil) && (q.Limit <= 0 || n < q.Limit)
 	}
-	if !s.failing(q) {
+	cp := s.copyFor(q)
+	if cp == nil {
 		recs, ok, err := s.unplanned(ctx, q, lo, hi, filter, residual)
 		if err != nil {
 			yield(nil, err) // says which shard (eachRecord, rewritesAt)
@@ -395,7 +408,7 @@ func (s *Store) chunkedRecords(ctx context.Context, q timeline.Query, yield func
 			return
 		}
 	}
-	chunks, err := s.plan(ctx, lo, hi, filter, s.failing(q))
+	chunks, err := s.plan(ctx, lo, hi, filter, cp)
 	if err != nil {
 		yield(nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err)))
 		return
@@ -469,11 +482,19 @@ func (s *Store) readAhead(ctx context.Context, q timeline.Query, c chunk, filter
 // errStop is a chunk read ended because its reader stopped.
 var errStop = errors.New("stopped")
 
-// failing reports whether q's records can be read from the failed
-// requests' copy: the store keeps one, and q's filter keeps failed
-// requests only.
-func (s *Store) failing(q timeline.Query) bool {
-	return s.failed != noCopy && q.Where != nil && filtersql.AtLeast(q.Where.Expr(), "code", failedCode)
+// copyFor is the copy q's records can be read from, or nil: one the store
+// keeps whose rows are all q's filter can keep. The deletions' copy, the
+// smaller, is asked first.
+func (s *Store) copyFor(q timeline.Query) *copyTable {
+	if q.Where == nil {
+		return nil
+	}
+	for _, cp := range copies {
+		if s.kindOf(cp) != noCopy && cp.holds(q.Where.Expr()) {
+			return cp
+		}
+	}
+	return nil
 }
 
 // chunkQuery is the query of q's records in chunk c, unordered.
@@ -481,8 +502,8 @@ func (s *Store) chunkQuery(q timeline.Query, c chunk, filter string, residual bo
 	rng := nsRange(c.lo, c.hi)
 	cur := current(s.db, rng)
 	switch {
-	case c.failed && s.failed == copyAlone:
-		cur = currentIn(s.db+".failed_local", rng)
+	case c.from != nil && s.kindOf(c.from) == copyAlone:
+		cur = currentIn(s.db+"."+c.from.name+"_local", rng)
 	case c.rows < c.rewrites:
 		cur = currentAt(s.db, chunkTable(c), rng, filter)
 	}
@@ -492,8 +513,8 @@ func (s *Store) chunkQuery(q timeline.Query, c chunk, filter string, residual bo
 
 // chunkTable is the table chunk c is read from.
 func chunkTable(c chunk) string {
-	if c.failed {
-		return "failed"
+	if c.from != nil {
+		return c.from.name
 	}
 	return "record"
 }
@@ -513,7 +534,7 @@ func chunkTable(c chunk) string {
 // are on one shard (the shard key is its key), so the shards' rewrites
 // together judge each row as its own shard's would.
 func (s *Store) judgedHere(c chunk) bool {
-	return c.rows < c.rewrites && !(c.failed && s.failed == copyAlone)
+	return c.rows < c.rewrites && !(c.from != nil && s.kindOf(c.from) == copyAlone)
 }
 
 // rewritesAt is the most stages of the rewrites of each request (time and

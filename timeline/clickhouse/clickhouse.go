@@ -100,6 +100,9 @@ type Store struct {
 	// failed is how every shard keeps the failed requests' copy
 	// (failedTable): the least of the shards' kinds.
 	failed copyKind
+	// deleted is how every shard keeps the deletions' copy
+	// (deletedTable): noCopy unless every shard does.
+	deleted copyKind
 	// slow says every shard keeps slowTable: made with its record table,
 	// it holds every slow request written.
 	slow bool
@@ -122,12 +125,11 @@ type Store struct {
 	heldMaxRead bool
 	roll        *rollupState // the request rollup held; nil: not read yet
 	// rewrites are the rewrites held per bucket of time (rewritesIn), and
-	// digests record's digests of the failed requests' copy over the time
-	// condition digestsOver (copyDiffers); nil: not read since the last
+	// digests record's digests of each copy over a time condition
+	// (copyDiffers); nil: not read since the last
 	// write.
-	rewrites    map[int64]int64
-	digests     map[int64]digest
-	digestsOver string
+	rewrites map[int64]int64
+	digests  map[string]digests // by copy
 	// direct are connections to each shard, for writing records straight
 	// to its local table (shardwrite.go); opened at the first write.
 	direct []driver.Conn
@@ -241,20 +243,20 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		}
 	}
 	var down []*ShardError
-	failed, slow := copyAlone, true
+	failed, deleted, slow := copyAlone, copyAlone, true
 	for _, sh := range shards {
 		k, err := createSchema(ctx, sh, c)
 		var se *ShardError
 		switch {
 		case err == nil:
-			failed, slow = min(failed, k.failed), slow && k.slow
+			failed, deleted, slow = min(failed, k.failed), min(deleted, k.deleted), slow && k.slow
 		case opt.AllowPartial && errors.As(err, &se) && ping(ctx, sh.addr) != nil:
 			// Its tables were made when it was up; the answers leave
 			// its rows out, and say so (Unavailable). Whether it keeps
-			// the failed requests' copy is not known: reads stay on
-			// record.
+			// the copies and the slow requests is not known: reads
+			// stay on record.
 			down = append(down, se)
-			failed, slow = noCopy, false
+			failed, deleted, slow = noCopy, noCopy, false
 		default:
 			return nil, err
 		}
@@ -264,7 +266,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", c.addr, err)
 	}
 	s := &Store{conn: loggedConn{conn, log}, db: c.db, cluster: c.cluster, shards: shards, log: log, down: down,
-		settings: settings, failed: failed, slow: slow}
+		settings: settings, failed: failed, deleted: deleted, slow: slow}
 	if err := s.useKey(ctx, dsn, opt); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("open store %s: %w", c.addr, err)

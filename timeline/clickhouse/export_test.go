@@ -54,8 +54,8 @@ func (s *Store) QueryString(ctx context.Context, query string) (string, error) {
 	return v, err
 }
 
-// StopMerges stops the background merges of the record table on every
-// shard: a test then sees every version written, as a store does between
+// StopMerges stops the background merges of the record table and its
+// copies on every shard: a test then sees every version written, as a store does between
 // merges.
 func (s *Store) StopMerges(ctx context.Context) error {
 	for _, sh := range s.shards {
@@ -64,8 +64,10 @@ func (s *Store) StopMerges(ctx context.Context) error {
 			return err
 		}
 		err = c.Exec(ctx, "SYSTEM STOP MERGES "+s.db+".record_local")
-		if err == nil && s.failed != noCopy {
-			err = c.Exec(ctx, "SYSTEM STOP MERGES "+s.db+".failed_local")
+		for _, cp := range copies {
+			if err == nil && s.kindOf(cp) != noCopy {
+				err = c.Exec(ctx, "SYSTEM STOP MERGES "+s.db+"."+cp.name+"_local")
+			}
 		}
 		c.Close()
 		if err != nil {
@@ -141,18 +143,21 @@ func SetChunkRows(t testing.TB, n int64) {
 	t.Cleanup(func() { chunkRows = old })
 }
 
-// OnShards runs a statement on every shard, %s in it the database.
-func (s *Store) OnShards(ctx context.Context, stmt string) error {
-	for _, sh := range s.shards {
-		// As createSchema: a view over LowCardinality columns needs it.
-		c, err := connect(sh.addr, "default", ch.Settings{"allow_experimental_low_cardinality_type": 1})
-		if err != nil {
-			return err
-		}
-		err = c.Exec(ctx, fmt.Sprintf(stmt, s.db))
-		c.Close()
-		if err != nil {
-			return err
+// OnShards runs each statement on every shard, in turn (%s: the
+// database).
+func (s *Store) OnShards(ctx context.Context, stmts ...string) error {
+	for _, stmt := range stmts {
+		for _, sh := range s.shards {
+			// As createSchema: a view over LowCardinality columns needs it.
+			c, err := connect(sh.addr, "default", ch.Settings{"allow_experimental_low_cardinality_type": 1})
+			if err != nil {
+				return err
+			}
+			err = c.Exec(ctx, fmt.Sprintf(stmt, s.db))
+			c.Close()
+			if err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -172,3 +177,6 @@ func (s *Store) CopyAlone() bool { return s.failed == copyAlone }
 
 // KeepsSlow reports whether the store reads slow requests from slowTable.
 func (s *Store) KeepsSlow() bool { return s.slow }
+
+// KeepsDeleted reports whether the store reads deletions from their copy.
+func (s *Store) KeepsDeleted() bool { return s.deleted != noCopy }

@@ -171,33 +171,30 @@ func TestFailedCopy(t *testing.T) {
 			}
 		}
 	}
-	// onShards runs each statement on every shard (%s: the database).
-	onShards := func(stmts ...string) {
-		t.Helper()
-		for _, stmt := range stmts {
-			if err := s.OnShards(ctx, stmt); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	yes, no := true, false
 	check("copy whole", &yes, "failed_local")
 
 	// A copy that lost its rows is not read: its counts differ.
-	onShards("TRUNCATE TABLE %s.failed_local")
+	if err := s.OnShards(ctx, "TRUNCATE TABLE %s.failed_local"); err != nil {
+		t.Fatal(err)
+	}
 	check("copy emptied", &no, "failed_local")
 
 	// A copy that holds the failed versions but not the rewrites after
 	// them (a server that died between the table and the view) is not
 	// read where it misses one: judged alone, it would take req-15's
 	// failed early stage for its current version.
-	onShards("INSERT INTO %[1]s.failed_local SELECT * FROM %[1]s.record_local WHERE code >= 400")
+	if err := s.OnShards(ctx, "INSERT INTO %[1]s.failed_local SELECT * FROM %[1]s.record_local WHERE code >= 400"); err != nil {
+		t.Fatal(err)
+	}
 	check("copy without its marked rewrites", nil, "failed_local")
 
 	// The copy whole again. Merges drop superseded versions, each table's
 	// when it runs them: the copy is read in any state of either.
-	onShards("TRUNCATE TABLE %s.failed_local",
-		"INSERT INTO %[1]s.failed_local SELECT * FROM %[1]s.record_local WHERE code >= 400 OR rewrite = 2")
+	if err := s.OnShards(ctx, "TRUNCATE TABLE %s.failed_local",
+		"INSERT INTO %[1]s.failed_local SELECT * FROM %[1]s.record_local WHERE code >= 400 OR rewrite = 2"); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.MergeFinal(ctx, "record_local"); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +214,9 @@ func TestFailedCopy(t *testing.T) {
 	// A database whose copy was made before the marks (by an older
 	// faultline) keeps it, and judges its current versions from
 	// record's rewrites.
-	onShards("DROP TABLE %s.failed_mv2", clickhouse.FailedViewUnmarked)
+	if err := s.OnShards(ctx, "DROP TABLE %s.failed_mv2", clickhouse.FailedViewUnmarked); err != nil {
+		t.Fatal(err)
+	}
 	s = open()
 	if !s.KeepsFailed() || s.CopyAlone() {
 		t.Fatalf("a database with a copy made before the marks: keeps it %v, judged alone %v; want true, false", s.KeepsFailed(), s.CopyAlone())
@@ -229,12 +228,16 @@ func TestFailedCopy(t *testing.T) {
 	check("copy made before the marks", &yes, "record_local")
 	// Such a copy is checked by the rows its filter keeps in both tables:
 	// emptied, it is not read.
-	onShards("TRUNCATE TABLE %s.failed_local")
+	if err := s.OnShards(ctx, "TRUNCATE TABLE %s.failed_local"); err != nil {
+		t.Fatal(err)
+	}
 	check("copy made before the marks, emptied", &no, "record_local")
 
 	// A database whose record table was made without the copy (by an
 	// older faultline) gets none.
-	onShards("DROP TABLE %s.failed_mv", "DROP TABLE %s.failed", "DROP TABLE %s.failed_local")
+	if err := s.OnShards(ctx, "DROP TABLE %s.failed_mv", "DROP TABLE %s.failed", "DROP TABLE %s.failed_local"); err != nil {
+		t.Fatal(err)
+	}
 	s = open()
 	if s.KeepsFailed() {
 		t.Fatal("a database made without the copy got one")

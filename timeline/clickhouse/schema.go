@@ -9,6 +9,9 @@ import (
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/google/cel-go/common/ast"
+
+	"github.com/faultline/faultline/timeline/filtersql"
 )
 
 // table is one table of the schema: created as NAME_local on every shard,
@@ -237,6 +240,64 @@ func columnNames(columns string) []string {
 	return names
 }
 
+// A copy is a table of some of record's rows, every column, kept by a
+// materialized view as they are written: a read whose filter admits only
+// such rows reads it instead of record, where a filter that keeps few rows
+// scattered over every granule decompresses nearly every column whole. A
+// plan uses it only for the buckets of time where it is known to hold what
+// record does (plan).
+type copyTable struct {
+	name string // the table; its local table is name_local
+	// cond is the rows of record it takes, in SQL: in a copy that judges
+	// its current versions alone (copyAlone), every version of a request
+	// after the first one it takes.
+	cond string
+	// holds reports whether a filter keeps only rows the copy takes.
+	holds func(ast.Expr) bool
+}
+
+// copies are the copies a store may keep, in the order a read looks for
+// one (copyFor): the smaller first.
+var copies = []*copyTable{deletedCopy, failedCopy}
+
+var failedCopy = &copyTable{name: "failed", cond: copiedSQL, holds: func(e ast.Expr) bool {
+	return filtersql.AtLeast(e, "code", failedCode)
+}}
+
+// deletedCopy is the deletions' copy (deletedTable).
+var deletedCopy = &copyTable{name: "deleted", cond: "verb IN ('" + strings.Join(deleteVerbs, "', '") + "')",
+	holds: func(e ast.Expr) bool { return filtersql.OneOf(e, "verb", deleteVerbs) }}
+
+// deleteVerbs are the verbs of the requests the deletions' copy takes.
+var deleteVerbs = []string{"delete", "deletecollection"}
+
+// kindOf is how every shard keeps copy cp.
+func (s *Store) kindOf(cp *copyTable) copyKind {
+	if cp == deletedCopy {
+		return s.deleted
+	}
+	return s.failed
+}
+
+// deletedTable is a copy of the record rows of deletions, every version:
+// an investigation reads the deletions of the objects its pods used
+// (analyze/identity), and a user asks who deleted what. On the 10 M-line
+// benchmark log they are one record in a few hundred, in every granule of
+// record: a read of the ConfigMap and Secret deletions of the pods' names
+// took 1.3 s, and the rewrites at their times 0.6 s more (SCHEMA.md). A
+// request's versions share its verb, so the copy holds every version of
+// each request it takes and judges its current versions alone
+// (copyAlone), with no marks.
+var deletedTable = func() table {
+	t := tableNamed("record")
+	t.name = deletedCopy.name
+	return t
+}()
+
+// deletedView fills deletedTable from every insert into record_local.
+var deletedView = "CREATE MATERIALIZED VIEW IF NOT EXISTS %[1]s.deleted_mv TO %[1]s.deleted_local AS " +
+	"SELECT * FROM %[1]s.record_local WHERE " + deletedCopy.cond
+
 // failedTable is a copy of the record rows of failed requests (code 400 or
 // above), every version, kept by failedView as they are written. A read
 // whose filter admits only such records (filtersql.AtLeast) reads it
@@ -301,7 +362,8 @@ func failedViewOf(name, or string) string {
 		"SELECT * FROM %[1]s.record_local WHERE code >= " + strconv.Itoa(failedCode) + or
 }
 
-// copyKind is how far a database's failed requests' copy can be read.
+// copyKind is how far a database's copy (failedTable, deletedTable) can
+// be read.
 type copyKind int
 
 const (
@@ -320,8 +382,9 @@ const (
 // kept is what a shard keeps beside its record table, each made with it
 // or never: a table made later would miss the rows already held.
 type kept struct {
-	failed copyKind // failedTable
-	slow   bool     // slowTable
+	failed  copyKind // failedTable
+	deleted copyKind // deletedTable: copyAlone or noCopy
+	slow    bool     // slowTable
 }
 
 // createSchema creates the database and every table on one shard, local
@@ -331,8 +394,8 @@ type kept struct {
 // one, as the copy would miss the rows already held, and its reads stay on
 // record; one whose copy was made before the marked rewrites keeps it as
 // it is (copyByRecord), as the copy would miss the marked rewrites already
-// held. The same holds of slowTable: a database made before it does not
-// get one, and its slow requests are read from record.
+// held. The same holds of deletedTable and slowTable: a database made
+// before one does not get it, and reads record instead.
 func createSchema(ctx context.Context, sh shard, c config) (k kept, err error) {
 	// 18.16 creates LowCardinality columns only with this setting; later
 	// versions accept it and ignore it.
@@ -354,10 +417,16 @@ func createSchema(ctx context.Context, sh shard, c config) (k kept, err error) {
 	case held["failed_local"]:
 		k.failed = copyByRecord
 	}
+	if held["deleted_mv"] || !held["record_local"] {
+		k.deleted = copyAlone
+	}
 	k.slow = held[slowTable.name+"_local"] || !held["record_local"]
 	tables := schema
 	if k.failed != noCopy {
 		tables = append(slices.Clip(tables), failedTable)
+	}
+	if k.deleted != noCopy {
+		tables = append(slices.Clip(tables), deletedTable)
 	}
 	if k.slow {
 		tables = append(slices.Clip(tables), slowTable)
@@ -377,6 +446,9 @@ func createSchema(ctx context.Context, sh shard, c config) (k kept, err error) {
 		vs = append(slices.Clip(vs), failedView)
 	case copyByRecord:
 		vs = append(slices.Clip(vs), failedViewUnmarked)
+	}
+	if k.deleted != noCopy {
+		vs = append(slices.Clip(vs), deletedView)
 	}
 	for _, v := range vs {
 		stmts = append(stmts, strings.Join(strings.Fields(fmt.Sprintf(v, c.db)), " "))

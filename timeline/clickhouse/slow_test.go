@@ -77,10 +77,7 @@ func TestSlowTable(t *testing.T) {
 	check("new database", "req_slow")
 
 	// A database made before the table gets none, and reads record.
-	if err := s.OnShards(ctx, "DROP TABLE %s.req_slow"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.OnShards(ctx, "DROP TABLE %s.req_slow_local"); err != nil {
+	if err := s.OnShards(ctx, "DROP TABLE %s.req_slow", "DROP TABLE %s.req_slow_local"); err != nil {
 		t.Fatal(err)
 	}
 	s = open()

@@ -9,6 +9,7 @@
 package filtersql
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -233,6 +234,18 @@ func CompareTime(op string, t time.Time) TimeTest {
 	return TimeNone
 }
 
+// OneOf reports whether every record e accepts has the string variable
+// name equal to one of set, as "verb == 'delete' && name == 'x'" has verb
+// in ["delete", "deletecollection"]: a store may then read such records
+// from a table that holds only those. It reasons from the shape alone, as
+// AtLeast does, from equalities and "in" lists of string constants.
+func OneOf(e ast.Expr, name string, set []string) bool {
+	return implied(e, name, func(op string, v ref.Val) bool {
+		s, ok := v.(types.String)
+		return op == "=" && ok && slices.Contains(set, string(s))
+	})
+}
+
 // AtLeast reports whether every record e accepts has the integer variable
 // name at min or above, as "code >= 500 && verb == 'list'" has code at
 // 400 or above: a store may then read such records from a table that holds
@@ -243,6 +256,28 @@ func CompareTime(op string, t time.Time) TimeTest {
 // type included, does not: false never costs an answer, only a faster
 // read.
 func AtLeast(e ast.Expr, name string, min int64) bool {
+	return implied(e, name, func(op string, v ref.Val) bool {
+		k, ok := v.(types.Int)
+		switch {
+		case !ok:
+			return false
+		case op == "=" || op == ">=":
+			return int64(k) >= min
+		case op == ">":
+			return int64(k) >= min-1
+		}
+		return false
+	})
+}
+
+// implied reports whether every record e accepts has variable name meet
+// ok, from e's shape alone: a conjunction holds it when one conjunct does,
+// a disjunction when every branch does; "name in [...]" when ok("=", v)
+// of every constant of the list (an empty list keeps no record); a
+// comparison of name with a constant, either side, when ok(op, c) of
+// "name op c". Anything else does not: false never costs an answer, only
+// a faster read.
+func implied(e ast.Expr, name string, ok func(op string, v ref.Val) bool) bool {
 	if e.Kind() != ast.CallKind || e.AsCall().IsMemberFunction() || len(e.AsCall().Args()) != 2 {
 		return false
 	}
@@ -250,26 +285,26 @@ func AtLeast(e ast.Expr, name string, min int64) bool {
 	l, r := c.Args()[0], c.Args()[1]
 	switch fn := c.FunctionName(); fn {
 	case operators.LogicalAnd:
-		return AtLeast(l, name, min) || AtLeast(r, name, min)
+		return implied(l, name, ok) || implied(r, name, ok)
 	case operators.LogicalOr:
-		return AtLeast(l, name, min) && AtLeast(r, name, min)
+		return implied(l, name, ok) && implied(r, name, ok)
 	case operators.In:
-		if n, ok := Ident(l); !ok || n != name {
+		if n, isIdent := Ident(l); !isIdent || n != name {
 			return false
 		}
-		vals, ok := List(r)
-		if !ok {
+		vals, isList := List(r)
+		if !isList {
 			return false
 		}
-		for _, v := range vals { // x in [] keeps no record: true
-			if n, ok := v.(types.Int); !ok || int64(n) < min {
+		for _, v := range vals {
+			if !ok("=", v) {
 				return false
 			}
 		}
 		return true
 	default:
-		op, ok := Ops[fn]
-		if !ok || op == "!=" {
+		op, isOp := Ops[fn]
+		if !isOp {
 			return false
 		}
 		n, isIdent := Ident(l)
@@ -279,16 +314,6 @@ func AtLeast(e ast.Expr, name string, min int64) bool {
 			v, isConst = Constant(l)
 			op = Mirror(op)
 		}
-		k, isInt := v.(types.Int)
-		if !isIdent || !isConst || !isInt || n != name {
-			return false
-		}
-		switch op {
-		case "=", ">=":
-			return int64(k) >= min
-		case ">":
-			return int64(k) >= min-1
-		}
-		return false
+		return isIdent && isConst && n == name && ok(op, v)
 	}
 }

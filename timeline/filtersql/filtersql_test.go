@@ -2,6 +2,7 @@ package filtersql
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -237,6 +238,49 @@ func TestAtLeast(t *testing.T) {
 				if ok, err := f.Match(&r); err == nil && ok && code < 400 {
 					t.Errorf("AtLeast(%s) holds, but a record with code %d matches it", tt.expr, code)
 				}
+			}
+		}
+	}
+}
+
+func TestOneOf(t *testing.T) {
+	set := []string{"delete", "deletecollection"}
+	tests := []struct {
+		expr string
+		want bool
+	}{
+		{`verb == "delete"`, true},
+		{`"deletecollection" == verb`, true},
+		{`verb == "get"`, false},
+		{`verb != "get"`, false},
+		{`verb in ["delete", "deletecollection"]`, true},
+		{`verb in ["delete", "get"]`, false},
+		{`verb in []`, true},
+		{`resource == "secrets" && verb == "delete" && name in ["a", "b"]`, true},
+		{`verb == "delete" || verb == "deletecollection"`, true},
+		{`verb == "delete" || code >= 500`, false},
+		{`user == "delete"`, false},
+		{`verb.startsWith("delete")`, false},
+		{`!(verb != "delete")`, false}, // true of the records, but not of its shape: false is safe
+		{`code == 1`, false},
+	}
+	for _, tt := range tests {
+		got := OneOf(expr(t, tt.expr), "verb", set)
+		if got != tt.want {
+			t.Errorf("OneOf(%s, verb) = %v, want %v", tt.expr, got, tt.want)
+		}
+		if !got {
+			continue
+		}
+		// What it claims holds of the records: no other verb matches.
+		f, err := timeline.CompileFilter(tt.expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, verb := range []string{"get", "list", "create", "update", "patch", "delete", "deletecollection", ""} {
+			r := timeline.Record{Verb: verb, User: "delete", Code: 1, Object: timeline.ObjectRef{Resource: "secrets", Name: "a"}}
+			if ok, err := f.Match(&r); err == nil && ok && !slices.Contains(set, verb) {
+				t.Errorf("OneOf(%s) holds, but a record with verb %q matches it", tt.expr, verb)
 			}
 		}
 	}
