@@ -94,11 +94,15 @@ func nsRange(lo, hi int64) string {
 // hide a missed row there: two rare events in the same ten seconds. The
 // counts also differ until both tables are merged alike.)
 func (s *Store) plan(ctx context.Context, lo, hi int64, filter string, cp *copyTable) ([]chunk, error) {
-	kept, differ, err := s.planCounts(ctx, lo, hi, filter, cp)
-	if err != nil {
-		return nil, err
-	}
-	rewrites, err := s.rewritesIn(ctx, lo, hi)
+	var kept, rewrites map[int64]int64
+	var differ []int64
+	err := both(ctx, func(ctx context.Context) (err error) {
+		kept, differ, err = s.planCounts(ctx, lo, hi, filter, cp)
+		return err
+	}, func(ctx context.Context) (err error) {
+		rewrites, err = s.rewritesIn(ctx, lo, hi)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -137,16 +141,21 @@ func (s *Store) plan(ctx context.Context, lo, hi int64, filter string, cp *copyT
 // (copyByRecord).
 func (s *Store) planCounts(ctx context.Context, lo, hi int64, filter string, cp *copyTable) (kept map[int64]int64, differ []int64, err error) {
 	where := nsRange(lo, hi) + " AND (" + filter + ")"
-	counted := "record"
 	if cp != nil && s.kindOf(cp) == copyAlone {
-		if differ, err = s.copyDiffers(ctx, cp, lo, hi); err != nil {
-			return nil, nil, err
-		}
-		if len(differ) == 0 {
-			counted = cp.name
+		// The rows are counted in the copy beside the digests (a small
+		// table: milliseconds), and in record only where they differ.
+		err := both(ctx, func(ctx context.Context) (err error) {
+			differ, err = s.copyDiffers(ctx, cp, lo, hi)
+			return err
+		}, func(ctx context.Context) (err error) {
+			kept, err = s.bucketCounts(ctx, cp.name, where)
+			return err
+		})
+		if err != nil || len(differ) == 0 {
+			return kept, differ, err
 		}
 	}
-	if kept, err = s.bucketCounts(ctx, counted, where); err != nil {
+	if kept, err = s.bucketCounts(ctx, "record", where); err != nil {
 		return nil, nil, err
 	}
 	if cp != nil && s.kindOf(cp) == copyByRecord {
@@ -281,10 +290,14 @@ func (s *Store) copyDiffers(ctx context.Context, cp *copyTable, lo, hi int64) ([
 		want.of = nil
 	}
 	s.mu.Unlock()
-	if want.of == nil {
-		var err error
+	var got map[int64]digest
+	// The two tables' digests are read at once.
+	err := both(ctx, func(ctx context.Context) (err error) {
+		if want.of != nil {
+			return nil
+		}
 		if want.of, err = s.copyDigests(ctx, cp, "record", rng); err != nil {
-			return nil, err
+			return err
 		}
 		want.over = rng
 		s.mu.Lock()
@@ -293,12 +306,40 @@ func (s *Store) copyDiffers(ctx context.Context, cp *copyTable, lo, hi int64) ([
 		}
 		s.digests[cp.name] = want
 		s.mu.Unlock()
-	}
-	got, err := s.copyDigests(ctx, cp, cp.name, rng)
+		return nil
+	}, func(ctx context.Context) (err error) {
+		got, err = s.copyDigests(ctx, cp, cp.name, rng)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
 	return differing(want.of, got), nil
+}
+
+// both runs f and g at once. The first to fail cancels the other, and its
+// error is the one returned (not the other's cancellation); both have
+// ended when both returns.
+func both(ctx context.Context, f, g func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 1)
+	go func() {
+		err := g(ctx)
+		if err != nil {
+			cancel()
+		}
+		errs <- err
+	}()
+	err := f(ctx)
+	if err != nil {
+		cancel()
+	}
+	gerr := <-errs
+	if err == nil || gerr != nil && errors.Is(err, context.Canceled) && !errors.Is(gerr, context.Canceled) {
+		return gerr
+	}
+	return err
 }
 
 // digests are record's digests of a copy over the time condition over.
