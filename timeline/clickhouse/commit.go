@@ -82,8 +82,11 @@ func (b *batch) place(ctx context.Context, r *timeline.Record, first int64) (tim
 				b.order = append(b.order, h)
 			}
 			b.countJoined(h, old, r, ov)
-			if first && h.rq != nil {
-				_, h.heldSlow = rollup.SlowOf(h.rq, old, ov)
+			if first {
+				h.heldSlow = false
+				if h.rq != nil { // classed by countJoined
+					_, h.heldSlow = rollup.SlowOf(h.rq, old, ov)
+				}
 			}
 		}
 		return res, nil

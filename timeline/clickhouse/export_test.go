@@ -180,3 +180,11 @@ func (s *Store) KeepsSlow() bool { return s.slow }
 
 // KeepsDeleted reports whether the store reads deletions from their copy.
 func (s *Store) KeepsDeleted() bool { return s.deleted != noCopy }
+
+// AsOlderWriter makes the stores of this process write as a faultline
+// older than the slow requests' table does (none of its rows, no mark on
+// their runs), until the test ends.
+func AsOlderWriter(t testing.TB) {
+	writesSlow = false
+	t.Cleanup(func() { writesSlow = true })
+}

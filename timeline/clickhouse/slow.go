@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -41,10 +42,60 @@ type slowRow struct {
 	sr              timeline.SlowRequest
 }
 
+// writesSlow says this writer fills slowTable; false in a test stands for
+// a faultline older than the table, which writes none.
+var writesSlow = true
+
+// slowRunPrefix begins the meta key of each run whose writer fills
+// slowTable: slowRunPrefix + the run's id.
+const slowRunPrefix = "slow_requests_run/"
+
+// markSlowRun records in meta that run id's writer fills slowTable,
+// after the run itself: a run a reader finds without it may have records
+// that slowTable lacks.
+func (s *Store) markSlowRun(ctx context.Context, id int64) error {
+	if !s.slow || !writesSlow {
+		return nil
+	}
+	now := time.Now().UnixNano()
+	return s.insertRows(ctx, "meta", 1, func(int) []any { return []any{slowRunPrefix + strconv.FormatInt(id, 10), "1", now} })
+}
+
+// slowTableWhole reports whether slowTable holds every slow request: the
+// database keeps it, and every run was written by a writer that fills it
+// (markSlowRun). An older faultline writing into a database made by a
+// newer one writes records and no slow rows.
+func (s *Store) slowTableWhole(ctx context.Context) (bool, error) {
+	if !s.slow {
+		return false, nil
+	}
+	meta, err := s.readMeta(ctx)
+	if err != nil {
+		return false, err
+	}
+	rows, err := s.conn.Query(ctx, "SELECT DISTINCT id FROM ingest_run")
+	if err != nil {
+		return false, fmt.Errorf("list ingest runs: %w", s.shardErr(ctx, err))
+	}
+	defer rows.Close()
+	whole := true
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return false, fmt.Errorf("list ingest runs: %w", err)
+		}
+		whole = whole && meta[slowRunPrefix+strconv.FormatInt(id, 10)] != ""
+	}
+	if err := rows.Err(); err != nil {
+		return false, fmt.Errorf("list ingest runs: %w", s.shardErr(ctx, err))
+	}
+	return whole, nil
+}
+
 // noteSlow notes the slow-table rows of the rows a flush is about to
 // write: before writeRows, whose rows' rewrite column it reads.
 func (b *batch) noteSlow() {
-	if !b.s.slow {
+	if !b.s.slow || !writesSlow {
 		return
 	}
 	for _, rw := range b.order {
@@ -90,11 +141,16 @@ func (s *Store) writeSlow(ctx context.Context, rows []slowRow, id func(rollup.Cl
 
 // SlowRequests returns the requests of [since, until) that took
 // timeline.SlowLatency or longer (see timeline.Rollup), sorted by every
-// field (CompareSlow). A database that keeps slowTable answers from it;
-// one made before it (by an older faultline) from record (slowFromRecord).
+// field (CompareSlow). A database whose slowTable is whole answers from
+// it; one made before it, or written to by a faultline older than it,
+// from record (slowFromRecord).
 func (s *Store) SlowRequests(ctx context.Context, since, until time.Time) ([]timeline.SlowRequest, error) {
+	whole, err := s.slowTableWhole(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("slow requests: %w", err)
+	}
 	read := s.slowFromTable
-	if !s.slow {
+	if !whole {
 		read = s.slowFromRecord
 	}
 	out, err := read(ctx, since, until)

@@ -36,9 +36,10 @@ func loggedOpener(t *testing.T) (func() *clickhouse.Store, *timelinetest.SyncBuf
 // TestSlowTable: a new database reads its slow requests from their table
 // (req_slow), not from record, and answers as SQLite does, with every
 // version of a request written unmerged (stages joined across batches, one
-// request slow until a later stage made it fast); a database whose record
-// table was made before the slow table gets none, and answers the same
-// from record.
+// request slow until a later stage made it fast); once a faultline older
+// than the table wrote into it, and in a database whose record table was
+// made before the table (which gets none), they are read from record, with
+// the same answers.
 func TestSlowTable(t *testing.T) {
 	ctx := context.Background()
 	open, logs := loggedOpener(t)
@@ -76,6 +77,22 @@ func TestSlowTable(t *testing.T) {
 	}
 	check("new database", "req_slow")
 
+	// An older faultline writes into it: its run has records the table
+	// lacks, and the slow requests are read from record.
+	late := func(name string, at time.Duration) []timeline.Record {
+		return []timeline.Record{stage(name, at, timeline.StageResponseComplete, "update",
+			timeline.ObjectRef{Version: "v1", Resource: "pods", Namespace: "ml", Name: name}, 200, 3*time.Second)}
+	}
+	func() {
+		clickhouse.AsOlderWriter(t)
+		ingestRecords(t, lite, late("older", 9*time.Minute), 1)
+		ingestRecords(t, s, late("older", 9*time.Minute), 1)
+	}()
+	if want, err = lite.SlowRequests(ctx, time.Time{}, time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	check("written to by an older faultline", "record")
+
 	// A database made before the table gets none, and reads record.
 	if err := s.OnShards(ctx, "DROP TABLE %s.req_slow", "DROP TABLE %s.req_slow_local"); err != nil {
 		t.Fatal(err)
@@ -89,10 +106,8 @@ func TestSlowTable(t *testing.T) {
 		t.Errorf("tables of slow requests in a database made without them: %s (%v), want 0", n, err)
 	}
 	// Its writer writes none either.
-	more := []timeline.Record{stage("late", 10*time.Minute, timeline.StageResponseComplete, "update",
-		timeline.ObjectRef{Version: "v1", Resource: "pods", Namespace: "ml", Name: "p9"}, 200, 3*time.Second)}
-	ingestRecords(t, lite, more, 1)
-	ingestRecords(t, s, more, 1)
+	ingestRecords(t, lite, late("late", 10*time.Minute), 1)
+	ingestRecords(t, s, late("late", 10*time.Minute), 1)
 	if want, err = lite.SlowRequests(ctx, time.Time{}, time.Time{}); err != nil {
 		t.Fatal(err)
 	}

@@ -52,6 +52,9 @@ func (s *Store) BeginRun(ctx context.Context, run *timeline.IngestRun) error {
 	if err := s.writeRun(ctx, run); err != nil {
 		return fmt.Errorf("begin ingest run: %w", err)
 	}
+	if err := s.markSlowRun(ctx, run.ID); err != nil {
+		return fmt.Errorf("begin ingest run: %w", err)
+	}
 	return nil
 }
 
