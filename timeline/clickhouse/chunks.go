@@ -96,13 +96,22 @@ func nsRange(lo, hi int64) string {
 func (s *Store) plan(ctx context.Context, lo, hi int64, filter string, cp *copyTable) ([]chunk, error) {
 	var kept, rewrites map[int64]int64
 	var differ []int64
+	// A chunk read from a copy that judges its current versions alone
+	// needs no count of record's rewrites: they are read only for chunks
+	// read from record, and with the counts when every chunk may be.
+	alone := cp != nil && s.kindOf(cp) == copyAlone
 	err := both(ctx, func(ctx context.Context) (err error) {
 		kept, differ, err = s.planCounts(ctx, lo, hi, filter, cp)
 		return err
 	}, func(ctx context.Context) (err error) {
-		rewrites, err = s.rewritesIn(ctx, lo, hi)
+		if !alone {
+			rewrites, err = s.rewritesIn(ctx, lo, hi)
+		}
 		return err
 	})
+	if err == nil && alone && len(differ) > 0 {
+		rewrites, err = s.rewritesIn(ctx, lo, hi)
+	}
 	if err != nil {
 		return nil, err
 	}
