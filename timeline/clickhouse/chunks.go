@@ -726,29 +726,19 @@ func versioned[T any](ctx context.Context, s *Store, q timeline.Query, c chunk, 
 // rewrites at their times. Only what conv makes of a row is held.
 func judged[T any](ctx context.Context, s *Store, q timeline.Query, c chunk, filter string, residual bool,
 	conv func(*timeline.Record, int64) (T, bool)) ([]T, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type rewrites struct {
-		most map[[2]int64]uint8
-		err  error
-	}
-	got := make(chan rewrites, 1)
-	go func() {
-		m, err := s.rewritesAt(ctx, c, filter)
-		got <- rewrites{m, err}
-	}()
-	read, _, err := versioned(ctx, s, q, c, filter, residual, 0, conv)
-	if err != nil {
-		cancel() // the rewrites' query ends with ctx
-	}
-	rw := <-got // nothing outlives the read
-	if err == nil {
-		err = rw.err
-	}
+	var read []version[T]
+	var most map[[2]int64]uint8
+	err := both(ctx, func(ctx context.Context) (err error) {
+		read, _, err = versioned(ctx, s, q, c, filter, residual, 0, conv)
+		return err
+	}, func(ctx context.Context) (err error) {
+		most, err = s.rewritesAt(ctx, c, filter)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	return currentOf(read, rw.most), nil
+	return currentOf(read, most), nil
 }
 
 // currentOf keeps the versions that are current, given the most stages of

@@ -95,10 +95,10 @@ func TestDeletedCopy(t *testing.T) {
 					fromCopy = fromCopy || strings.Contains(line, " FROM deleted WHERE")
 					fromRecord = fromRecord || strings.Contains(line, " FROM record WHERE")
 				}
-				want1 := readsCopy && !strings.Contains(name, "no copy")
-				if fromCopy != want1 || want1 && fromRecord {
+				wantCopy := readsCopy && !strings.Contains(name, "no copy")
+				if fromCopy != wantCopy || wantCopy && fromRecord {
 					t.Errorf("%s, chunks of %d rows, %s: read from the copy %v and from record %v, want the copy alone %v",
-						label, rows, name, fromCopy, fromRecord, want1)
+						label, rows, name, fromCopy, fromRecord, wantCopy)
 				}
 			}
 		}

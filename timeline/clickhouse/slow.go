@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/faultline/faultline/timeline"
@@ -167,25 +166,18 @@ func (s *Store) SlowRequests(ctx context.Context, since, until time.Time) ([]tim
 // slow one is there), and of those the slow ones. The classes are read
 // beside the rows.
 func (s *Store) slowFromTable(ctx context.Context, since, until time.Time) ([]timeline.SlowRequest, error) {
-	var classes []timeline.RequestClass
-	var classErr error
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		classes, classErr = s.requestClasses(ctx)
-	}()
 	// A row is held as read, its class an id, until it is known current
 	// and slow: there may be hundreds of thousands.
 	type slowVersion struct {
-		class, latency, apf int64
-		code                int32
-		slow, etcd          bool
+		ns, class, latency, apf int64
+		code                    int32
+		slow, etcd              bool
 	}
 	lo, hi := timeline.Span{Since: since, Until: until}.NS()
 	var read []version[slowVersion]
+	var classes []timeline.RequestClass
 	most := map[[2]int64]uint8{}
-	err := func() error {
+	err := both(ctx, func(ctx context.Context) error {
 		rows, err := s.conn.Query(ctx, "SELECT time_ns, key, stages, rewrite, slow, class, latency_ns, apf_wait_ns, code, etcd FROM "+
 			slowTable.name+" WHERE "+nsRange(lo, hi))
 		if err != nil {
@@ -204,18 +196,17 @@ func (s *Store) slowFromTable(ctx context.Context, since, until time.Time) ([]ti
 				k := [2]int64{v.ns, v.key}
 				most[k] = max(most[k], v.stages)
 			}
-			v.v.slow, v.v.etcd = slow != 0, etcd != 0
+			v.v.ns, v.v.slow, v.v.etcd = v.ns, slow != 0, etcd != 0
 			read = append(read, v)
 		}
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("query %s: %w", slowTable.name, s.shardErr(ctx, err))
 		}
 		return nil
-	}()
-	wg.Wait()
-	if err == nil {
-		err = classErr
-	}
+	}, func(ctx context.Context) (err error) {
+		classes, err = s.requestClasses(ctx)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -225,22 +216,18 @@ func (s *Store) slowFromTable(ctx context.Context, since, until time.Time) ([]ti
 		c.ID = 0 // a slow request's class carries no id (rollup.Slow)
 		byID[id] = c
 	}
-	// currentOf, with the time of each row kept.
-	current := make([]version[slowVersion], 0, len(read))
-	for _, v := range read {
-		if m, ok := most[[2]int64{v.ns, v.key}]; (!ok || m == v.stages) && v.v.slow {
-			current = append(current, v)
+	out := make([]timeline.SlowRequest, 0, len(read))
+	for _, v := range currentOf(read, most) {
+		if !v.slow {
+			continue // a later stage made it fast
 		}
-	}
-	out := make([]timeline.SlowRequest, len(current))
-	for i, v := range current {
-		c, ok := byID[v.v.class]
+		c, ok := byID[v.class]
 		if !ok {
 			return nil, fmt.Errorf("read %s: a slow request at %s has class %d, which req_class does not hold",
-				slowTable.name, fromNS(v.ns).Format(time.RFC3339Nano), v.v.class)
+				slowTable.name, fromNS(v.ns).Format(time.RFC3339Nano), v.class)
 		}
-		out[i] = timeline.SlowRequest{Class: c, Received: fromNS(v.ns), Latency: time.Duration(v.v.latency),
-			APFWait: time.Duration(v.v.apf), Code: int(v.v.code), Etcd: v.v.etcd}
+		out = append(out, timeline.SlowRequest{Class: c, Received: fromNS(v.ns), Latency: time.Duration(v.latency),
+			APFWait: time.Duration(v.apf), Code: int(v.code), Etcd: v.etcd})
 	}
 	return out, nil
 }
