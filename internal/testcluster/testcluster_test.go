@@ -142,10 +142,10 @@ func TestDNSLoadShowsInCoreDNSMetrics(t *testing.T) {
 		return nil
 	})
 
-	before := scrape(t, ctx, metrics, "coredns_dns_")
+	before := settled(t, ctx, metrics)
 	s := DNSLoad(t, ctx, "-server", addr, "-name", strings.Join(names, ","), "-workers", "20", "-rate", "5",
 		"-duration", "10s", "-client-namespace", "default")
-	after := scrape(t, ctx, metrics, "coredns_dns_")
+	after := settled(t, ctx, metrics)
 	t.Logf("dnsload: %d lookups, %d queries, %d answered, rcodes %v, %d timeouts", s.Lookups, s.Queries, s.Answered, s.Rcodes, s.Timeouts)
 
 	// Each lookup of NAME.NS.svc.cluster.local (four dots, fewer than
@@ -294,6 +294,28 @@ next:
 		total += s.value
 	}
 	return total
+}
+
+// settled scrapes CoreDNS's coredns_dns_* samples once its request and
+// response counters stop moving. Its prometheus plugin counts a query
+// after the answer is written, so a client can hold the answer to its
+// last query before the counter has moved: a scrape taken at once can
+// miss it, and the next one count it in the wrong interval. The counters
+// are taken as settled when two scrapes 200 ms apart agree.
+func settled(t *testing.T, ctx context.Context, u string) exposition {
+	t.Helper()
+	last := scrape(t, ctx, u, "coredns_dns_")
+	for range 50 {
+		time.Sleep(200 * time.Millisecond)
+		e := scrape(t, ctx, u, "coredns_dns_")
+		if e.sum("coredns_dns_requests_total", nil) == last.sum("coredns_dns_requests_total", nil) &&
+			e.sum("coredns_dns_responses_total", nil) == last.sum("coredns_dns_responses_total", nil) {
+			return e
+		}
+		last = e
+	}
+	t.Fatalf("%s: CoreDNS's request counters still moved after 10 s", u)
+	return nil
 }
 
 // scrape reads the samples of the metrics named prefix* from a /metrics
