@@ -86,6 +86,16 @@ var schema = []table{
 		shardKey: "cityHash64(k)",
 	},
 	{
+		// record's digests of a copy (storedDigests), by the state of
+		// record's parts they were read at: a cache any reader fills and
+		// any reader may use, so the engine keeps every row.
+		name: "record_digest",
+		columns: `copy String, parts String, blo Int64, bhi Int64, buckets Array(Int64),
+			requests Array(UInt64), sums Array(UInt64), at_ns Int64`,
+		engine:   "MergeTree() ORDER BY (copy, parts)",
+		shardKey: "cityHash64(copy, parts)",
+	},
+	{
 		name:     "watch_cursor",
 		columns:  `name String, resource_version String, updated_ns Int64`,
 		engine:   "ReplacingMergeTree(updated_ns) ORDER BY name",
@@ -453,6 +463,9 @@ func createSchema(ctx context.Context, sh shard, c config) (k kept, err error) {
 	for _, v := range vs {
 		stmts = append(stmts, strings.Join(strings.Fields(fmt.Sprintf(v, c.db)), " "))
 	}
+	// Every shard's parts, which tell the state of record's (partsKey).
+	stmts = append(stmts, fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s.%s AS system.parts ENGINE = Distributed(%s, system, parts)",
+		c.db, shardParts, c.cluster))
 	for _, q := range stmts {
 		if err := conn.Exec(ctx, q); err != nil {
 			return kept{}, &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("create schema: %w", err)}

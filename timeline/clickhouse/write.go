@@ -66,6 +66,13 @@ func (s *Store) FinishRun(ctx context.Context, run *timeline.IngestRun) error {
 	if err := s.writeRun(ctx, run); err != nil {
 		return fmt.Errorf("finish ingest run %d: %w", run.ID, err)
 	}
+	if run.Status == timeline.RunDone && run.Records > 0 {
+		// For the first reader (storedDigests); a cache, so a failure
+		// costs that reader time, never the run.
+		if err := s.storeAllDigests(ctx); err != nil {
+			s.log.Debug("clickhouse: record's digests not stored at the end of the run", "run", run.ID, "err", err)
+		}
+	}
 	return nil
 }
 
