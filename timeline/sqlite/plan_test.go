@@ -44,6 +44,8 @@ func planStatements(t testing.TB) []planStatement {
 	records("actor: records near a write (actor.go)", "", window, "record_time_key")
 	records("investigate: the last records before (investigate.go)", "", timeline.Query{Until: until, Desc: true, Limit: 1000}, "record_time_key")
 	records("timeline, all records", "", timeline.Query{}, "record_time_key")
+	records("timeline --limit 1: the first record (timeline.go)", "", timeline.Query{Limit: 1}, "record_time_key")
+	records("timeline --limit 1 --desc: the last record (timeline.go)", "", timeline.Query{Limit: 1, Desc: true}, "record_time_key")
 	records("controlplane restarts: apiserver lists (restarts.go)",
 		`user == "system:apiserver" && verb in ["list", "watch"] && resource != ""`, window, "record_user")
 	records("outcome: default bad requests (outcome.go)",
