@@ -76,3 +76,40 @@ func TestDiffering(t *testing.T) {
 		}
 	}
 }
+
+// cut: chunks meet end to end over [lo, hi) at bucket starts, the one read
+// first (the last with desc) at the limit and each next one twice as large
+// up to chunkRows, records without a time in the first.
+func TestCut(t *testing.T) {
+	const B = bucketNS
+	old := chunkRows
+	chunkRows = 4
+	t.Cleanup(func() { chunkRows = old })
+	eight := map[int64]int64{0: 1, 1: 1, 2: 1, 3: 1, 4: 1, 5: 1, 6: 1, 7: 1}
+	c := func(lo, hi, rows int64) chunk { return chunk{lo: lo, hi: hi, rows: rows} }
+	for _, tc := range []struct {
+		name   string
+		kept   map[int64]int64
+		lo, hi int64
+		first  int64
+		desc   bool
+		want   []chunk
+	}{
+		{"whole read", eight, 0, 8 * B, 4, false, []chunk{c(0, 4*B, 4), c(4*B, 8*B, 4)}},
+		{"limit 1", eight, 0, 8 * B, 1, false, []chunk{c(0, B, 1), c(B, 3*B, 2), c(3*B, 7*B, 4), c(7*B, 8*B, 1)}},
+		{"limit 1, desc", eight, 0, 8 * B, 1, true, []chunk{c(0, B, 1), c(B, 5*B, 4), c(5*B, 7*B, 2), c(7*B, 8*B, 1)}},
+		{"past chunkRows", eight, 0, 8 * B, 100, false, []chunk{c(0, 4*B, 4), c(4*B, 8*B, 4)}},
+		{"lo inside its bucket", eight, B / 2, 8*B - 3, 1, true,
+			[]chunk{c(B/2, B, 1), c(B, 5*B, 4), c(5*B, 7*B, 2), c(7*B, 8*B-3, 1)}},
+		{"no time, first", map[int64]int64{-1: 2, 0: 1, 1: 1}, math.MinInt64, 2 * B, 1, false,
+			[]chunk{c(math.MinInt64, 0, 2), c(0, 2*B, 2)}},
+		{"no time, desc", map[int64]int64{-1: 2, 0: 1, 1: 1}, math.MinInt64, 2 * B, 1, true,
+			[]chunk{c(math.MinInt64, B, 3), c(B, 2*B, 1)}},
+		{"one bucket", map[int64]int64{5: 9}, 5 * B, 6 * B, 1, true, []chunk{c(5*B, 6*B, 9)}},
+	} {
+		got := cut(tc.kept, tc.lo, tc.hi, tc.first, tc.desc)
+		if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(chunk{})); diff != "" {
+			t.Errorf("%s (-want +got)\n%s", tc.name, diff)
+		}
+	}
+}

@@ -93,40 +93,36 @@ func nsRange(lo, hi int64) string {
 // version that record's merges already dropped, on another shard, would
 // hide a missed row there: two rare events in the same ten seconds. The
 // counts also differ until both tables are merged alike.)
-func (s *Store) plan(ctx context.Context, lo, hi int64, filter string, cp *copyTable) ([]chunk, error) {
+//
+// The chunk read first aims at first rows (chunkRows for a whole read, the
+// limit for a read with one), each later one at twice the one before, up
+// to chunkRows: a read of the first (or, desc, the last) records reads a
+// few, and a filter that keeps fewer than the limit costs a few chunks
+// more, not one a bucket.
+func (s *Store) plan(ctx context.Context, lo, hi int64, filter string, cp *copyTable, first int64, desc bool) ([]chunk, error) {
 	var kept, rewrites map[int64]int64
 	var differ []int64
 	// A chunk read from a copy that judges its current versions alone
 	// needs no count of record's rewrites: they are read only for chunks
 	// read from record, and with the counts when every chunk may be.
 	alone := cp != nil && s.kindOf(cp) == copyAlone
+	limited := first < chunkRows
 	err := both(ctx, func(ctx context.Context) (err error) {
 		kept, differ, err = s.planCounts(ctx, lo, hi, filter, cp)
 		return err
 	}, func(ctx context.Context) (err error) {
 		if !alone {
-			rewrites, err = s.rewritesIn(ctx, lo, hi)
+			rewrites, err = s.rewritesIn(ctx, lo, hi, limited)
 		}
 		return err
 	})
 	if err == nil && alone && len(differ) > 0 {
-		rewrites, err = s.rewritesIn(ctx, lo, hi)
+		rewrites, err = s.rewritesIn(ctx, lo, hi, limited)
 	}
 	if err != nil {
 		return nil, err
 	}
-	var out []chunk
-	cur := chunk{lo: lo}
-	for _, b := range slices.Sorted(maps.Keys(kept)) {
-		if cur.rows >= chunkRows && b >= 0 {
-			cur.hi = b * bucketNS
-			out = append(out, cur)
-			cur = chunk{lo: cur.hi}
-		}
-		cur.rows += kept[b]
-	}
-	cur.hi = hi
-	out = append(out, cur)
+	out := cut(kept, lo, hi, first, desc)
 	for b, n := range rewrites {
 		out[chunkOf(out, b)].rewrites += n
 	}
@@ -141,6 +137,49 @@ func (s *Store) plan(ctx context.Context, lo, hi int64, filter string, cp *copyT
 		}
 	}
 	return slices.DeleteFunc(out, func(c chunk) bool { return c.rows == 0 }), nil
+}
+
+// cut groups the buckets of kept (rows per bucket) into chunks of [lo,
+// hi), in time order, at bucket starts: the chunk read first (the last
+// with desc) closes once it holds first rows, each next once it holds
+// twice as many as the one before, up to chunkRows. A bucket is never
+// split, and records without a time (bucket -1) share the first chunk.
+func cut(kept map[int64]int64, lo, hi, first int64, desc bool) []chunk {
+	bs := slices.Sorted(maps.Keys(kept))
+	target := min(max(first, 1), chunkRows)
+	grow := func() { target = min(2*target, chunkRows) }
+	var out []chunk
+	if !desc {
+		cur := chunk{lo: lo}
+		for _, b := range bs {
+			if cur.rows >= target && b >= 0 {
+				cur.hi = b * bucketNS
+				out = append(out, cur)
+				cur = chunk{lo: cur.hi}
+				grow()
+			}
+			cur.rows += kept[b]
+		}
+		cur.hi = hi
+		return append(out, cur)
+	}
+	cur := chunk{hi: hi}
+	for i := len(bs) - 1; i >= 0; i-- {
+		b := bs[i]
+		cur.rows += kept[b]
+		// A chunk starts at its lowest bucket, which holds lo only
+		// when it is the first.
+		if cur.rows >= target && b >= 0 && i > 0 {
+			cur.lo = b * bucketNS
+			out = append(out, cur)
+			cur = chunk{hi: b * bucketNS}
+			grow()
+		}
+	}
+	cur.lo = lo
+	out = append(out, cur)
+	slices.Reverse(out)
+	return out
 }
 
 // planCounts reads what plan needs but the rewrites: the rows filter
@@ -211,10 +250,18 @@ func chunkOf(chunks []chunk, b int64) int {
 // writer made stale cost time, never answers. investigate plans five reads
 // of the whole timeline: on the 10 M-line benchmark log each count took
 // 0.1 s of the server's two cores.
-func (s *Store) rewritesIn(ctx context.Context, lo, hi int64) (map[int64]int64, error) {
+//
+// A read with a limit (window) counts them in its own window when the
+// whole table's are not held: investigate's read of the last good record
+// before its boundary reads a minute first, where a count of the whole
+// table took 0.17 CPU-s of the servers.
+func (s *Store) rewritesIn(ctx context.Context, lo, hi int64, window bool) (map[int64]int64, error) {
 	s.mu.Lock()
 	all := s.rewrites
 	s.mu.Unlock()
+	if all == nil && window {
+		return s.bucketCounts(ctx, "record", nsRange(lo, hi)+" AND rewrite != 0")
+	}
 	if all == nil {
 		var err error
 		if all, err = s.bucketCounts(ctx, "record", "rewrite != 0"); err != nil {
@@ -444,9 +491,17 @@ func (s *Store) chunkedRecords(ctx context.Context, q timeline.Query, yield func
 		n++
 		return yield(r, nil) && (q.Limit <= 0 || n < q.Limit)
 	}
+	// A read with a limit plans its first chunk at the limit, and tries
+	// without a plan only whether the filter keeps a few times as many
+	// rows: more would be read to no use.
+	first, unplannedRows := chunkRows, chunkRows
+	if q.Limit > 0 {
+		first = int64(q.Limit)
+		unplannedRows = min(chunkRows, max(1024, 4*first))
+	}
 	cp := s.copyFor(q)
 	if cp == nil {
-		recs, ok, err := s.unplanned(ctx, q, lo, hi, filter, residual)
+		recs, ok, err := s.unplanned(ctx, q, lo, hi, filter, residual, unplannedRows)
 		if err != nil {
 			yield(nil, err) // says which shard (eachRecord, rewritesAt)
 			return
@@ -460,7 +515,7 @@ func (s *Store) chunkedRecords(ctx context.Context, q timeline.Query, yield func
 			return
 		}
 	}
-	chunks, err := s.plan(ctx, lo, hi, filter, cp)
+	chunks, err := s.plan(ctx, lo, hi, filter, cp, first, q.Desc)
 	if err != nil {
 		yield(nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err)))
 		return
@@ -774,10 +829,10 @@ func sortTimed(q timeline.Query, read []timed) []*timeline.Record {
 }
 
 // unplanned reads the records of q in [lo, hi) without a plan, when the
-// filter keeps chunkRows rows or fewer there (superseded versions
-// counted): one read of at most that many rows, then the rewrites at
-// their times, the chunk judged here. ok is false when the filter keeps
-// more: the read stopped at chunkRows+1 rows, and the plan reads them.
+// filter keeps limit rows or fewer there (superseded versions counted):
+// one read of at most that many rows, then the rewrites at their times,
+// the chunk judged here. ok is false when the filter keeps more: the read
+// stopped at limit+1 rows, and the plan reads them.
 //
 // A plan counts the rows the filter keeps per bucket of time, which is a
 // scan of the filter's columns as long as the read itself: a filter that
@@ -785,9 +840,9 @@ func sortTimed(q timeline.Query, read []timed) []*timeline.Record {
 // Secret deletions, on the 10 M-line log: 0.46-0.66 s) paid it twice. A
 // read of failed requests is planned, for the plan chooses the failed
 // requests' copy.
-func (s *Store) unplanned(ctx context.Context, q timeline.Query, lo, hi int64, filter string, residual bool) (recs []*timeline.Record, ok bool, err error) {
+func (s *Store) unplanned(ctx context.Context, q timeline.Query, lo, hi int64, filter string, residual bool, limit int64) (recs []*timeline.Record, ok bool, err error) {
 	c := chunk{lo: lo, hi: hi}
-	read, more, err := versioned(ctx, s, q, c, filter, residual, chunkRows, asTimed)
+	read, more, err := versioned(ctx, s, q, c, filter, residual, limit, asTimed)
 	if err != nil || more {
 		return nil, false, err
 	}

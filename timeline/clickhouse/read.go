@@ -117,32 +117,6 @@ func timeRange(since, until time.Time) string {
 	return nsRange(timeline.Span{Since: since, Until: until}.NS())
 }
 
-// recordQuery builds the query of q. residual reports that the rows it
-// reads must still be checked with q.Where.Match, because part of the
-// filter has no SQL form (compileWhere).
-func recordQuery(db string, q timeline.Query) (query string, residual bool) {
-	where, residual := recordWhere(db, q)
-	return recordSelect(q, where, residual), residual
-}
-
-// recordSelect is the query of q's records that match where.
-func recordSelect(q timeline.Query, where string, residual bool) string {
-	cols, _ := readColumns(q, residual)
-	query := "SELECT " + cols + " FROM record WHERE " + where + " ORDER BY " + recordOrder(q)
-	if q.Limit > 0 && !residual {
-		query += fmt.Sprintf(" LIMIT %d", q.Limit)
-	}
-	return query
-}
-
-// recordWhere is the WHERE condition of q's records: its window, the SQL
-// form of its filter, and the current versions.
-func recordWhere(db string, q timeline.Query) (where string, residual bool) {
-	rng := timeRange(q.Since, q.Until)
-	filter, residual := recordFilter(q)
-	return rng + " AND (" + filter + ") AND " + current(db, rng), residual
-}
-
 // recordFilter is the SQL form of q's filter ("1" for none), with the
 // classifier's bad set as a key set when the filter asks for it. residual
 // reports that the rows it keeps must still be checked with q.Where.Match,
@@ -173,83 +147,15 @@ func recordOrder(q timeline.Query) string {
 	return "time_ns, id"
 }
 
-// limitBound narrows a query with a LIMIT to the times its rows can have:
-// the time of the last row it returns, found by reading the time column
-// alone. ClickHouse 18.16 cannot read a table backwards, nor stop at the
-// LIMIT: without the bound, "the last 1,000 records before T" reads every
-// column of every record before T. The condition is empty when fewer rows
-// match than the limit.
-func (s *Store) limitBound(ctx context.Context, q timeline.Query, where string) (string, error) {
-	order, op := "time_ns", "<="
-	if q.Desc {
-		order, op = "time_ns DESC", ">="
-	}
-	rows, err := s.conn.Query(ctx, fmt.Sprintf("SELECT time_ns FROM record WHERE %s ORDER BY %s LIMIT %d, 1", where, order, q.Limit-1))
-	if err != nil {
-		return "", err
-	}
-	defer rows.Close()
-	cond := ""
-	if rows.Next() {
-		var t int64
-		if err := rows.Scan(&t); err != nil {
-			return "", err
-		}
-		cond = fmt.Sprintf(" AND time_ns %s %d", op, t)
-	}
-	return cond, rows.Err()
-}
-
 // Records yields the records matching q in time order (id breaks ties).
 // The server evaluates the filter's translated parts; a filter with parts
 // that have no SQL form is evaluated on each row read, with the same CEL
 // program, and a record on which it fails at run time does not match.
-// A read with a LIMIT the server can apply is one ordered query, bounded
-// in time first (limitBound); any other is read in chunks (chunks.go).
+// Records are read in chunks of time (chunks.go); a read with a limit
+// plans its first chunk at the limit.
 func (s *Store) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeline.Record, error] {
 	return func(yield func(*timeline.Record, error) bool) {
-		if q.Limit > 0 {
-			if _, residual := recordFilter(q); !residual {
-				s.limitedRecords(ctx, q, yield)
-				return
-			}
-		}
 		s.chunkedRecords(ctx, q, yield)
-	}
-}
-
-// limitedRecords yields the first q.Limit records of q, whose filter has
-// a complete SQL form.
-func (s *Store) limitedRecords(ctx context.Context, q timeline.Query, yield func(*timeline.Record, error) bool) {
-	where, _ := recordWhere(s.db, q)
-	bound, err := s.limitBound(ctx, q, where)
-	if err != nil {
-		yield(nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err)))
-		return
-	}
-	rows, err := s.conn.Query(ctx, recordSelect(q, where+bound, false))
-	if err != nil {
-		yield(nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err)))
-		return
-	}
-	defer rows.Close()
-	_, keep := readColumns(q, false)
-	for rows.Next() {
-		r := &timeline.Record{}
-		if err := scanRecord(rows, r, nil); err != nil {
-			yield(nil, fmt.Errorf("read record: %w", err))
-			return
-		}
-		r.Bad = q.Bad[r.ID] // before Keep: FieldsWhere may read it
-		if keep {
-			q.Keep(r)
-		}
-		if !yield(r, nil) {
-			return
-		}
-	}
-	if err := rows.Err(); err != nil {
-		yield(nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err)))
 	}
 }
 

@@ -186,6 +186,14 @@ func TestChunkedReads(t *testing.T) {
 		`annotations (residual)`:       {Where: timelinetest.MustFilter(t, `annotations["x"] == "y"`)},
 		`annotations, limit 3`:         {Where: timelinetest.MustFilter(t, `annotations["x"] == "y"`), Limit: 3},
 		`code == 503, window, limit 2`: {Where: timelinetest.MustFilter(t, `code == 503`), Since: t0.Add(30 * time.Second), Limit: 2},
+		// A read with a limit plans its first chunk at the limit, each
+		// later one twice as large: a chunk whose rows are superseded
+		// versions holds fewer than it counted, and the next is read.
+		"all, limit 1":      {Limit: 1},
+		"all, limit 5":      {Limit: 5},
+		"window, limit 7":   {Since: t0.Add(50 * time.Second), Until: t0.Add(150 * time.Second), Limit: 7},
+		"all, limit 40":     {Limit: 40},
+		"received, limit 2": {Where: timelinetest.MustFilter(t, `stage == "RequestReceived"`), Limit: 2},
 	}
 	for _, rows := range []int64{1, 4, 1 << 16} {
 		clickhouse.SetChunkRows(t, rows)

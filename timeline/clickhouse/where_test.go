@@ -171,26 +171,3 @@ func TestBadIDs(t *testing.T) {
 		}
 	}
 }
-
-// TestRecordQueryLimit: the LIMIT goes to the server when the whole filter
-// has an SQL form; else Records stops after the matches it checked itself.
-func TestRecordQueryLimit(t *testing.T) {
-	for _, tc := range []struct {
-		where string
-		limit bool
-	}{
-		{"", true},
-		{`code >= 500 && stage == "Panic"`, true},
-		{`annotations["x"] == "y" && code >= 500`, false},
-		{`bad`, false},
-	} {
-		q := timeline.Query{Limit: 3}
-		if tc.where != "" {
-			q.Where = mustFilter(t, tc.where)
-		}
-		query, residual := recordQuery("test", q)
-		if got := strings.HasSuffix(query, " LIMIT 3"); got != tc.limit || residual == tc.limit {
-			t.Errorf("%q: LIMIT %v, residual %v; want LIMIT %v\n%s", tc.where, got, residual, tc.limit, query)
-		}
-	}
-}
