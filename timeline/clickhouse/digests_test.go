@@ -88,38 +88,80 @@ func TestStoredDigests(t *testing.T) {
 	}
 	check("record merged", every, false)
 
-	// A run that wrote records leaves record's digests.
+	// A run that wrote records leaves record's digests, when the table
+	// holds at most digestsPerRun (50) times as many: two records into
+	// 62 do, one into 63 does not.
 	late := timeline.Record{Key: "late", AuditID: "late", Time: day.Add(30 * time.Hour), Source: timeline.SourceAudit,
 		Verb: "delete", Code: 500, Stages: timeline.StageResponseComplete,
 		Object: timeline.ObjectRef{Version: "v1", Resource: "configmaps", Namespace: "ml", Name: "late"}}
-	all = append(all, late)
-	run := &timeline.IngestRun{Source: timeline.SourceAudit, Path: "late.log"}
-	if err := s.BeginRun(ctx, run); err != nil {
-		t.Fatal(err)
+	ingest := func(recs ...timeline.Record) {
+		t.Helper()
+		all = append(all, recs...)
+		run := &timeline.IngestRun{Source: timeline.SourceAudit, Path: "late.log"}
+		if err := s.BeginRun(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		b, err := s.Batch(ctx, run.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if _, err := b.AddRecord(ctx, &r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Commit(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		run.Status, run.Records = timeline.RunDone, int64(len(recs))
+		if err := s.FinishRun(ctx, run); err != nil {
+			t.Fatal(err)
+		}
 	}
-	b, err := s.Batch(ctx, run.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.AddRecord(ctx, &late); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Commit(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	run.Status, run.Records = timeline.RunDone, 1
-	if err := s.FinishRun(ctx, run); err != nil {
-		t.Fatal(err)
-	}
+	late2 := late
+	late2.Key, late2.AuditID, late2.Time = "late2", "late2", late.Time.Add(time.Second)
+	ingest(late, late2)
 	check("after a finished run", every, false)
+	late3 := late
+	late3.Key, late3.AuditID, late3.Time = "late3", "late3", late.Time.Add(2*time.Second)
+	ingest(late3)
+	check("after a run of one record into 63", every, true)
+	check("after a run of one record into 63, a later reader", every, false)
 
 	// A write outside a run: read again, then kept.
 	extra := late
-	extra.Key, extra.AuditID, extra.Time = "extra", "extra", late.Time.Add(time.Second)
+	extra.Key, extra.AuditID, extra.Time = "extra", "extra", late.Time.Add(3*time.Second)
 	all = append(all, extra)
 	timelinetest.AddRecords(t, s, extra)
 	check("after a write", every, true)
 	check("after a write, a later reader", every, false)
+
+	// A read of a window reads record's digests of its window when the
+	// stored ones are not of the table as it is, and stores none.
+	more := extra
+	more.Key, more.AuditID, more.Time = "more", "more", extra.Time.Add(time.Second)
+	all = append(all, more)
+	timelinetest.AddRecords(t, s, more)
+	stored := func() string {
+		t.Helper()
+		n, err := s.QueryString(ctx, "SELECT toString(count()) FROM record_digest")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := stored()
+	window := timeline.Query{Where: timelinetest.MustFilter(t, `code >= 500`), Since: day, Until: day.Add(12 * time.Hour)}
+	reader := open()
+	logs.Take()
+	timelinetest.Labels(t, reader, window)
+	if !strings.Contains(logs.Take(), "cityHash64(time_ns, key, max(stages)) AS h FROM record WHERE") {
+		t.Error("a window's read after a write: record's digests not read")
+	}
+	if after := stored(); after != before {
+		t.Errorf("a window's read stored record's digests: %s rows, then %s", before, after)
+	}
+	check("after a window's read", every, true)
 
 	// A mutation on record alone: the copies keep the rows it deleted, so
 	// their digests differ from record's as it is now.
@@ -140,8 +182,12 @@ func TestStoredDigests(t *testing.T) {
 	firstDay := func(r timeline.Record) bool { return no503(r) && r.Time.Before(day.Add(24*time.Hour)) }
 	check("after a dropped partition", firstDay, true)
 	check("after a dropped partition, a later reader", firstDay, false)
-	if n, err := s.QueryString(ctx, "SELECT toString(count()) FROM record_digest"); err != nil || n == "0" {
-		t.Errorf("record_digest holds %s rows (%v)", n, err)
+	// One row a copy is kept.
+	if err := s.MergeFinal(ctx, "record_digest_local"); err != nil {
+		t.Fatal(err)
+	}
+	if n := stored(); n != "2" {
+		t.Errorf("record_digest holds %s rows merged, want 2 (one a copy)", n)
 	}
 }
 

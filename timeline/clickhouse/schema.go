@@ -86,14 +86,15 @@ var schema = []table{
 		shardKey: "cityHash64(k)",
 	},
 	{
-		// record's digests of a copy (storedDigests), by the state of
-		// record's parts they were read at: a cache any reader fills and
-		// any reader may use, so the engine keeps every row.
+		// record's digests of a copy over the whole table (storedDigests),
+		// with the state of record's parts they were read at: a cache any
+		// reader fills and any reader may use. The latest row of a copy
+		// is the one kept: an earlier state does not come back.
 		name: "record_digest",
 		columns: `copy String, parts String, blo Int64, bhi Int64, buckets Array(Int64),
 			requests Array(UInt64), sums Array(UInt64), at_ns Int64`,
-		engine:   "MergeTree() ORDER BY (copy, parts)",
-		shardKey: "cityHash64(copy, parts)",
+		engine:   "ReplacingMergeTree(at_ns) ORDER BY copy",
+		shardKey: "cityHash64(copy)",
 	},
 	{
 		name:     "watch_cursor",

@@ -69,7 +69,7 @@ func (s *Store) FinishRun(ctx context.Context, run *timeline.IngestRun) error {
 	if run.Status == timeline.RunDone && run.Records > 0 {
 		// For the first reader (storedDigests); a cache, so a failure
 		// costs that reader time, never the run.
-		if err := s.storeAllDigests(ctx); err != nil {
+		if err := s.storeAllDigests(ctx, run.Records); err != nil {
 			s.log.Debug("clickhouse: record's digests not stored at the end of the run", "run", run.ID, "err", err)
 		}
 	}
