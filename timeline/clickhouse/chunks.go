@@ -406,10 +406,6 @@ type digests struct {
 	over string
 }
 
-// bucketRange is the condition on time_ns of the whole buckets that meet
-// [lo, hi).
-func bucketRange(lo, hi int64) string { return nsRange(bucketSpan(lo, hi)) }
-
 // bucketSpan is the span [blo, bhi) of the whole buckets that meet [lo,
 // hi), bhi MaxInt64 for none (as nsRange takes it).
 func bucketSpan(lo, hi int64) (blo, bhi int64) {

@@ -97,26 +97,7 @@ func TestStoredDigests(t *testing.T) {
 	ingest := func(recs ...timeline.Record) {
 		t.Helper()
 		all = append(all, recs...)
-		run := &timeline.IngestRun{Source: timeline.SourceAudit, Path: "late.log"}
-		if err := s.BeginRun(ctx, run); err != nil {
-			t.Fatal(err)
-		}
-		b, err := s.Batch(ctx, run.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range recs {
-			if _, err := b.AddRecord(ctx, &r); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := b.Commit(ctx, nil); err != nil {
-			t.Fatal(err)
-		}
-		run.Status, run.Records = timeline.RunDone, int64(len(recs))
-		if err := s.FinishRun(ctx, run); err != nil {
-			t.Fatal(err)
-		}
+		ingestRecords(t, s, recs, len(recs))
 	}
 	late2 := late
 	late2.Key, late2.AuditID, late2.Time = "late2", "late2", late.Time.Add(time.Second)

@@ -97,7 +97,8 @@ func rollupRecords(t *testing.T) []timeline.Record {
 	return out
 }
 
-// ingestRecords writes recs in batches of n.
+// ingestRecords writes recs in batches of n, in one run that ends done,
+// having written them all.
 func ingestRecords(t *testing.T, s timeline.Appender, recs []timeline.Record, n int) {
 	t.Helper()
 	ctx := context.Background()
@@ -119,7 +120,7 @@ func ingestRecords(t *testing.T, s timeline.Appender, recs []timeline.Record, n 
 			t.Fatal(err)
 		}
 	}
-	run.Status = timeline.RunDone
+	run.Status, run.Records = timeline.RunDone, int64(len(recs))
 	if err := s.FinishRun(ctx, run); err != nil {
 		t.Fatal(err)
 	}
