@@ -220,6 +220,12 @@ type IngestRun struct {
 	BadLines  int64     `json:"badLines"`
 	Status    RunStatus `json:"status"`
 	Error     string    `json:"error,omitempty"`
+	// Since and Until are the window the run kept records of (a zero
+	// bound is open), and Outside counts the events (audit events: lines,
+	// mostly) it read outside it: read and counted, not stored.
+	Since   time.Time `json:"since,omitzero"`
+	Until   time.Time `json:"until,omitzero"`
+	Outside int64     `json:"outside,omitempty"`
 }
 
 // AddResult says what became of one record handed to a Batch.

@@ -38,6 +38,9 @@ type Options struct {
 	// OnProgress, if set, is called about every 250 ms and once at the end
 	// of each source.
 	OnProgress func(Progress)
+	// Window, if not open, keeps only the records of requests received
+	// in it; the others are counted in the run's Outside.
+	Window Window
 }
 
 // Progress reports an ingest under way.
@@ -72,7 +75,7 @@ type rawLine struct {
 
 type item struct {
 	line     int64
-	rec      *timeline.Record
+	rec      *timeline.Record // nil: a record outside the window, counted only
 	versions []*timeline.ObjectVersion
 }
 
@@ -192,7 +195,8 @@ func ingestFile(ctx context.Context, store timeline.Appender, path string, opt O
 	}
 	defer src.Close()
 	name := src.RunPath()
-	run := &timeline.IngestRun{Source: timeline.SourceAudit, Path: name, Size: src.Size}
+	run := &timeline.IngestRun{Source: timeline.SourceAudit, Path: name, Size: src.Size,
+		Since: opt.Window.Since, Until: opt.Window.Until}
 	if err := store.BeginRun(ctx, run); err != nil {
 		return nil, fmt.Errorf("ingest audit %s: %w", src.Name(), err)
 	}
@@ -536,6 +540,14 @@ func (w *writer) decodeChunk(c chunk) decoded {
 			out.bad = append(out.bad, &input.Skip{Path: w.src.Name(), Line: l.no, Err: l.err})
 			continue
 		}
+		if win := w.opt.Window; !win.Open() {
+			// A line dated outside the window is not decoded
+			// (peekReceived).
+			if t, ok := peekReceived(l.data); ok && !win.Holds(t) {
+				out.items = append(out.items, item{line: l.no})
+				continue
+			}
+		}
 		evs, err := decode(l.data)
 		if err != nil {
 			out.bad = append(out.bad, &input.Skip{Path: w.src.Name(), Line: l.no, Err: err})
@@ -546,6 +558,10 @@ func (w *writer) decodeChunk(c chunk) decoded {
 			if err != nil {
 				out.bad = append(out.bad, &input.Skip{Path: w.src.Name(), Line: l.no, Err: err})
 				break
+			}
+			if !w.opt.Window.Holds(rec.Time) {
+				out.items = append(out.items, item{line: l.no})
+				continue
 			}
 			rec.Evidence.Line = l.no
 			for _, v := range vs {
@@ -610,6 +626,10 @@ func (w *writer) apply(ctx context.Context, d decoded) error {
 			if err := w.skip(ctx, b.bad); err != nil {
 				return err
 			}
+			continue
+		}
+		if b.item.rec == nil {
+			w.outside(b.item.line)
 			continue
 		}
 		if w.batch == nil {
@@ -716,8 +736,22 @@ func mergeOrder(d decoded) []entry {
 // uncount takes back the counts of a batch that was not committed.
 func (w *writer) uncount() {
 	r, c := w.run, &w.committed
-	r.Lines, r.Records, r.Merged, r.Duplicates, r.Conflicts = c.Lines, c.Records, c.Merged, c.Duplicates, c.Conflicts
+	r.Lines, r.Records, r.Merged, r.Duplicates, r.Conflicts, r.Outside = c.Lines, c.Records, c.Merged, c.Duplicates, c.Conflicts, c.Outside
 	r.Versions, r.BadLines, r.First, r.Last = c.Versions, c.BadLines, c.First, c.Last
+}
+
+// outside counts an event of line outside the window.
+func (w *writer) outside(line int64) {
+	w.run.Outside++
+	w.countLine(line)
+}
+
+// countLine counts line once, however many events it holds.
+func (w *writer) countLine(line int64) {
+	if line != w.lastLine {
+		w.run.Lines++
+		w.lastLine = line
+	}
 }
 
 // add stores one record and its versions and counts the outcome.
@@ -727,10 +761,7 @@ func (w *writer) add(ctx context.Context, b timeline.Batch, it *item) error {
 		return err
 	}
 	w.handled++
-	if it.line != w.lastLine {
-		w.run.Lines++
-		w.lastLine = it.line
-	}
+	w.countLine(it.line)
 	w.run.Tally(res)
 	if t := it.rec.Time; !t.IsZero() {
 		if w.run.First.IsZero() || t.Before(w.run.First) {

@@ -186,7 +186,8 @@ func (s *Store) Bounds(ctx context.Context) (first, last time.Time, err error) {
 // Runs lists the ingest runs, oldest first.
 func (s *Store) Runs(ctx context.Context) ([]timeline.IngestRun, error) {
 	rows, err := s.conn.Query(ctx, `SELECT id, source, path, size, sha256, started_ns, finished_ns, first_ns,
-		last_ns, lines, records, merged, duplicates, conflicts, versions, bad_lines, status, error FROM `+final("ingest_run", "1")+` ORDER BY id`)
+		last_ns, lines, records, merged, duplicates, conflicts, versions, bad_lines, status, error, since_ns, until_ns, outside
+		FROM `+final("ingest_run", "1")+` ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list ingest runs: %w", s.shardErr(ctx, err))
 	}
@@ -197,13 +198,16 @@ func (s *Store) Runs(ctx context.Context) ([]timeline.IngestRun, error) {
 			r                            timeline.IngestRun
 			src, status                  string
 			started, finished, first, la int64
+			since, until                 int64
 		)
 		if err := rows.Scan(&r.ID, &src, &r.Path, &r.Size, &r.SHA256, &started, &finished, &first, &la,
-			&r.Lines, &r.Records, &r.Merged, &r.Duplicates, &r.Conflicts, &r.Versions, &r.BadLines, &status, &r.Error); err != nil {
+			&r.Lines, &r.Records, &r.Merged, &r.Duplicates, &r.Conflicts, &r.Versions, &r.BadLines, &status, &r.Error,
+			&since, &until, &r.Outside); err != nil {
 			return nil, fmt.Errorf("list ingest runs: %w", err)
 		}
 		r.Source, r.Status = timeline.SourceKind(src), timeline.RunStatus(status)
 		r.Started, r.Finished, r.First, r.Last = fromNS(started), fromNS(finished), fromNS(first), fromNS(la)
+		r.Since, r.Until = fromNS(since), fromNS(until)
 		runs = append(runs, r)
 	}
 	return runs, rows.Err()

@@ -73,7 +73,7 @@ var schema = []table{
 		columns: `id Int64, source String, path String, size Int64, sha256 String, started_ns Int64,
 			finished_ns Int64, first_ns Int64, last_ns Int64, lines Int64, records Int64, merged Int64,
 			duplicates Int64, conflicts Int64, versions Int64, bad_lines Int64, status String,
-			error String, updated_ns Int64`,
+			error String, updated_ns Int64, since_ns Int64, until_ns Int64, outside Int64`,
 		engine:   "ReplacingMergeTree(updated_ns) ORDER BY id",
 		shardKey: "intHash64(id)",
 	},
@@ -472,7 +472,51 @@ func createSchema(ctx context.Context, sh shard, c config) (k kept, err error) {
 			return kept{}, &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("create schema: %w", err)}
 		}
 	}
+	if err := addColumns(ctx, conn, c.db); err != nil {
+		return kept{}, &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("upgrade schema: %w", err)}
+	}
 	return k, checkColumns(ctx, conn, sh, c.db, tables)
+}
+
+// addedColumns are columns added to a table after databases were made
+// with it, with the value an older row reads: createSchema adds them to
+// such a database (ClickHouse 18.16 has no ADD COLUMN IF NOT EXISTS).
+// Only columns whose default is what an older writer meant belong here.
+var addedColumns = []struct{ table, column, def string }{
+	// ingest audit --since/--until: an older run kept every record.
+	{"ingest_run", "since_ns", "Int64 DEFAULT " + noTimeSQL},
+	{"ingest_run", "until_ns", "Int64 DEFAULT " + noTimeSQL},
+	{"ingest_run", "outside", "Int64 DEFAULT 0"},
+}
+
+// noTimeSQL is timeline.NoTimeNS as a ClickHouse literal.
+var noTimeSQL = "toInt64(" + strconv.FormatInt(noTime, 10) + ")"
+
+// addColumns adds the addedColumns a database of db lacks, to the local
+// table and the Distributed one. Two processes that upgrade at once both
+// try; the one that finds the column there already carries on.
+func addColumns(ctx context.Context, conn driver.Conn, db string) error {
+	have, err := columnsOf(ctx, conn, db)
+	if err != nil {
+		return err
+	}
+	for _, a := range addedColumns {
+		for _, tab := range []string{a.table + "_local", a.table} {
+			if have[[2]string{tab, a.column}] {
+				continue
+			}
+			err := conn.Exec(ctx, fmt.Sprintf("ALTER TABLE %s.%s ADD COLUMN %s %s", db, tab, a.column, a.def))
+			if err == nil {
+				continue
+			}
+			var n uint64
+			if cerr := conn.QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = ? AND table = ? AND name = ?",
+				db, tab, a.column).Scan(&n); cerr != nil || n == 0 {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // tablesOf is the set of the tables database db holds.
@@ -510,20 +554,8 @@ func (e *SchemaError) Error() string {
 // older table as it is, and ClickHouse 18.16 has no ADD COLUMN IF NOT
 // EXISTS.
 func checkColumns(ctx context.Context, conn driver.Conn, sh shard, db string, tables []table) error {
-	rows, err := conn.Query(ctx, "SELECT table, name FROM system.columns WHERE database = ?", db)
+	have, err := columnsOf(ctx, conn, db)
 	if err != nil {
-		return &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("check schema: %w", err)}
-	}
-	defer rows.Close()
-	have := map[[2]string]bool{}
-	for rows.Next() {
-		var t, c string
-		if err := rows.Scan(&t, &c); err != nil {
-			return &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("check schema: %w", err)}
-		}
-		have[[2]string{t, c}] = true
-	}
-	if err := rows.Err(); err != nil {
 		return &ShardError{Shard: sh.num, Addr: sh.addr, Err: fmt.Errorf("check schema: %w", err)}
 	}
 	for _, t := range tables {
@@ -536,6 +568,24 @@ func checkColumns(ctx context.Context, conn driver.Conn, sh shard, db string, ta
 		}
 	}
 	return nil
+}
+
+// columnsOf is the set of (table, column) of database db.
+func columnsOf(ctx context.Context, conn driver.Conn, db string) (map[[2]string]bool, error) {
+	rows, err := conn.Query(ctx, "SELECT table, name FROM system.columns WHERE database = ?", db)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	have := map[[2]string]bool{}
+	for rows.Next() {
+		var t, c string
+		if err := rows.Scan(&t, &c); err != nil {
+			return nil, err
+		}
+		have[[2]string{t, c}] = true
+	}
+	return have, rows.Err()
 }
 
 // final is the rows of table that match where, as merged (FINAL: one row

@@ -83,7 +83,7 @@ func (s *Store) writeRun(ctx context.Context, run *timeline.IngestRun) error {
 	}
 	if err := b.Append(run.ID, string(run.Source), run.Path, run.Size, run.SHA256, ns(run.Started), ns(run.Finished),
 		ns(run.First), ns(run.Last), run.Lines, run.Records, run.Merged, run.Duplicates, run.Conflicts, run.Versions,
-		run.BadLines, string(run.Status), run.Error, s.stamp()); err != nil {
+		run.BadLines, string(run.Status), run.Error, s.stamp(), ns(run.Since), ns(run.Until), run.Outside); err != nil {
 		return err
 	}
 	if err := b.Send(); err != nil {

@@ -284,7 +284,8 @@ func (s *Store) Bounds(ctx context.Context) (first, last time.Time, err error) {
 // Runs lists the ingest runs, oldest first.
 func (s *Store) Runs(ctx context.Context) ([]timeline.IngestRun, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, source, path, size, sha256, started_ns, finished_ns, first_ns,
-		last_ns, lines, records, merged, duplicates, conflicts, versions, bad_lines, status, error FROM ingest_run ORDER BY id`)
+		last_ns, lines, records, merged, duplicates, conflicts, versions, bad_lines, status, error, since_ns, until_ns, outside
+		FROM ingest_run ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list ingest runs: %w", err)
 	}
@@ -295,13 +296,21 @@ func (s *Store) Runs(ctx context.Context) ([]timeline.IngestRun, error) {
 			r                            timeline.IngestRun
 			src, status                  string
 			started, finished, first, la int64
+			since, until                 sql.NullInt64
 		)
 		if err := rows.Scan(&r.ID, &src, &r.Path, &r.Size, &r.SHA256, &started, &finished, &first, &la,
-			&r.Lines, &r.Records, &r.Merged, &r.Duplicates, &r.Conflicts, &r.Versions, &r.BadLines, &status, &r.Error); err != nil {
+			&r.Lines, &r.Records, &r.Merged, &r.Duplicates, &r.Conflicts, &r.Versions, &r.BadLines, &status, &r.Error,
+			&since, &until, &r.Outside); err != nil {
 			return nil, fmt.Errorf("list ingest runs: %w", err)
 		}
 		r.Source, r.Status = timeline.SourceKind(src), timeline.RunStatus(status)
 		r.Started, r.Finished, r.First, r.Last = fromNS(started), fromNS(finished), fromNS(first), fromNS(la)
+		if since.Valid {
+			r.Since = fromNS(since.Int64)
+		}
+		if until.Valid {
+			r.Until = fromNS(until.Int64)
+		}
 		runs = append(runs, r)
 	}
 	return runs, rows.Err()

@@ -36,9 +36,11 @@ func (s *Store) BeginRun(ctx context.Context, run *timeline.IngestRun) error {
 
 // insertRun inserts run with exec and sets run.ID.
 func insertRun(run *timeline.IngestRun, exec func(q string, args ...any) (sql.Result, error)) error {
-	res, err := exec(`INSERT INTO ingest_run (source, path, size, sha256, started_ns, finished_ns, first_ns, last_ns, status)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		string(run.Source), run.Path, run.Size, run.SHA256, ns(run.Started), noTime, noTime, noTime, string(run.Status))
+	res, err := exec(`INSERT INTO ingest_run (source, path, size, sha256, started_ns, finished_ns, first_ns, last_ns, status,
+		since_ns, until_ns)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		string(run.Source), run.Path, run.Size, run.SHA256, ns(run.Started), noTime, noTime, noTime, string(run.Status),
+		bound(run.Since), bound(run.Until))
 	if err != nil {
 		return fmt.Errorf("begin ingest run: %w", err)
 	}
@@ -63,12 +65,21 @@ type execer interface {
 
 func updateRun(ctx context.Context, db execer, run *timeline.IngestRun) error {
 	_, err := db.ExecContext(ctx, `UPDATE ingest_run SET size = ?, sha256 = ?, finished_ns = ?, first_ns = ?, last_ns = ?,
-		lines = ?, records = ?, merged = ?, duplicates = ?, conflicts = ?, versions = ?, bad_lines = ?, status = ?, error = ?
+		lines = ?, records = ?, merged = ?, duplicates = ?, conflicts = ?, versions = ?, bad_lines = ?, status = ?, error = ?,
+		outside = ?
 		WHERE id = ?`,
 		run.Size, run.SHA256, ns(run.Finished), ns(run.First), ns(run.Last),
 		run.Lines, run.Records, run.Merged, run.Duplicates, run.Conflicts, run.Versions, run.BadLines, string(run.Status),
-		run.Error, run.ID)
+		run.Error, run.Outside, run.ID)
 	return err
+}
+
+// bound is a window's bound as ingest_run keeps it: NULL when open.
+func bound(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: ns(t), Valid: true}
 }
 
 // Batch opens a write transaction for the run. The transaction ends only by

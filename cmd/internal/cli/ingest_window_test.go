@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestIngestWindow: ingest audit --since/--until keeps the window's
+// requests, says how many it left out, and sources says the run was
+// windowed; a window that misses the file warns, and a bad window is a
+// usage error.
+func TestIngestWindow(t *testing.T) {
+	const sample = "../../../fixtures/sample-audit/audit.log.gz"
+	db := filepath.Join(t.TempDir(), "w.db")
+	since, until := "2026-05-01T10:02:00Z", "2026-05-01T10:04:00Z"
+	code, _, stderr := runCLI(t, "--db", db, "ingest", "audit", "--since", since, "--until", until, sample)
+	if code != 0 || !strings.Contains(stderr, " events outside the window") || strings.Contains(stderr, "warning") {
+		t.Fatalf("exit %d, stderr %q; want exit 0 and a count of the events outside the window", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, "--db", db, "sources")
+	want := "WINDOW: run 1 kept only the requests received in [" + since + ", " + until + ")"
+	if code != 0 || !strings.Contains(stdout, want) {
+		t.Errorf("sources: exit %d, stdout %q, stderr %q; want %q", code, stdout, stderr, want)
+	}
+	_, stdout, _ = runCLI(t, "--db", db, "sources", "-o", "json")
+	var src struct {
+		Runs []struct {
+			Since, Until     time.Time
+			Outside, Records int64
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &src); err != nil {
+		t.Fatal(err)
+	}
+	lo, _ := time.Parse(time.RFC3339, since)
+	hi, _ := time.Parse(time.RFC3339, until)
+	if r := src.Runs; len(r) != 1 || !r[0].Since.Equal(lo) || !r[0].Until.Equal(hi) || r[0].Outside == 0 || r[0].Records == 0 {
+		t.Errorf("sources -o json runs: %+v", r)
+	}
+	_, stdout, _ = runCLI(t, "--db", db, "timeline", "-o", "jsonl", "--limit", "0")
+	for l := range strings.SplitSeq(strings.TrimSpace(stdout), "\n") {
+		var r struct {
+			Source string
+			Time   time.Time
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Source == "audit" && (r.Time.Before(lo) || !r.Time.Before(hi)) {
+			t.Fatalf("a record received at %s, outside [%s, %s)", r.Time, since, until)
+		}
+	}
+
+	code, _, stderr = runCLI(t, "--db", filepath.Join(t.TempDir(), "x.db"), "ingest", "audit", "--since", "2027-01-01T00:00:00Z", sample)
+	if code != 0 || !strings.Contains(stderr, "audit.log.gz: none of its 8,000 audit events was received in the window from 2027-01-01T00:00:00Z") {
+		t.Errorf("a window past the file: exit %d, stderr %q", code, stderr)
+	}
+
+	for _, tt := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"--since", until, "--until", since}, "--since (" + until + ") must come before --until (" + since + ")"},
+		{[]string{"--since", "yesterday"}, `invalid --since "yesterday"`},
+		{[]string{"--until", "5"}, `invalid --until "5"`},
+	} {
+		args := append(append([]string{"--db", filepath.Join(t.TempDir(), "u.db"), "ingest", "audit"}, tt.args...), sample)
+		if code, _, stderr := runCLI(t, args...); code != exitUsage || !strings.Contains(stderr, tt.err) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d saying %q", tt.args, code, stderr, exitUsage, tt.err)
+		}
+	}
+}
