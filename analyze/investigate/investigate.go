@@ -386,7 +386,7 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	}()
 	if len(out.Bad) == 0 {
 		decide(rep)
-		return rep, nil
+		return rep, windowedHint(ctx, s, rep)
 	}
 
 	// 1. The boundary.
@@ -591,6 +591,9 @@ func findGangs(members []*outcome.Unit, ranks map[*outcome.Unit]string) []gang.F
 // then mitigation apart from confirmation.
 func conclude(ctx context.Context, s Store, out *outcome.Outcomes, rep *Report) error {
 	decide(rep)
+	if err := windowedHint(ctx, s, rep); err != nil {
+		return err
+	}
 	if err := lastGoodBeforeCause(ctx, s, out, rep); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,5 +72,33 @@ func TestIngestWindow(t *testing.T) {
 		if code, _, stderr := runCLI(t, args...); code != exitUsage || !strings.Contains(stderr, tt.err) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d saying %q", tt.args, code, stderr, exitUsage, tt.err)
 		}
+	}
+}
+
+// TestInvestigateNamesTheWindow: an ingest that started after the calm
+// leaves the investigation unsure, and its next steps name the run that
+// left the earlier requests out.
+func TestInvestigateNamesTheWindow(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "w.db")
+	if code, _, stderr := runCLI(t, "--db", db, "ingest", "audit", "--since", "2026-11-30T09:19:05Z",
+		"../../../fixtures/thousand-workers/audit.log.gz"); code != 0 {
+		t.Fatalf("ingest: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, "--db", db, "investigate", "-o", "json")
+	if code != 0 {
+		t.Fatalf("investigate: exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		Verdict string
+		Next    []string
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := "run 1 kept only the requests of "
+	if rep.Verdict != "no-confident-cause" || !slices.ContainsFunc(rep.Next, func(n string) bool {
+		return strings.HasPrefix(n, want) && strings.Contains(n, "received from 2026-11-30T09:19:05Z")
+	}) {
+		t.Errorf("verdict %q, next %q; want no confident cause and a step naming the window", rep.Verdict, rep.Next)
 	}
 }

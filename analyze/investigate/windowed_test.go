@@ -1,0 +1,62 @@
+package investigate
+
+import (
+	"context"
+	"iter"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+// runsOnly is a Store that lists runs and holds nothing else.
+type runsOnly struct{ runs []timeline.IngestRun }
+
+func (runsOnly) Versions(context.Context, timeline.VersionQuery) ([]timeline.ObjectVersion, error) {
+	return nil, nil
+}
+func (runsOnly) Records(context.Context, timeline.Query) iter.Seq2[*timeline.Record, error] {
+	return func(func(*timeline.Record, error) bool) {}
+}
+func (runsOnly) Bounds(context.Context) (time.Time, time.Time, error) {
+	return time.Time{}, time.Time{}, nil
+}
+func (r runsOnly) Runs(context.Context) ([]timeline.IngestRun, error) { return r.runs, nil }
+
+// TestWindowedHint: an unsure report names each run that left events out
+// of its window; a confident one, or runs that left nothing out, do not.
+func TestWindowedHint(t *testing.T) {
+	since := time.Date(2026, 11, 30, 9, 19, 5, 0, time.UTC)
+	windowed := timeline.IngestRun{ID: 2, Path: "/var/log/audit.log", Since: since, Outside: 15646}
+	whole := timeline.IngestRun{ID: 1, Path: "/var/log/audit-old.log"}
+	tests := []struct {
+		name    string
+		verdict string
+		runs    []timeline.IngestRun
+		want    []string
+	}{
+		{"unsure, a windowed run", VerdictNoCause, []timeline.IngestRun{whole, windowed}, []string{
+			"run 2 kept only the requests of /var/log/audit.log received from 2026-11-30T09:19:05Z and left 15646 events out:" +
+				" ingest it again with a wider window (faultline ingest audit --since EARLIER)"}},
+		{"unsure, a window that left nothing out", VerdictNoCause, []timeline.IngestRun{{ID: 3, Since: since}}, nil},
+		{"unsure, no window", VerdictNoCause, []timeline.IngestRun{whole}, nil},
+		{"a confident cause", VerdictCause, []timeline.IngestRun{windowed}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := &Report{Verdict: tt.verdict}
+			if err := windowedHint(context.Background(), runsOnly{tt.runs}, rep); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, rep.Next); diff != "" {
+				t.Errorf("next (-want +got)\n%s", diff)
+			}
+		})
+	}
+	if got := windowText(since, since.Add(time.Hour)); !strings.HasPrefix(got, "in [") {
+		t.Errorf("windowText = %q", got)
+	}
+}
