@@ -110,9 +110,57 @@ func BenchmarkIngest(b *testing.B) {
 	})
 }
 
+// BenchmarkIngestWindow is BenchmarkIngest keeping only the minute in the
+// middle of the file (ingest audit --since/--until).
+func BenchmarkIngestWindow(b *testing.B) {
+	path := benchFile(b)
+	first, err := FirstTime(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	last := lastTime(b, path)
+	mid := time.Unix(0, first+(last.UnixNano()-first)/2).UTC()
+	benchIngestOpt(b, func(b *testing.B) timeline.Store {
+		s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "b.db"), sqlite.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	}, Options{Window: Window{Since: mid, Until: mid.Add(time.Minute)}})
+}
+
+// lastTime is when the request of the last line of path was received.
+func lastTime(b *testing.B, path string) time.Time {
+	fh, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := make([]byte, min(fi.Size(), 4<<20)) // the last line is shorter
+	if _, err := fh.ReadAt(data, fi.Size()-int64(len(data))); err != nil {
+		b.Fatal(err)
+	}
+	data = bytes.TrimRight(data, "\n")
+	t, ok := peekReceived(data[bytes.LastIndexByte(data, '\n')+1:])
+	if !ok {
+		b.Fatalf("%s: the last line has no time to peek", path)
+	}
+	return t
+}
+
 // benchIngest times the ingest of the benchmark file into the stores open
 // makes, a fresh one each time (not timed).
 func benchIngest(b *testing.B, open func(*testing.B) timeline.Store) {
+	benchIngestOpt(b, open, Options{})
+}
+
+// benchIngestOpt is benchIngest with the ingest's options.
+func benchIngestOpt(b *testing.B, open func(*testing.B) timeline.Store, opt Options) {
 	path := benchFile(b)
 	fi, _ := os.Stat(path)
 	b.SetBytes(fi.Size())
@@ -120,7 +168,7 @@ func benchIngest(b *testing.B, open func(*testing.B) timeline.Store) {
 		b.StopTimer()
 		s := open(b)
 		b.StartTimer()
-		runs, err := Ingest(context.Background(), s, []string{path}, Options{})
+		runs, err := Ingest(context.Background(), s, []string{path}, opt)
 		if err != nil {
 			b.Fatal(err)
 		}
