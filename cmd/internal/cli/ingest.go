@@ -74,9 +74,9 @@ lines around it are kept. With --strict the first bad line stops the ingest
 when you know roughly when the trouble began: a day's log is read, but only
 the window's hours are decoded and stored, so the ingest takes a fraction
 of the time. Keep an hour or so of the calm before the first symptom: the
-investigation compares the two sides. The lines outside are counted ("N
-events outside the window") and not checked; ingesting again with a wider window,
-or none, adds what is missing and nothing twice.`,
+investigation compares the two sides. The lines outside are counted
+("N events outside the window") and not checked; ingesting again with a
+wider window, or none, adds what is missing and nothing twice.`,
 		Example: `  faultline ingest audit /var/log/kubernetes/audit/
   faultline ingest audit audit.log audit-2026-05-01T10-00-00.000.log.gz
   faultline ingest audit --since 2026-05-01T02:00:00Z --until 2026-05-01T04:00:00Z /var/log/kubernetes/audit/
