@@ -145,44 +145,13 @@ func TestWindowHolds(t *testing.T) {
 func TestWindowKeepsWhatAFullIngestHoldsInIt(t *testing.T) {
 	ctx := context.Background()
 	log := filepath.Join("testdata", "auditgen-rr30.log.gz")
-	full := sqlitetest.New(t)
-	fullRuns, err := Ingest(ctx, full, []string{log}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := records(t, full)
-	times := make([]time.Time, len(all))
-	for i, r := range all {
-		times[i] = r.Time
-	}
-	slices.SortFunc(times, time.Time.Compare)
-	// Bounds on record times: since is kept, until is not.
-	win := Window{Since: times[len(times)/3], Until: times[2*len(times)/3]}
-	var want []*timeline.Record
-	for _, r := range all {
-		if win.Holds(r.Time) {
-			want = append(want, r)
-		}
-	}
-	if len(want) == 0 || len(want) == len(all) {
-		t.Fatalf("the window %+v holds %d of %d records: pick another", win, len(want), len(all))
-	}
-
+	win, all := checkWindow(t, log)
 	s := sqlitetest.New(t)
 	runs, err := Ingest(ctx, s, []string{log}, Options{Window: win})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(project(want), project(records(t, s))); diff != "" {
-		t.Errorf("the window's records (-whole ingest, in the window +windowed ingest)\n%s", diff)
-	}
-	r, f := runs[0], fullRuns[0]
-	if r.Lines != f.Lines {
-		t.Errorf("the windowed run read %d lines, the whole one %d", r.Lines, f.Lines)
-	}
-	if in, whole := r.Records+r.Merged+r.Duplicates+r.Outside, f.Records+f.Merged+f.Duplicates; in != whole || r.Outside == 0 {
-		t.Errorf("the windowed run counted %d events (%d outside), the whole one %d", in, r.Outside, whole)
-	}
+	r := runs[0]
 	if !r.Since.Equal(win.Since) || !r.Until.Equal(win.Until) {
 		t.Errorf("run window [%s, %s), want [%s, %s)", r.Since, r.Until, win.Since, win.Until)
 	}
@@ -205,4 +174,67 @@ func TestWindowKeepsWhatAFullIngestHoldsInIt(t *testing.T) {
 	if rest[0].Outside != 0 || !rest[0].Since.IsZero() || !rest[0].Until.IsZero() {
 		t.Errorf("a run without a window: %+v", rest[0])
 	}
+}
+
+// TestWindowOverEnvelopes: the real logs of the shared samples (AKS and GKE
+// envelopes, Falco's EventLists), whose lines the peek declines, are
+// filtered by their records' times alike.
+func TestWindowOverEnvelopes(t *testing.T) {
+	dir := samplesDir(t)
+	checkWindow(t, filepath.Join(dir, "elastic-test-audit.log"), filepath.Join(dir, "elastic-test-kube-audit.log"),
+		filepath.Join(dir, "falco-create_deployment.json"), filepath.Join(dir, "falco-create_configmap_sensitive_values.json"))
+}
+
+// checkWindow ingests files whole, then through the window between the
+// third and the two-thirds of their records' times (since kept, until
+// not), and checks that the window's timeline holds exactly the whole
+// one's records in it, and that each run counts every event it read,
+// kept or outside. It returns the window and the whole ingest's records.
+func checkWindow(t *testing.T, files ...string) (Window, []*timeline.Record) {
+	t.Helper()
+	ctx := context.Background()
+	full := sqlitetest.New(t)
+	fullRuns, err := Ingest(ctx, full, files, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := records(t, full)
+	times := make([]time.Time, len(all))
+	for i, r := range all {
+		times[i] = r.Time
+	}
+	slices.SortFunc(times, time.Time.Compare)
+	win := Window{Since: times[len(times)/3], Until: times[2*len(times)/3]}
+	var want []*timeline.Record
+	for _, r := range all {
+		if win.Holds(r.Time) {
+			want = append(want, r)
+		}
+	}
+	if len(want) == 0 || len(want) == len(all) {
+		t.Fatalf("the window %+v holds %d of %d records: pick another", win, len(want), len(all))
+	}
+	s := sqlitetest.New(t)
+	runs, err := Ingest(ctx, s, files, Options{Window: win})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(project(want), project(records(t, s))); diff != "" {
+		t.Errorf("the window's records (-whole ingest, in the window +windowed ingest)\n%s", diff)
+	}
+	var outside int64
+	for i, r := range runs {
+		f := fullRuns[i]
+		if r.Lines != f.Lines {
+			t.Errorf("%s: the windowed run read %d lines, the whole one %d", r.Path, r.Lines, f.Lines)
+		}
+		if in, whole := r.Records+r.Merged+r.Duplicates+r.Outside, f.Records+f.Merged+f.Duplicates; in != whole {
+			t.Errorf("%s: the windowed run counted %d events (%d outside), the whole one %d", r.Path, in, r.Outside, whole)
+		}
+		outside += r.Outside
+	}
+	if outside == 0 {
+		t.Error("no event counted outside the window")
+	}
+	return win, all
 }
