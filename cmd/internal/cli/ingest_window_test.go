@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/faultline/faultline/timeline/clickhouse/clickhousetest"
 )
 
 // TestIngestWindow: ingest audit --since/--until keeps the window's
@@ -100,5 +104,42 @@ func TestInvestigateNamesTheWindow(t *testing.T) {
 		return strings.HasPrefix(n, want) && strings.Contains(n, "received from 2026-11-30T09:19:05Z")
 	}) {
 		t.Errorf("verdict %q, next %q; want no confident cause and a step naming the window", rep.Verdict, rep.Next)
+	}
+}
+
+// TestIngestWindowOnClickHouse: a windowed ingest into ClickHouse holds
+// what one into SQLite does, and its run keeps the window and the count.
+func TestIngestWindowOnClickHouse(t *testing.T) {
+	dsn := clickhousetest.DSN(t)
+	db := filepath.Join(t.TempDir(), "w.db")
+	const sample = "../../../fixtures/sample-audit/audit.log.gz"
+	window := []string{"--since", "2026-05-01T10:02:00Z", "--until", "2026-05-01T10:04:00Z"}
+	var out [2]struct{ timeline, runs string }
+	for i, store := range [][]string{{"--db", db}, {"--store", dsn}} {
+		if code, _, stderr := runCLI(t, append(append(append(store, "ingest", "audit"), window...), sample)...); code != 0 {
+			t.Fatalf("%v: ingest: exit %d: %s", store, code, stderr)
+		}
+		_, stdout, _ := runCLI(t, append(store, "timeline", "-o", "jsonl", "--limit", "0")...)
+		lines := strings.Split(strings.TrimSpace(stdout), "\n")
+		slices.Sort(lines)
+		out[i].timeline = strings.Join(lines, "\n")
+		_, stdout, _ = runCLI(t, append(store, "sources", "-o", "json")...)
+		var src struct {
+			Runs []struct {
+				Since, Until time.Time
+				Outside      int64
+			}
+		}
+		if err := json.Unmarshal([]byte(stdout), &src); err != nil {
+			t.Fatalf("%v: sources: %v", store, err)
+		}
+		b, _ := json.Marshal(src.Runs)
+		out[i].runs = string(b)
+	}
+	if out[0].timeline == "" || out[0].timeline != out[1].timeline {
+		t.Errorf("the windowed timelines differ (-SQLite +ClickHouse)\n%s", cmp.Diff(out[0].timeline, out[1].timeline))
+	}
+	if out[0].runs != out[1].runs || !strings.Contains(out[0].runs, `"Outside":6661`) {
+		t.Errorf("runs: SQLite %s, ClickHouse %s", out[0].runs, out[1].runs)
 	}
 }
