@@ -33,3 +33,20 @@ func TestCheckTime(t *testing.T) {
 		})
 	}
 }
+
+func TestIngestRunWindow(t *testing.T) {
+	since, until := time.Date(2026, 5, 1, 2, 0, 0, 0, time.UTC), time.Date(2026, 5, 1, 4, 0, 0, 500, time.UTC)
+	for _, tt := range []struct {
+		run  IngestRun
+		want string
+	}{
+		{IngestRun{}, ""},
+		{IngestRun{Since: since}, "from 2026-05-01T02:00:00Z"},
+		{IngestRun{Until: until}, "before 2026-05-01T04:00:00.0000005Z"},
+		{IngestRun{Since: since.In(time.FixedZone("x", 3600)), Until: until}, "in [2026-05-01T02:00:00Z, 2026-05-01T04:00:00.0000005Z)"},
+	} {
+		if got := tt.run.Window(); got != tt.want {
+			t.Errorf("Window() = %q, want %q", got, tt.want)
+		}
+	}
+}

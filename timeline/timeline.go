@@ -228,6 +228,22 @@ type IngestRun struct {
 	Outside int64     `json:"outside,omitempty"`
 }
 
+// Window names the run's window as its messages say it: "in [since,
+// until)", "from since", "before until", or "" for a run that kept every
+// record.
+func (r *IngestRun) Window() string {
+	const layout = time.RFC3339Nano
+	switch {
+	case r.Since.IsZero() && r.Until.IsZero():
+		return ""
+	case r.Until.IsZero():
+		return "from " + r.Since.UTC().Format(layout)
+	case r.Since.IsZero():
+		return "before " + r.Until.UTC().Format(layout)
+	}
+	return "in [" + r.Since.UTC().Format(layout) + ", " + r.Until.UTC().Format(layout) + ")"
+}
+
 // AddResult says what became of one record handed to a Batch.
 type AddResult int
 

@@ -3,7 +3,6 @@ package investigate
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/faultline/faultline/timeline"
 )
@@ -31,19 +30,7 @@ func windowedHint(ctx context.Context, s Store, rep *Report) error {
 			continue
 		}
 		rep.Next = append(rep.Next, fmt.Sprintf("run %d kept only the requests of %s received %s and left %d events out:"+
-			" ingest it again with a wider window (faultline ingest audit --since EARLIER)", r.ID, r.Path, windowText(r.Since, r.Until), r.Outside))
+			" ingest it again with a wider window (faultline ingest audit --since EARLIER)", r.ID, r.Path, r.Window(), r.Outside))
 	}
 	return nil
-}
-
-// windowText names a window: [since, until), or from since, or before
-// until.
-func windowText(since, until time.Time) string {
-	switch {
-	case until.IsZero():
-		return "from " + since.UTC().Format(time.RFC3339Nano)
-	case since.IsZero():
-		return "before " + until.UTC().Format(time.RFC3339Nano)
-	}
-	return "in [" + since.UTC().Format(time.RFC3339Nano) + ", " + until.UTC().Format(time.RFC3339Nano) + ")"
 }

@@ -201,8 +201,8 @@ func ingestAuditRun(ctx context.Context, opts *ingestAuditOptions) error {
 		}
 		printRunSummary(errOut, &r, hidden)
 		if r.Outside > 0 && r.Records+r.Merged+r.Duplicates == 0 {
-			f.warnf("%s: none of its %s audit events was received in the window %s; nothing of it was stored",
-				displayPath(r.Path), humanInt(r.Outside), windowText(r.Since, r.Until))
+			f.warnf("%s: none of its %s audit events was received %s; nothing of it was stored",
+				displayPath(r.Path), humanInt(r.Outside), r.Window())
 		}
 	}
 	if aerr := analyze(ctx, store); aerr != nil && err == nil {
@@ -232,18 +232,6 @@ func ingestWindow(since, until string, now time.Time) (audit.Window, error) {
 			"--since (%s) must come before --until (%s)", w.Since.Format(time.RFC3339Nano), w.Until.Format(time.RFC3339Nano))
 	}
 	return w, nil
-}
-
-// windowText names a window: [since, until), or from since, or before
-// until.
-func windowText(since, until time.Time) string {
-	switch {
-	case until.IsZero():
-		return "from " + fmtTime(since, time.RFC3339Nano)
-	case since.IsZero():
-		return "before " + fmtTime(until, time.RFC3339Nano)
-	}
-	return "[" + fmtTime(since, time.RFC3339Nano) + ", " + fmtTime(until, time.RFC3339Nano) + ")"
 }
 
 // noneGood fails an ingest in which some file had lines but not one good

@@ -153,9 +153,9 @@ func printSources(f *Factory, s *sourcesJSON, gap time.Duration) error {
 			fmt.Fprintf(w, "CONFLICTS: run %d kept %s record(s) that share a natural key (audit ID and time) with a record of another request (user, verb, object or code differ); both are kept\n",
 				r.ID, humanInt(r.Conflicts))
 		}
-		if !r.Since.IsZero() || !r.Until.IsZero() {
-			fmt.Fprintf(w, "WINDOW: run %d kept only the requests received in %s; it read %s audit event(s) outside it and did not store them\n",
-				r.ID, windowText(r.Since, r.Until), humanInt(r.Outside))
+		if win := r.Window(); win != "" {
+			fmt.Fprintf(w, "WINDOW: run %d kept only the requests received %s; it read %s audit event(s) outside it and did not store them\n",
+				r.ID, win, humanInt(r.Outside))
 		}
 	}
 	fmt.Fprintln(w)
