@@ -177,6 +177,9 @@ func (m *Model) detailEvidence(t *detailText) {
 	case d.run != nil:
 		t.field("file", d.run.Path)
 		t.field("run", fmt.Sprintf("%d (%s ingest)", d.run.ID, d.run.Source))
+		if win := d.run.Window(); win != "" {
+			t.field("window", fmt.Sprintf("the run kept only the requests received %s (%d events left out)", win, d.run.Outside))
+		}
 		t.field("line", fmt.Sprint(r.Evidence.Line))
 	default:
 		t.field("run", fmt.Sprintf("%d, line %d (the run is not in the store)", r.Evidence.Run, r.Evidence.Line))
