@@ -87,6 +87,10 @@ type Report struct {
 	// Warnings say what weakens the report: the --bad or --good expression
 	// failed at run time on some observations, which counted as no match.
 	Warnings []string `json:"warnings,omitempty"`
+	// WindowedRuns are the ingest runs that kept only a window of their
+	// log (ingest audit --since/--until) and left events out: evidence
+	// the report did not see.
+	WindowedRuns []WindowedRun `json:"windowedRuns,omitempty"`
 	// BadObservations counts the observations the outcome classifier found
 	// bad in the window (bad records and bad object states): the same set
 	// as timeline --where 'bad', bisect and the TUI's histogram.
@@ -371,6 +375,9 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	}
 	rep := &Report{SchemaVersion: SchemaVersion, Window: Window{first, last}, Changes: []Suspect{},
 		Gangs: []gang.Finding{}, Episodes: []Episode{}, NodeHealth: []NodeHealth{}, Mitigation: []Action{}, Confirmation: []string{}}
+	if rep.WindowedRuns, err = windowedRuns(ctx, s); err != nil {
+		return nil, err
+	}
 
 	out, err := outcome.Read(ctx, s, outcome.Options{Bad: opt.Bad, Good: opt.Good, Since: opt.Since, Until: opt.Until})
 	if err != nil {
@@ -386,7 +393,8 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	}()
 	if len(out.Bad) == 0 {
 		decide(rep)
-		return rep, windowedHint(ctx, s, rep)
+		windowedHint(rep)
+		return rep, nil
 	}
 
 	// 1. The boundary.
@@ -591,9 +599,7 @@ func findGangs(members []*outcome.Unit, ranks map[*outcome.Unit]string) []gang.F
 // then mitigation apart from confirmation.
 func conclude(ctx context.Context, s Store, out *outcome.Outcomes, rep *Report) error {
 	decide(rep)
-	if err := windowedHint(ctx, s, rep); err != nil {
-		return err
-	}
+	windowedHint(rep)
 	if err := lastGoodBeforeCause(ctx, s, out, rep); err != nil {
 		return err
 	}

@@ -79,31 +79,58 @@ func TestIngestWindow(t *testing.T) {
 	}
 }
 
-// TestInvestigateNamesTheWindow: an ingest that started after the calm
-// leaves the investigation unsure, and its next steps name the run that
-// left the earlier requests out.
+// TestInvestigateNamesTheWindow: a report over a windowed ingest lists the
+// run and what it left out, in JSON, text and the postmortem draft; an
+// ingest that started after the calm leaves the investigation unsure, and
+// its next steps ask for a wider window, where one that kept the calm and
+// the cause finds it and asks for nothing.
 func TestInvestigateNamesTheWindow(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "w.db")
-	if code, _, stderr := runCLI(t, "--db", db, "ingest", "audit", "--since", "2026-11-30T09:19:05Z",
-		"../../../fixtures/thousand-workers/audit.log.gz"); code != 0 {
-		t.Fatalf("ingest: exit %d: %s", code, stderr)
-	}
-	code, stdout, stderr := runCLI(t, "--db", db, "investigate", "-o", "json")
-	if code != 0 {
-		t.Fatalf("investigate: exit %d: %s", code, stderr)
-	}
-	var rep struct {
-		Verdict string
-		Next    []string
-	}
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-		t.Fatal(err)
-	}
-	want := "run 1 kept only the requests of "
-	if rep.Verdict != "no-confident-cause" || !slices.ContainsFunc(rep.Next, func(n string) bool {
-		return strings.HasPrefix(n, want) && strings.Contains(n, "received from 2026-11-30T09:19:05Z")
-	}) {
-		t.Errorf("verdict %q, next %q; want no confident cause and a step naming the window", rep.Verdict, rep.Next)
+	const log = "../../../fixtures/thousand-workers/audit.log.gz"
+	for _, tt := range []struct {
+		since, verdict string
+		asks           bool
+	}{
+		{"2026-11-30T09:19:05Z", "no-confident-cause", true},
+		{"2026-11-30T09:17:00Z", "cause", false},
+	} {
+		t.Run(tt.since, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "w.db")
+			if code, _, stderr := runCLI(t, "--db", db, "ingest", "audit", "--since", tt.since, log); code != 0 {
+				t.Fatalf("ingest: exit %d: %s", code, stderr)
+			}
+			code, stdout, stderr := runCLI(t, "--db", db, "investigate", "-o", "json")
+			if code != 0 {
+				t.Fatalf("investigate: exit %d: %s", code, stderr)
+			}
+			var rep struct {
+				Verdict      string
+				Next         []string
+				WindowedRuns []struct {
+					Run     int64
+					Since   time.Time
+					Outside int64
+				}
+			}
+			if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+				t.Fatal(err)
+			}
+			since, _ := time.Parse(time.RFC3339, tt.since)
+			if w := rep.WindowedRuns; rep.Verdict != tt.verdict || len(w) != 1 || w[0].Run != 1 || !w[0].Since.Equal(since) || w[0].Outside == 0 {
+				t.Errorf("verdict %q, windowed runs %+v; want %q and run 1 from %s", rep.Verdict, w, tt.verdict, tt.since)
+			}
+			wants := "received from " + tt.since + " and left "
+			asks := slices.ContainsFunc(rep.Next, func(n string) bool { return strings.Contains(n, wants) })
+			if asks != tt.asks {
+				t.Errorf("next %q: asks for a wider window %v, want %v", rep.Next, asks, tt.asks)
+			}
+			for _, out := range []string{"text", "markdown"} {
+				_, stdout, _ := runCLI(t, "--db", db, "investigate", "-o", out)
+				if !strings.Contains(strings.Join(strings.Fields(stdout), " "), "run 1 kept only the requests of ") ||
+					!strings.Contains(strings.Join(strings.Fields(stdout), " "), wants) {
+					t.Errorf("-o %s does not name the window:\n%s", out, stdout)
+				}
+			}
+		})
 	}
 }
 

@@ -170,6 +170,9 @@ func writeReport(w io.Writer, r *investigate.Report, lay textLayout) error {
 	writeHeadline(tw, r)
 	tw.blank()
 	tw.row(2, "Window  %s .. %s", fmtTime(r.Window.Start, rfc3339Milli), fmtTime(r.Window.End, rfc3339Milli))
+	for _, w := range r.WindowedRuns {
+		tw.prose(8, "        %s", w.Text())
+	}
 	if r.Boundary == nil {
 		tw.write(glossaryLine)
 		return tw.err
