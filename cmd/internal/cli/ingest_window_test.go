@@ -169,4 +169,11 @@ func TestIngestWindowOnClickHouse(t *testing.T) {
 	if out[0].runs != out[1].runs || !strings.Contains(out[0].runs, `"Outside":6661`) {
 		t.Errorf("runs: SQLite %s, ClickHouse %s", out[0].runs, out[1].runs)
 	}
+	for _, cmd := range [][]string{{"investigate", "-o", "json"}, {"controlplane", "-o", "json"}} {
+		lite := sortedOutput(t, runCLI, append([]string{"--db", db}, cmd...))
+		house := sortedOutput(t, runCLI, append([]string{"--store", dsn}, cmd...))
+		if lite != house || !strings.Contains(lite, "windowedRuns") && cmd[0] == "investigate" {
+			t.Errorf("%s differs: first difference:\n%s", strings.Join(cmd, " "), firstDiff(lite, house))
+		}
+	}
 }
