@@ -119,6 +119,9 @@ type Loader struct {
 	// (input.CheckInFolder: no FIFO, device or symlink leaving Dir), and
 	// their runs record where they are.
 	Dir string
+	// AuditWindow keeps only the audit records of requests received in
+	// it (audit.Options.Window); open: all of them.
+	AuditWindow audit.Window
 }
 
 // Load finds the evidence of fsys and ingests it into store: Find, then
@@ -152,7 +155,7 @@ func (l Loader) Ingest(ctx context.Context, store timeline.Appender, fsys fs.FS,
 	}
 	var runs []timeline.IngestRun
 	if len(audits) > 0 {
-		r, err := audit.Ingest(ctx, store, audits, audit.Options{FS: fsys, Logger: logger, OnSkip: l.OnSkip})
+		r, err := audit.Ingest(ctx, store, audits, audit.Options{FS: fsys, Logger: logger, OnSkip: l.OnSkip, Window: l.AuditWindow})
 		runs = append(runs, r...)
 		if err != nil {
 			return runs, err

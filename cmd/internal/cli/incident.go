@@ -11,6 +11,7 @@ import (
 
 	"github.com/faultline/faultline/analyze/controlplane"
 	"github.com/faultline/faultline/analyze/investigate"
+	"github.com/faultline/faultline/ingest/audit"
 	"github.com/faultline/faultline/ingest/evidence"
 	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/timeline"
@@ -28,6 +29,9 @@ type incidentLoader struct {
 	// redactAll hashes every ConfigMap value and env literal
 	// (sqlite.Options.RedactConfigMaps, clickhouse.Options.RedactConfigMaps).
 	redactAll bool
+	// auditWindow keeps only the audit records of requests received in
+	// it; open: all of them.
+	auditWindow audit.Window
 }
 
 // opener opens the timeline an incident is ingested into or read from.
@@ -61,7 +65,7 @@ func sqliteReadOnly(db string, logger *slog.Logger) opener {
 // read from disk, and one the file rule of input.Walk refuses fails the
 // replay before the timeline is opened.
 func (l incidentLoader) ingest(ctx context.Context, fsys fs.FS, dir string, open opener) ([]timeline.IngestRun, error) {
-	load := evidence.Loader{Logger: l.logger, Now: l.now, Dir: dir,
+	load := evidence.Loader{Logger: l.logger, Now: l.now, Dir: dir, AuditWindow: l.auditWindow,
 		OnSkip: func(s *input.Skip) { l.warnf("%s", s) }}
 	ev, err := load.Find(fsys)
 	if err != nil {
