@@ -1,8 +1,7 @@
 package cli
 
 import (
-	"context"
-	"log/slog"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/fixtures"
-	"github.com/faultline/faultline/ingest/audit"
 )
 
 // TestCutEvidenceNamesNoWrongCause: evidence cut short must not make
@@ -21,10 +19,10 @@ import (
 // the investigation no calm to compare with; one who investigates while
 // the incident is under way has only its first seconds. Over the zoo's
 // train incidents, replayed with the audit log cut at the true first bad
-// instant, or 10 s after it (the object dumps and versions whole), a
-// confident cause may still be found, but it must name an injected fault
-// (Expected.NamesInjected): with part of the evidence gone, faultline says
-// it is unsure rather than name something else.
+// instant, or 10 s after it (replay --since/--until: the object dumps and
+// versions whole), a confident cause may still be found, but it must name
+// an injected fault (Expected.NamesInjected): with part of the evidence
+// gone, faultline says it is unsure rather than name something else.
 func TestCutEvidenceNamesNoWrongCause(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays every train incident of the zoo twice")
@@ -32,6 +30,15 @@ func TestCutEvidenceNamesNoWrongCause(t *testing.T) {
 	dirs, err := fixtures.FindIncidents("../../../fixtures/zoo")
 	if err != nil {
 		t.Fatal(err)
+	}
+	run := runCLI
+	if raceEnabled {
+		// The answers are the race detector's to slow, not to change: a
+		// binary built without it replays, as in TestStoreParity (the
+		// windowed ingest runs in-process under -race in
+		// TestWindowKeepsWhatAFullIngestHoldsInIt and
+		// TestInvestigateNamesTheWindow).
+		run = plainBinary(t)
 	}
 	for _, cut := range []struct {
 		name   string
@@ -61,7 +68,7 @@ func TestCutEvidenceNamesNoWrongCause(t *testing.T) {
 					t.Parallel()
 					incidents.Add(1)
 					since, until := cut.window(e.Boundary.FirstBad)
-					rep := investigateWindow(t, dir, since, until)
+					rep := replayWindow(t, run, dir, since, until)
 					if len(rep.WindowedRuns) == 0 {
 						t.Fatal("the audit log was not cut: no run left events out")
 					}
@@ -82,27 +89,29 @@ func TestCutEvidenceNamesNoWrongCause(t *testing.T) {
 	}
 }
 
-// investigateFrom replays the incident in dir into a fresh timeline as
-// replay does, but its audit log from since on, and investigates it.
-func investigateFrom(t *testing.T, dir string, since time.Time) *investigate.Report {
+// replayWindow replays the incident in dir into a fresh timeline, its
+// audit log cut to [since, until) (replay --since/--until), and
+// investigates it.
+func replayWindow(t *testing.T, run cliRunner, dir string, since, until time.Time) *investigate.Report {
 	t.Helper()
-	return investigateWindow(t, dir, since, time.Time{})
-}
-
-// investigateWindow is investigateFrom keeping the audit records of
-// [since, until).
-func investigateWindow(t *testing.T, dir string, since, until time.Time) *investigate.Report {
-	t.Helper()
-	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "cut.db")
-	load := incidentLoader{logger: slog.New(slog.DiscardHandler), now: time.Now, warnf: func(string, ...any) {},
-		auditWindow: audit.Window{Since: since, Until: until}}
-	if _, err := load.ingest(ctx, os.DirFS(dir), dir, load.sqliteAt(db)); err != nil {
+	args := []string{"--db", db, "replay", dir}
+	if !since.IsZero() {
+		args = append(args, "--since", since.Format(time.RFC3339Nano))
+	}
+	if !until.IsZero() {
+		args = append(args, "--until", until.Format(time.RFC3339Nano))
+	}
+	if code, _, stderr := run(t, args...); code != 0 {
+		t.Fatalf("replay: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := run(t, "--db", db, "investigate", "-o", "json")
+	if code != 0 {
+		t.Fatalf("investigate: exit %d: %s", code, stderr)
+	}
+	var rep investigate.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
-	rep, _, err := analyzeIncident(ctx, sqliteReadOnly(db, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep
+	return &rep
 }

@@ -72,9 +72,11 @@ func TestIngestWindow(t *testing.T) {
 		{[]string{"--since", "yesterday"}, `invalid --since "yesterday"`},
 		{[]string{"--until", "5"}, `invalid --until "5"`},
 	} {
-		args := append(append([]string{"--db", filepath.Join(t.TempDir(), "u.db"), "ingest", "audit"}, tt.args...), sample)
-		if code, _, stderr := runCLI(t, args...); code != exitUsage || !strings.Contains(stderr, tt.err) {
-			t.Errorf("%v: exit %d, stderr %q; want exit %d saying %q", tt.args, code, stderr, exitUsage, tt.err)
+		for _, cmd := range [][]string{{"ingest", "audit", sample}, {"replay", "sample-audit"}} {
+			args := append(append([]string{"--db", filepath.Join(t.TempDir(), "u.db")}, cmd...), tt.args...)
+			if code, _, stderr := runCLI(t, args...); code != exitUsage || !strings.Contains(stderr, tt.err) {
+				t.Errorf("%v: exit %d, stderr %q; want exit %d saying %q", args[2:], code, stderr, exitUsage, tt.err)
+			}
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/faultline/faultline/analyze/controlplane"
 	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/fixtures"
+	"github.com/faultline/faultline/ingest/audit"
 	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
 )
@@ -24,6 +25,8 @@ type replayOptions struct {
 	dbSet bool
 	check bool
 	keep  bool
+	since string
+	until string
 }
 
 func newReplayCmd(f *Factory) *cobra.Command {
@@ -50,12 +53,19 @@ with the strict rules of faultline eval (fixtures/README.md: the #1 suspect
 must be the change, the last known-good within the tolerance of the true
 one, the slice named by the truth's dimensions), and exits 1 on a mismatch;
 a field no analyzer covers yet is reported as "not analysed", never as
-passing. To score many incidents at once, see faultline eval.`,
+passing. To score many incidents at once, see faultline eval.
+
+--since and --until replay the audit logs as ingest audit --since/--until
+would ingest them: only the requests received in that window (the other
+evidence whole). What would the investigation have said to an engineer who
+ingested the log from the first alert on, or while the incident was still
+under way?`,
 		Example: `  faultline replay
   faultline replay sample-audit
   faultline replay mpi-rank-death --check
   faultline replay ./incidents/2026-05-01-apf-storm --db storm.db
-  faultline replay digest-drift --keep`,
+  faultline replay digest-drift --keep
+  faultline replay thousand-workers --since 2026-11-30T09:19:05Z`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("faultline replay sample-audit", "replay takes one incident, got %d", len(args))
@@ -73,6 +83,8 @@ passing. To score many incidents at once, see faultline eval.`,
 	}
 	cmd.Flags().BoolVar(&opts.check, "check", false, "compare the analyzers' findings with the fixture's expected.json")
 	cmd.Flags().BoolVar(&opts.keep, "keep", false, "keep the temporary timeline (without --db) and print where it is")
+	cmd.Flags().StringVar(&opts.since, "since", "", "replay only the audit requests received from this instant (RFC 3339, or a duration back from now)")
+	cmd.Flags().StringVar(&opts.until, "until", "", "replay only the audit requests received before this instant")
 	addNoHeaders(cmd, f)
 	cmd.Flags().BoolVar(&f.redactConfigMaps, "redact-configmaps", false, redactConfigMapsUsage)
 	return cmd
@@ -95,6 +107,10 @@ func replayList(f *Factory) error {
 // and shows the findings; with --check it compares them with expected.json.
 func replayRun(ctx context.Context, opts *replayOptions) error {
 	f := opts.f
+	win, err := ingestWindow(opts.since, opts.until, f.Now())
+	if err != nil {
+		return err
+	}
 	fsys, dir, err := replaySource(opts.name)
 	if err != nil {
 		return err
@@ -124,7 +140,7 @@ func replayRun(ctx context.Context, opts *replayOptions) error {
 		}()
 		f.dbPath = filepath.Join(work, "faultline.db")
 	}
-	runs, err := replayIngest(ctx, f, fsys, dir)
+	runs, err := replayIngest(ctx, f, fsys, dir, win)
 	if err != nil {
 		return fmt.Errorf("replay %s: %w", opts.name, err)
 	}
@@ -158,8 +174,9 @@ func replayExpected(fsys fs.FS, dir string) (*fixtures.Expected, error) {
 
 // replayIngest ingests the incident into f.dbPath and prints each run's
 // summary, also when one failed.
-func replayIngest(ctx context.Context, f *Factory, fsys fs.FS, dir string) ([]timeline.IngestRun, error) {
-	load := incidentLoader{logger: f.Logger(), now: f.Now, warnf: f.warnf, key: f.Key(), redactAll: f.redactConfigMaps}
+func replayIngest(ctx context.Context, f *Factory, fsys fs.FS, dir string, win audit.Window) ([]timeline.IngestRun, error) {
+	load := incidentLoader{logger: f.Logger(), now: f.Now, warnf: f.warnf, key: f.Key(), redactAll: f.redactConfigMaps,
+		auditWindow: win}
 	open := load.sqliteAt(f.dbPath)
 	if f.storeDSN != "" {
 		open = f.OpenStore
