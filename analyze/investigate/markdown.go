@@ -178,7 +178,7 @@ func Actor(c Suspect) string {
 
 // markdown is Text with the path as code.
 func (w WindowedRun) markdown() string {
-	return fmt.Sprintf("run %d kept only the requests of %s received %s and left %d events out", w.Run, mdCode(w.Path), w.window(), w.Outside)
+	return fmt.Sprintf("run %d kept only the requests of %s received %s and left %d events out", w.Run, mdCode(w.source()), w.window(), w.Outside)
 }
 
 // mdCode writes s as a Markdown code span, its delimiter longer than any

@@ -20,7 +20,15 @@ type WindowedRun struct {
 
 // Text says what the run kept and left out.
 func (w WindowedRun) Text() string {
-	return fmt.Sprintf("run %d kept only the requests of %s received %s and left %d events out", w.Run, w.Path, w.window(), w.Outside)
+	return fmt.Sprintf("run %d kept only the requests of %s received %s and left %d events out", w.Run, w.source(), w.window(), w.Outside)
+}
+
+// source names what the run read: its path, or standard input ("-").
+func (w WindowedRun) source() string {
+	if w.Path == "-" {
+		return "standard input"
+	}
+	return w.Path
 }
 
 // window names the run's window (timeline.IngestRun.Window).

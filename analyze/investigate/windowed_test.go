@@ -45,6 +45,10 @@ func TestWindowedHint(t *testing.T) {
 				" ingest it again with a wider window (faultline ingest audit --since EARLIER)"}},
 		{"unsure, a window that left nothing out", VerdictNoCause, []timeline.IngestRun{{ID: 3, Since: since}}, nil, nil},
 		{"unsure, no window", VerdictNoCause, []timeline.IngestRun{whole}, nil, nil},
+		{"unsure, standard input windowed", VerdictNoCause, []timeline.IngestRun{{ID: 4, Path: "-", Until: since, Outside: 7}},
+			[]WindowedRun{{Run: 4, Path: "-", Until: since, Outside: 7}}, []string{
+				"run 4 kept only the requests of standard input received before 2026-11-30T09:19:05Z and left 7 events out:" +
+					" ingest it again with a wider window (faultline ingest audit --since EARLIER)"}},
 		{"a confident cause", VerdictCause, []timeline.IngestRun{windowed}, listed, nil},
 	}
 	for _, tt := range tests {
