@@ -163,7 +163,8 @@ func ingestAuditRun(ctx context.Context, opts *ingestAuditOptions) error {
 	if err != nil {
 		return usagef("faultline ingest audit --max-line-size 64MiB PATH", "--max-line-size: %v", err)
 	}
-	win, err := ingestWindow(opts.since, opts.until, f.Now())
+	win, err := ingestWindow("faultline ingest audit --since 2026-05-01T02:00:00Z --until 2026-05-01T04:00:00Z PATH",
+		opts.since, opts.until, f.Now())
 	if err != nil {
 		return err
 	}
@@ -215,8 +216,8 @@ func ingestAuditRun(ctx context.Context, opts *ingestAuditOptions) error {
 }
 
 // ingestWindow reads --since and --until (RFC 3339, or a duration back
-// from now).
-func ingestWindow(since, until string, now time.Time) (audit.Window, error) {
+// from now); example is the command line a usage error suggests.
+func ingestWindow(example, since, until string, now time.Time) (audit.Window, error) {
 	var (
 		w   audit.Window
 		err error
@@ -228,8 +229,7 @@ func ingestWindow(since, until string, now time.Time) (audit.Window, error) {
 		return w, err
 	}
 	if !w.Since.IsZero() && !w.Until.IsZero() && !w.Since.Before(w.Until) {
-		return w, usagef("faultline ingest audit --since 2026-05-01T02:00:00Z --until 2026-05-01T04:00:00Z PATH",
-			"--since (%s) must come before --until (%s)", w.Since.Format(time.RFC3339Nano), w.Until.Format(time.RFC3339Nano))
+		return w, usagef(example, "--since (%s) must come before --until (%s)", w.Since.Format(time.RFC3339Nano), w.Until.Format(time.RFC3339Nano))
 	}
 	return w, nil
 }

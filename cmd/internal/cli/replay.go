@@ -107,7 +107,7 @@ func replayList(f *Factory) error {
 // and shows the findings; with --check it compares them with expected.json.
 func replayRun(ctx context.Context, opts *replayOptions) error {
 	f := opts.f
-	win, err := ingestWindow(opts.since, opts.until, f.Now())
+	win, err := ingestWindow("faultline replay thousand-workers --since 2026-11-30T09:19:05Z", opts.since, opts.until, f.Now())
 	if err != nil {
 		return err
 	}
