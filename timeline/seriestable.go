@@ -16,6 +16,24 @@ func (sp Span) Contains(t time.Time) bool {
 	return (sp.Since.IsZero() || !t.Before(sp.Since)) && (sp.Until.IsZero() || t.Before(sp.Until))
 }
 
+// Unbounded reports whether the span holds every time.
+func (sp Span) Unbounded() bool { return sp.Since.IsZero() && sp.Until.IsZero() }
+
+// String names the span as messages say it: "in [since, until)", "from
+// since", "before until", or "" when it is unbounded.
+func (sp Span) String() string {
+	const layout = time.RFC3339Nano
+	switch {
+	case sp.Unbounded():
+		return ""
+	case sp.Until.IsZero():
+		return "from " + sp.Since.UTC().Format(layout)
+	case sp.Since.IsZero():
+		return "before " + sp.Until.UTC().Format(layout)
+	}
+	return "in [" + sp.Since.UTC().Format(layout) + ", " + sp.Until.UTC().Format(layout) + ")"
+}
+
 // NS is the span's bounds in nanoseconds (BoundNS), an unbounded end as
 // the extreme: math.MinInt64 takes in the records with no time.
 func (sp Span) NS() (lo, hi int64) {

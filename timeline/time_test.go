@@ -34,19 +34,37 @@ func TestCheckTime(t *testing.T) {
 	}
 }
 
-func TestIngestRunWindow(t *testing.T) {
+// TestSpan: a span holds its start and not its end, an unbounded side
+// holds everything, and a run's window reads as its messages say it.
+func TestSpan(t *testing.T) {
 	since, until := time.Date(2026, 5, 1, 2, 0, 0, 0, time.UTC), time.Date(2026, 5, 1, 4, 0, 0, 500, time.UTC)
 	for _, tt := range []struct {
-		run  IngestRun
-		want string
+		run      IngestRun
+		text     string
+		in, outs []time.Time
 	}{
-		{IngestRun{}, ""},
-		{IngestRun{Since: since}, "from 2026-05-01T02:00:00Z"},
-		{IngestRun{Until: until}, "before 2026-05-01T04:00:00.0000005Z"},
-		{IngestRun{Since: since.In(time.FixedZone("x", 3600)), Until: until}, "in [2026-05-01T02:00:00Z, 2026-05-01T04:00:00.0000005Z)"},
+		{IngestRun{}, "", []time.Time{since, until}, nil},
+		{IngestRun{Since: since}, "from 2026-05-01T02:00:00Z", []time.Time{since, until}, []time.Time{since.Add(-1)}},
+		{IngestRun{Until: until}, "before 2026-05-01T04:00:00.0000005Z", []time.Time{since, until.Add(-1)}, []time.Time{until}},
+		{IngestRun{Since: since.In(time.FixedZone("x", 3600)), Until: until}, "in [2026-05-01T02:00:00Z, 2026-05-01T04:00:00.0000005Z)",
+			[]time.Time{since, until.Add(-1)}, []time.Time{since.Add(-1), until}},
 	} {
-		if got := tt.run.Window(); got != tt.want {
-			t.Errorf("Window() = %q, want %q", got, tt.want)
+		w := tt.run.Window()
+		if got := w.String(); got != tt.text {
+			t.Errorf("Window().String() = %q, want %q", got, tt.text)
+		}
+		if w.Unbounded() != (tt.text == "") {
+			t.Errorf("%q: Unbounded() = %v", tt.text, w.Unbounded())
+		}
+		for _, at := range tt.in {
+			if !w.Contains(at) {
+				t.Errorf("%q does not contain %s", tt.text, at)
+			}
+		}
+		for _, at := range tt.outs {
+			if w.Contains(at) {
+				t.Errorf("%q contains %s", tt.text, at)
+			}
 		}
 	}
 }

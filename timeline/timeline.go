@@ -228,21 +228,8 @@ type IngestRun struct {
 	Outside int64     `json:"outside,omitempty"`
 }
 
-// Window names the run's window as its messages say it: "in [since,
-// until)", "from since", "before until", or "" for a run that kept every
-// record.
-func (r *IngestRun) Window() string {
-	const layout = time.RFC3339Nano
-	switch {
-	case r.Since.IsZero() && r.Until.IsZero():
-		return ""
-	case r.Until.IsZero():
-		return "from " + r.Since.UTC().Format(layout)
-	case r.Since.IsZero():
-		return "before " + r.Until.UTC().Format(layout)
-	}
-	return "in [" + r.Since.UTC().Format(layout) + ", " + r.Until.UTC().Format(layout) + ")"
-}
+// Window is the span of request times the run kept records of.
+func (r *IngestRun) Window() Span { return Span{Since: r.Since, Until: r.Until} }
 
 // AddResult says what became of one record handed to a Batch.
 type AddResult int

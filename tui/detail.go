@@ -177,7 +177,7 @@ func (m *Model) detailEvidence(t *detailText) {
 	case d.run != nil:
 		t.field("file", d.run.Path)
 		t.field("run", fmt.Sprintf("%d (%s ingest)", d.run.ID, d.run.Source))
-		if win := d.run.Window(); win != "" {
+		if win := d.run.Window(); !win.Unbounded() {
 			t.field("window", fmt.Sprintf("the run kept only the requests received %s (%d events left out)", win, d.run.Outside))
 		}
 		t.field("line", fmt.Sprint(r.Evidence.Line))

@@ -19,8 +19,12 @@ type WindowedRun struct {
 }
 
 // Text says what the run kept and left out.
-func (w WindowedRun) Text() string {
-	return fmt.Sprintf("run %d kept only the requests of %s received %s and left %d events out", w.Run, w.source(), w.window(), w.Outside)
+func (w WindowedRun) Text() string { return w.describe(w.source()) }
+
+// describe is Text with the run's source named as source.
+func (w WindowedRun) describe(source string) string {
+	win := timeline.Span{Since: w.Since, Until: w.Until}
+	return fmt.Sprintf("run %d kept only the requests of %s received %s and left %d events out", w.Run, source, win, w.Outside)
 }
 
 // source names what the run read: its path, or standard input ("-").
@@ -29,12 +33,6 @@ func (w WindowedRun) source() string {
 		return "standard input"
 	}
 	return w.Path
-}
-
-// window names the run's window (timeline.IngestRun.Window).
-func (w WindowedRun) window() string {
-	r := timeline.IngestRun{Since: w.Since, Until: w.Until}
-	return r.Window()
 }
 
 // runLister is a store that lists its ingest runs.

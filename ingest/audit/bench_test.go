@@ -127,7 +127,7 @@ func BenchmarkIngestWindow(b *testing.B) {
 		}
 		b.Cleanup(func() { s.Close() })
 		return s
-	}, Options{Window: Window{Since: mid, Until: mid.Add(time.Minute)}})
+	}, Options{Window: timeline.Span{Since: mid, Until: mid.Add(time.Minute)}})
 }
 
 // lastTime is when the request of the last line of path was received.

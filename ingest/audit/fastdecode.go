@@ -188,23 +188,31 @@ func (d *fastDecoder) seen(mask *uint64, bit uint) {
 	*mask |= 1 << bit
 }
 
-// unknown checks a key no field takes: encoding/json matches keys without
-// regard to case (with Unicode folding), so a key that folds onto a known
-// one, or that is escaped or not ASCII, is left to it.
+// unknown checks a key no field takes, and declines the line when
+// encoding/json could read the key otherwise (foldsOnto).
 func (d *fastDecoder) unknown(key gjson.Result, known []string) {
+	if foldsOnto(key, known) {
+		d.ok = false
+	}
+}
+
+// foldsOnto reports whether encoding/json could read key, which is none of
+// known, as one of them: it matches keys without regard to case (with
+// Unicode folding), so a key that folds onto a known one, or that is
+// escaped or not ASCII, is left to it.
+func foldsOnto(key gjson.Result, known []string) bool {
 	raw := key.Raw
 	for i := 1; i < len(raw)-1; i++ {
 		if c := raw[i]; c == '\\' || c >= utf8.RuneSelf {
-			d.ok = false
-			return
+			return true
 		}
 	}
 	for _, k := range known {
 		if strings.EqualFold(key.Str, k) {
-			d.ok = false
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // Field names, by position in the seen masks.

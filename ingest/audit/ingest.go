@@ -38,9 +38,11 @@ type Options struct {
 	// OnProgress, if set, is called about every 250 ms and once at the end
 	// of each source.
 	OnProgress func(Progress)
-	// Window, if not open, keeps only the records of requests received
-	// in it; the others are counted in the run's Outside.
-	Window Window
+	// Window, if bounded, keeps only the records of requests received in
+	// it; the others are counted in the run's Outside. An on-call engineer
+	// who knows roughly when the trouble began ingests those hours of a
+	// day's log, not the day.
+	Window timeline.Span
 }
 
 // Progress reports an ingest under way.
@@ -540,10 +542,10 @@ func (w *writer) decodeChunk(c chunk) decoded {
 			out.bad = append(out.bad, &input.Skip{Path: w.src.Name(), Line: l.no, Err: l.err})
 			continue
 		}
-		if win := w.opt.Window; !win.Open() {
+		if win := w.opt.Window; !win.Unbounded() {
 			// A line dated outside the window is not decoded
 			// (peekReceived).
-			if t, ok := peekReceived(l.data); ok && !win.Holds(t) {
+			if t, ok := peekReceived(l.data); ok && !win.Contains(t) {
 				out.items = append(out.items, item{line: l.no})
 				continue
 			}
@@ -559,7 +561,7 @@ func (w *writer) decodeChunk(c chunk) decoded {
 				out.bad = append(out.bad, &input.Skip{Path: w.src.Name(), Line: l.no, Err: err})
 				break
 			}
-			if !w.opt.Window.Holds(rec.Time) {
+			if !w.opt.Window.Contains(rec.Time) {
 				out.items = append(out.items, item{line: l.no})
 				continue
 			}

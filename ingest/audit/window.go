@@ -2,29 +2,11 @@ package audit
 
 import (
 	"bytes"
-	"strings"
 	"time"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
-
-// Window keeps the records of requests received in [Since, Until); a zero
-// bound is open. An on-call engineer who knows roughly when the trouble
-// began ingests those hours of a day's log, not the day: the lines outside
-// are read and counted but not stored.
-type Window struct {
-	Since, Until time.Time
-}
-
-// Open reports whether the window keeps everything.
-func (w Window) Open() bool { return w.Since.IsZero() && w.Until.IsZero() }
-
-// Holds reports whether a request received at t is kept.
-func (w Window) Holds(t time.Time) bool {
-	return (w.Since.IsZero() || !t.Before(w.Since)) && (w.Until.IsZero() || t.Before(w.Until))
-}
 
 // peekReceived returns when the request of a plain audit Event line was
 // received, read from its top-level requestReceivedTimestamp without
@@ -58,7 +40,7 @@ func peekReceived(line []byte) (time.Time, bool) {
 	gjson.Parse(unsafe.String(unsafe.SliceData(line), len(line))).ForEach(func(key, v gjson.Result) bool {
 		bit := eventKeyIndex(key)
 		if bit < 0 {
-			ok = plainUnknown(key)
+			ok = !foldsOnto(key, eventKeys)
 			return ok
 		}
 		if bit >= firstEnvelopeKey || mask&(1<<bit) != 0 {
@@ -83,22 +65,4 @@ func peekReceived(line []byte) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return t, true
-}
-
-// plainUnknown reports whether a key no event field takes leaves the line
-// plain: encoding/json ignores it unless it folds onto a known key, and an
-// escaped or non-ASCII key is left to the decoders.
-func plainUnknown(key gjson.Result) bool {
-	raw := key.Raw
-	for i := 1; i < len(raw)-1; i++ {
-		if c := raw[i]; c == '\\' || c >= utf8.RuneSelf {
-			return false
-		}
-	}
-	for _, k := range eventKeys {
-		if strings.EqualFold(key.Str, k) {
-			return false
-		}
-	}
-	return true
 }

@@ -115,29 +115,6 @@ func FuzzPeekReceived(f *testing.F) {
 	})
 }
 
-func TestWindowHolds(t *testing.T) {
-	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
-	t1 := t0.Add(time.Hour)
-	tests := []struct {
-		w    Window
-		t    time.Time
-		want bool
-	}{
-		{Window{}, t0, true},
-		{Window{Since: t0}, t0, true},
-		{Window{Since: t0}, t0.Add(-1), false},
-		{Window{Until: t1}, t1.Add(-1), true},
-		{Window{Until: t1}, t1, false},
-		{Window{Since: t0, Until: t1}, t0.Add(time.Minute), true},
-		{Window{Since: t0, Until: t1}, t1.Add(time.Minute), false},
-	}
-	for _, tt := range tests {
-		if got := tt.w.Holds(tt.t); got != tt.want {
-			t.Errorf("%+v.Holds(%s) = %v, want %v", tt.w, tt.t, got, tt.want)
-		}
-	}
-}
-
 // TestWindowKeepsWhatAFullIngestHoldsInIt ingests a log whole and through a
 // window: the window's timeline holds exactly the records of the whole
 // one received in the window, its run counts the rest outside, and a
@@ -190,7 +167,7 @@ func TestWindowOverEnvelopes(t *testing.T) {
 // not), and checks that the window's timeline holds exactly the whole
 // one's records in it, and that each run counts every event it read,
 // kept or outside. It returns the window and the whole ingest's records.
-func checkWindow(t *testing.T, files ...string) (Window, []*timeline.Record) {
+func checkWindow(t *testing.T, files ...string) (timeline.Span, []*timeline.Record) {
 	t.Helper()
 	ctx := context.Background()
 	full := sqlitetest.New(t)
@@ -204,10 +181,10 @@ func checkWindow(t *testing.T, files ...string) (Window, []*timeline.Record) {
 		times[i] = r.Time
 	}
 	slices.SortFunc(times, time.Time.Compare)
-	win := Window{Since: times[len(times)/3], Until: times[2*len(times)/3]}
+	win := timeline.Span{Since: times[len(times)/3], Until: times[2*len(times)/3]}
 	var want []*timeline.Record
 	for _, r := range all {
-		if win.Holds(r.Time) {
+		if win.Contains(r.Time) {
 			want = append(want, r)
 		}
 	}

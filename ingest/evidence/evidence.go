@@ -121,7 +121,7 @@ type Loader struct {
 	Dir string
 	// AuditWindow keeps only the audit records of requests received in
 	// it (audit.Options.Window); open: all of them.
-	AuditWindow audit.Window
+	AuditWindow timeline.Span
 }
 
 // Load finds the evidence of fsys and ingests it into store: Find, then

@@ -11,7 +11,6 @@ import (
 
 	"github.com/faultline/faultline/analyze/controlplane"
 	"github.com/faultline/faultline/analyze/investigate"
-	"github.com/faultline/faultline/ingest/audit"
 	"github.com/faultline/faultline/ingest/evidence"
 	"github.com/faultline/faultline/ingest/input"
 	"github.com/faultline/faultline/timeline"
@@ -31,7 +30,7 @@ type incidentLoader struct {
 	redactAll bool
 	// auditWindow keeps only the audit records of requests received in
 	// it; open: all of them.
-	auditWindow audit.Window
+	auditWindow timeline.Span
 }
 
 // opener opens the timeline an incident is ingested into or read from.

@@ -217,9 +217,9 @@ func ingestAuditRun(ctx context.Context, opts *ingestAuditOptions) error {
 
 // ingestWindow reads --since and --until (RFC 3339, or a duration back
 // from now); example is the command line a usage error suggests.
-func ingestWindow(example, since, until string, now time.Time) (audit.Window, error) {
+func ingestWindow(example, since, until string, now time.Time) (timeline.Span, error) {
 	var (
-		w   audit.Window
+		w   timeline.Span
 		err error
 	)
 	if w.Since, err = parseWhen("since", since, now); err != nil {

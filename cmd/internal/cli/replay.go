@@ -14,7 +14,6 @@ import (
 	"github.com/faultline/faultline/analyze/controlplane"
 	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/fixtures"
-	"github.com/faultline/faultline/ingest/audit"
 	"github.com/faultline/faultline/internal/termsafe"
 	"github.com/faultline/faultline/timeline"
 )
@@ -174,7 +173,7 @@ func replayExpected(fsys fs.FS, dir string) (*fixtures.Expected, error) {
 
 // replayIngest ingests the incident into f.dbPath and prints each run's
 // summary, also when one failed.
-func replayIngest(ctx context.Context, f *Factory, fsys fs.FS, dir string, win audit.Window) ([]timeline.IngestRun, error) {
+func replayIngest(ctx context.Context, f *Factory, fsys fs.FS, dir string, win timeline.Span) ([]timeline.IngestRun, error) {
 	load := incidentLoader{logger: f.Logger(), now: f.Now, warnf: f.warnf, key: f.Key(), redactAll: f.redactConfigMaps,
 		auditWindow: win}
 	open := load.sqliteAt(f.dbPath)

@@ -153,7 +153,7 @@ func printSources(f *Factory, s *sourcesJSON, gap time.Duration) error {
 			fmt.Fprintf(w, "CONFLICTS: run %d kept %s record(s) that share a natural key (audit ID and time) with a record of another request (user, verb, object or code differ); both are kept\n",
 				r.ID, humanInt(r.Conflicts))
 		}
-		if win := r.Window(); win != "" {
+		if win := r.Window(); !win.Unbounded() {
 			fmt.Fprintf(w, "WINDOW: run %d kept only the requests received %s; it read %s audit event(s) outside it and did not store them\n",
 				r.ID, win, humanInt(r.Outside))
 		}
