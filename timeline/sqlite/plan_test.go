@@ -107,6 +107,7 @@ func planStatements(t testing.TB) []planStatement {
 	add("rollup: clients over all (rollup.go)", `SELECT q.class, min(q.minute), q.user, sum(q.n), max(q.minute) FROM req_client q
 		WHERE ? < ? GROUP BY q.class, q.user ORDER BY q.class, q.user`, "req_client_class", 0, 1)
 	add("rollup: slow requests of a window (rollup.go)", slowRead, "record_slow", 0, 1)
+	add("rollup: count of the slow requests of a window (rollup.go)", slowCount, "record_slow", 0, 1)
 	changes, args := versionQuery(timeline.ChangesBetween(since, until, 200))
 	add("bisect: the changes of a window (read.go)", changes, "object_version_time", args...)
 	return out

@@ -184,12 +184,28 @@ func closing(s string, from int, c byte) int {
 	return len(s)
 }
 
-// decode is extraSQL in Go.
-func (p extraParts) decode() string {
+// appendDecoded is extraSQL in Go: it appends the extra JSON the parts
+// stand for to dst (a reader of many rows decodes each into one buffer).
+func (p extraParts) appendDecoded(dst []byte) []byte {
 	if w, ok := p.whole.(string); ok {
-		return w
+		return append(dst, w...)
 	}
-	return strings.ReplaceAll(p.head, "\x01", latencyKey) + p.dict + strings.ReplaceAll(p.tail, "\x01", latencyKey)
+	dst = appendLong(dst, p.head)
+	dst = append(dst, p.dict...)
+	return appendLong(dst, p.tail)
+}
+
+// appendLong appends s with each \x01 written out as latencyKey (shorten's
+// inverse).
+func appendLong(dst []byte, s string) []byte {
+	for {
+		i := strings.IndexByte(s, 1)
+		if i < 0 {
+			return append(dst, s...)
+		}
+		dst = append(append(dst, s[:i]...), latencyKey...)
+		s = s[i+1:]
+	}
 }
 
 // recordRow is the stored form of a record's long strings.
