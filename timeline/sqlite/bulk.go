@@ -115,6 +115,21 @@ func bulkPending(ctx context.Context, q interface {
 	return idx, nil
 }
 
+// saveBulk records idx as the indexes a bulk load dropped (none: it
+// forgets them).
+func saveBulk(ctx context.Context, tx *sql.Tx, idx map[string]string) error {
+	if len(idx) == 0 {
+		_, err := tx.ExecContext(ctx, `DELETE FROM meta WHERE k = 'bulk_indexes'`)
+		return err
+	}
+	saved, err := json.Marshal(idx)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE meta SET v = ? WHERE k = 'bulk_indexes'`, string(saved))
+	return err
+}
+
 // rebuildBulk builds the indexes a bulk load dropped, in one transaction,
 // and forgets them.
 func (s *Store) rebuildBulk(ctx context.Context) error {

@@ -106,8 +106,8 @@ func planStatements(t testing.TB) []planStatement {
 		ORDER BY class, code, bucket`, "req_stat_class", 0, 1)
 	add("rollup: clients over all (rollup.go)", `SELECT q.class, min(q.minute), q.user, sum(q.n), max(q.minute) FROM req_client q
 		WHERE ? < ? GROUP BY q.class, q.user ORDER BY q.class, q.user`, "req_client_class", 0, 1)
-	add("rollup: slow requests of a window (rollup.go)", slowRead, "record_slow", 0, 1)
-	add("rollup: count of the slow requests of a window (rollup.go)", slowCount, "record_slow", 0, 1)
+	add("slow requests of a window (slow.go)", slowRows, "PRIMARY KEY", 0, 1)
+	add("count of the slow requests of a window (slow.go)", slowCount, "PRIMARY KEY", 0, 1)
 	changes, args := versionQuery(timeline.ChangesBetween(since, until, 200))
 	add("bisect: the changes of a window (read.go)", changes, "object_version_time", args...)
 	return out
@@ -207,7 +207,6 @@ var benchStats = [][3]string{
 	{"record", "record_object", "7319537 1001 1001 1"},
 	{"record", "record_reason", "0 0 0"},
 	{"record", "record_resource", "7319537 1001 1001 1"},
-	{"record", "record_slow", "751619 1 1"},
 	{"record", "record_time_key", "7319537 1 1"},
 	{"record", "record_user", "7319537 1001 1"},
 	{"req_bucket", "sqlite_autoindex_req_bucket_1", "183 1"},

@@ -6,9 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -180,135 +178,6 @@ func (b *batch) flushStats(ctx context.Context, stats []rollup.Stat) error {
 func (s *Store) RequestStats(ctx context.Context, since, until time.Time) (*timeline.RequestStats, error) {
 	return s.requestStats(ctx, since, until, false)
 }
-
-// slowRead reads the slow requests of [?, ?) through record_slow: its
-// literal term is the index's own, and the verbs are read from its
-// entries. It reads the columns as stored, and SlowRequests decodes the
-// few it needs in Go, through the strings cache: the SQL expressions that
-// decode a row (uriSQL, extraSQL) took three quarters of its time on the
-// 10 M-line benchmark log. A list's URI (whether it reads etcd) and the
-// parts of extra that hold the APF queue wait are the only long strings
-// it reads; of the other rows, SQLite's instr answers without a copy.
-var slowRead = `SELECT r.time_ns, r.source, r.api_group, r.resource, r.subresource, r.namespace, r.name, r.verb,
-	r.user, r.user_agent, r.code, r.latency_ns, r.stages,
-	CASE WHEN r.verb = (SELECT id FROM strs WHERE s = 'list') THEN r.uri_tpl ELSE 0 END,
-	CASE WHEN r.verb = (SELECT id FROM strs WHERE s = 'list') THEN r.uri ELSE '' END,
-	CASE WHEN instr(r.extra, '` + apfKey + `') THEN r.extra END,
-	CASE WHEN instr(r.extra_head, char(1) || '` + apfTail + `') OR instr(r.extra_tail, char(1) || '` + apfTail + `')
-		THEN r.extra_head END,
-	r.extra_dict,
-	CASE WHEN instr(r.extra_head, char(1) || '` + apfTail + `') OR instr(r.extra_tail, char(1) || '` + apfTail + `')
-		THEN r.extra_tail END
-	` + slowFrom
-
-// slowFrom is slowRead's rows, and slowCount counts them from the index
-// alone, so that SlowRequests sizes its slice once (160 k requests on the
-// 10 M-line benchmark log, each copied at every growth, in fresh pages).
-var (
-	slowFrom = `FROM record r
-	WHERE r.latency_ns >= ` + strconv.FormatInt(int64(timeline.SlowLatency), 10) + ` AND r.time_ns >= ? AND r.time_ns < ?
-	AND r.verb IN (SELECT id FROM strs WHERE s IN ('` + strings.Join(timeline.SlowVerbs, "', '") + `'))`
-	slowCount = `SELECT count(*) ` + slowFrom
-)
-
-// SlowRequests returns the requests of [since, until) that took
-// timeline.SlowLatency or longer (see timeline.Rollup).
-func (s *Store) SlowRequests(ctx context.Context, since, until time.Time) ([]timeline.SlowRequest, error) {
-	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
-	if !since.IsZero() {
-		lo = boundNS(since)
-	}
-	if !until.IsZero() {
-		hi = boundNS(until)
-	}
-	var n int
-	if err := s.db.QueryRowContext(ctx, slowCount, lo, hi).Scan(&n); err != nil {
-		return nil, fmt.Errorf("slow requests: %w", err)
-	}
-	rows, err := s.db.QueryContext(ctx, slowRead, lo, hi)
-	if err != nil {
-		return nil, fmt.Errorf("slow requests: %w", err)
-	}
-	defer rows.Close()
-	out := make([]timeline.SlowRequest, 0, n)
-	var buf []byte
-	for rows.Next() {
-		sr, ok, err := s.scanSlow(ctx, rows, &buf)
-		if err != nil {
-			return nil, fmt.Errorf("slow requests: %w", err)
-		}
-		if ok {
-			out = append(out, sr)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("slow requests: %w", err)
-	}
-	slices.SortFunc(out, timeline.CompareSlow)
-	return out, nil
-}
-
-// scanSlow decodes a row of slowRead as rollup.Slow would the record: a
-// name or namespace counts by its presence (the scope), but in a list's
-// URI (whether it reads etcd); the extra JSON is read and rebuilt only
-// when it holds the APF queue wait, the one thing read of it, into buf.
-func (s *Store) scanSlow(ctx context.Context, rows *sql.Rows, buf *[]byte) (timeline.SlowRequest, bool, error) {
-	var (
-		t, lat, code, stages, tpl int64
-		ids                       [9]int64 // source, api_group, resource, subresource, namespace, name, verb, user, user_agent
-		dict                      int64
-		uri                       string
-		whole, head, tail         sql.NullString
-	)
-	if err := rows.Scan(&t, &ids[0], &ids[1], &ids[2], &ids[3], &ids[4], &ids[5], &ids[6], &ids[7], &ids[8], &code, &lat,
-		&stages, &tpl, &uri, &whole, &head, &dict, &tail); err != nil {
-		return timeline.SlowRequest{}, false, err
-	}
-	var str [9]string
-	for i, id := range ids {
-		if i == 4 || i == 5 {
-			continue // below
-		}
-		v, err := s.strOf(ctx, id)
-		if err != nil {
-			return timeline.SlowRequest{}, false, err
-		}
-		str[i] = v
-	}
-	if timeline.SourceKind(str[0]) != timeline.SourceAudit || str[2] == "" {
-		return timeline.SlowRequest{}, false, nil
-	}
-	namespace, name := present(ids[4]), present(ids[5])
-	if str[6] == "list" {
-		var err error
-		if uri, err = s.uriOf(ctx, tpl, ids[4], ids[5], uri); err != nil {
-			return timeline.SlowRequest{}, false, err
-		}
-	}
-	rq := rollup.NewRequest(str[6], str[1], str[2], str[3], namespace, name, str[7], str[8], uri, t)
-	v := rollup.Values{Code: int(code), Latency: lat}
-	switch {
-	case whole.Valid:
-		*buf = append((*buf)[:0], whole.String...)
-		v.APF = rollup.APFQueueWait(*buf)
-	case head.Valid:
-		mid, err := s.strOf(ctx, dict)
-		if err != nil {
-			return timeline.SlowRequest{}, false, err
-		}
-		*buf = extraParts{head: head.String, dict: mid, tail: tail.String}.appendDecoded((*buf)[:0])
-		v.APF = rollup.APFQueueWait(*buf)
-	}
-	sr, ok := rollup.SlowOf(&rq, timeline.Stage(stages), v)
-	return sr, ok, nil
-}
-
-// The APF queue wait annotation's key, as extra holds it whole, and its
-// tail after latencyKey, which the split parts write \x01.
-const (
-	apfKey  = latencyKey + apfTail
-	apfTail = `apf-queue-wait"`
-)
 
 // present stands for an interned string that is there (id not 0) where
 // only its presence counts: RequestScope asks no more of a namespace or a

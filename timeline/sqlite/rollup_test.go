@@ -653,7 +653,8 @@ func TestSlowRequests(t *testing.T) {
 }
 
 // The partial index's literal is timeline.SlowLatency: a query with
-// another term could not use it.
+// another term could not use it (migration 0015 reads the slow records
+// through it, then drops it).
 func TestSlowIndexLiteral(t *testing.T) {
 	ms, err := migrations()
 	if err != nil {

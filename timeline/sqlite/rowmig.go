@@ -12,15 +12,16 @@ import (
 // "-- go: NAME" runs goSteps[NAME] there, in the migration's transaction.
 // Migration 0010 encodes the record rows so (rowenc.go): in Go, by the
 // writer's own functions, one pass over the table.
-var goSteps = map[string]func(ctx context.Context, tx *sql.Tx) error{
+var goSteps = map[string]func(ctx context.Context, s *Store, tx *sql.Tx) error{
 	"encode_records":  encodeRecords,
 	"analyze_records": analyzeRecords,
+	"fill_slow":       fillSlow,
 }
 
 // analyzeRecords refreshes the planner's statistics of a rebuilt record
 // table, as Store.Analyze does after an ingest: dropping the old table
 // dropped them, and without them a filter may pick the wrong index.
-func analyzeRecords(ctx context.Context, tx *sql.Tx) error {
+func analyzeRecords(ctx context.Context, _ *Store, tx *sql.Tx) error {
 	var any bool
 	if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM record)").Scan(&any); err != nil || !any {
 		return err
@@ -32,7 +33,7 @@ func analyzeRecords(ctx context.Context, tx *sql.Tx) error {
 const goStepPrefix = "-- go: "
 
 // runMigration executes a migration's SQL and its Go steps, in order.
-func runMigration(ctx context.Context, tx *sql.Tx, text string) error {
+func runMigration(ctx context.Context, s *Store, tx *sql.Tx, text string) error {
 	var part strings.Builder
 	flush := func() error {
 		defer part.Reset()
@@ -55,7 +56,7 @@ func runMigration(ctx context.Context, tx *sql.Tx, text string) error {
 		if err := flush(); err != nil {
 			return err
 		}
-		if err := step(ctx, tx); err != nil {
+		if err := step(ctx, s, tx); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
@@ -64,7 +65,7 @@ func runMigration(ctx context.Context, tx *sql.Tx, text string) error {
 
 // encodeRecords copies record (schema 9) into record_new, encoding its long
 // strings as the writer does, a page of ids at a time.
-func encodeRecords(ctx context.Context, tx *sql.Tx) error {
+func encodeRecords(ctx context.Context, _ *Store, tx *sql.Tx) error {
 	const page = 10000
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO record_new (id, key, time_ns, source, api_group, api_version, resource,
 		subresource, kind, namespace, name, uid, verb, reason, user, user_agent, source_ip, code, type, level, latency_ns,

@@ -421,7 +421,7 @@ func (s *Store) migrateOne(ctx context.Context, ms []migration, version int) err
 		return nil // another process migrated meanwhile
 	}
 	m := ms[version]
-	if err := runMigration(ctx, tx, m.sql); err != nil {
+	if err := runMigration(ctx, s, tx, m.sql); err != nil {
 		return fmt.Errorf("migration %s: %w", m.name, err)
 	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d; PRAGMA application_id = %d", m.version, ApplicationID)); err != nil {

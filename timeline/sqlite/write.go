@@ -165,6 +165,10 @@ type batch struct {
 	putStat    *sql.Stmt
 
 	series seriesWriter // samples (series.go)
+
+	// The slow requests (slow.go).
+	slow    map[int64]slowNote // by record id
+	putSlow *sql.Stmt
 }
 
 func (b *batch) stmt(ctx context.Context, p **sql.Stmt, query string) (*sql.Stmt, error) {
@@ -345,6 +349,13 @@ func (b *batch) added(r *timeline.Record, ids []int64, ok openKey, res sql.Resul
 	if q, counted := rollup.RequestOf(r); counted {
 		rq = &q
 		b.roll.Add(rq, r)
+		if r.Stages&finalStages != 0 {
+			id, err := res.LastInsertId()
+			if err != nil {
+				return 0, fmt.Errorf("add record: %w", err)
+			}
+			b.noteSlow(id, rq, 0, r.Stages, r.Code, int64(r.Latency), func() int64 { return rollup.APFQueueWait(r.Extra) })
+		}
 	}
 	if r.Stages != 0 && r.Stages&finalStages == 0 {
 		id, err := res.LastInsertId()
@@ -408,8 +419,17 @@ func (b *batch) joinHeld(ctx context.Context, r *timeline.Record, ids []int64, r
 		return 0, fmt.Errorf("join stage: %w", err)
 	}
 	ov := rollup.Values{Code: int(code), Latency: lat, APF: rollup.APFQueueWait([]byte(oldExtra.String))}
-	if err := b.rollJoin(ctx, r, ids, hid, uri, old, ov); err != nil {
+	rq, err := b.rollJoin(ctx, r, ids, hid, uri, old, ov)
+	if err != nil {
 		return 0, fmt.Errorf("join stage: %w", err)
+	}
+	if rq != nil {
+		// The values after the join, as joinStage leaves them.
+		nc, nl, extra := int(code), lat, []byte(heldExtra)
+		if r.Stages > old {
+			nc, nl, extra = r.Code, int64(r.Latency), r.Extra
+		}
+		b.noteSlow(id, rq, old, old|r.Stages, nc, nl, func() int64 { return rollup.APFQueueWait(extra) })
 	}
 	return timeline.Merged, nil
 }
@@ -473,6 +493,9 @@ func (b *batch) joinOpen(ctx context.Context, r *timeline.Record, ids []int64, r
 	// wait is 0, as rollJoin reads it only from a final stage's extra).
 	if held.rq != nil {
 		b.roll.Join(held.rq, old, r, rollup.Values{Code: held.code, Latency: held.latency})
+		// A final stage makes the request whole: it comes after the
+		// stages held (which have none), so its values are the record's.
+		b.noteSlow(held.id, held.rq, old, old|r.Stages, r.Code, int64(r.Latency), func() int64 { return rollup.APFQueueWait(r.Extra) })
 	}
 	if r.Stages > old {
 		held.code, held.latency = r.Code, int64(r.Latency)
@@ -498,9 +521,9 @@ func latest(s timeline.Stage) timeline.Stage {
 // held row's (source, verb, api_group, resource, subresource, namespace,
 // name, user, user_agent).
 func (b *batch) rollJoin(ctx context.Context, r *timeline.Record, ids []int64, hid [9]int64, uri string,
-	old timeline.Stage, ov rollup.Values) error {
+	old timeline.Stage, ov rollup.Values) (*rollup.Request, error) {
 	if hid[3] == 0 || (old|r.Stages)&rollup.ResponseStages == 0 {
-		return nil
+		return nil, nil
 	}
 	o := &r.Object
 	// incoming string for each held column, and the incoming id
@@ -517,18 +540,18 @@ func (b *batch) rollJoin(ctx context.Context, r *timeline.Record, ids []int64, h
 		}
 		st, err := b.stmt(ctx, &b.strByID, `SELECT s FROM strs WHERE id = ?`)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := st.QueryRowContext(ctx, hid[i]).Scan(&f[i]); err != nil {
-			return fmt.Errorf("string %d: %w", hid[i], err)
+			return nil, fmt.Errorf("string %d: %w", hid[i], err)
 		}
 	}
 	if f[0] != string(timeline.SourceAudit) {
-		return nil
+		return nil, nil
 	}
 	rq := rollup.NewRequest(f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], uri, ns(r.Time))
 	b.roll.Join(&rq, old, r, ov)
-	return nil
+	return &rq, nil
 }
 
 // AddVersion redacts the version's content, stores it once by hash, and adds
@@ -717,6 +740,10 @@ func (b *batch) Commit(ctx context.Context, progress *timeline.IngestRun) error 
 		b.Rollback()
 		return fmt.Errorf("commit batch: %w", err)
 	}
+	if err := b.flushSlow(ctx); err != nil {
+		b.Rollback()
+		return fmt.Errorf("commit batch: %w", err)
+	}
 	if err := b.flushSamples(ctx); err != nil {
 		b.Rollback()
 		return fmt.Errorf("commit batch: %w", err)
@@ -774,6 +801,7 @@ func (b *batch) forget() {
 	c.mu.Unlock()
 	b.newClasses = nil
 	b.roll = rollup.Delta{}
+	b.slow = nil
 	b.s.open.reset()
 }
 
