@@ -34,10 +34,10 @@ type slowNote struct {
 }
 
 // noteSlow notes the record id, of request rq, whose stages went from old
-// to now and whose code and latency are now these; apf reads its APF queue
-// wait, only for a record that is slow. A record with no final stage is
-// not slow and was not before.
-func (b *batch) noteSlow(id int64, rq *rollup.Request, old, now timeline.Stage, code int, latency int64, apf func() int64) {
+// to now and whose code, latency and extra are now these; the APF queue
+// wait is read from extra only for a record that is slow. A record with
+// no final stage is not slow and was not before.
+func (b *batch) noteSlow(id int64, rq *rollup.Request, old, now timeline.Stage, code int, latency int64, extra []byte) {
 	if now&finalStages == 0 {
 		return
 	}
@@ -52,7 +52,7 @@ func (b *batch) noteSlow(id int64, rq *rollup.Request, old, now timeline.Stage, 
 	if ok {
 		// The note is kept until commit: a copy of the class, not the
 		// line the record was decoded from (rollup.Class.Clone).
-		n.class, n.latency, n.apf, n.code, n.etcd = rq.Class.Clone(), int64(sr.Latency), apf(), sr.Code, sr.Etcd
+		n.class, n.latency, n.apf, n.code, n.etcd = rq.Class.Clone(), int64(sr.Latency), rollup.APFQueueWait(extra), sr.Code, sr.Etcd
 	}
 	b.slow[id] = n
 }
@@ -165,12 +165,7 @@ func (s *Store) SlowRequests(ctx context.Context, since, until time.Time) ([]tim
 // already held, read from record through record_slow as SlowRequests read
 // them before the table.
 func fillSlow(ctx context.Context, s *Store, tx *sql.Tx) error {
-	type found struct {
-		id int64
-		rq rollup.Request
-		sr timeline.SlowRequest
-	}
-	var all []found
+	b := &batch{s: s, tx: tx, strs: s.strCache(), slow: map[int64]slowNote{}}
 	rows, err := tx.QueryContext(ctx, slowRead, int64(math.MinInt64), int64(math.MaxInt64))
 	if err != nil {
 		return err
@@ -183,20 +178,18 @@ func fillSlow(ctx context.Context, s *Store, tx *sql.Tx) error {
 			return err
 		}
 		if ok {
-			all = append(all, found{id, rq, sr})
+			// The notes the writer would have made (rq's strings are
+			// the read's own: no clone).
+			b.slow[id] = slowNote{time: rq.TimeNS, class: rq.Class, latency: int64(sr.Latency),
+				apf: int64(sr.APFWait), code: sr.Code, etcd: sr.Etcd, ok: true}
 		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	b := &batch{s: s, tx: tx, strs: s.strCache()}
-	for _, f := range all {
-		b.slow = map[int64]slowNote{f.id: {time: f.rq.TimeNS, class: f.rq.Class, latency: int64(f.sr.Latency),
-			apf: int64(f.sr.APFWait), code: f.sr.Code, etcd: f.sr.Etcd, ok: true}}
-		if err := b.flushSlow(ctx); err != nil {
-			return err
-		}
+	if err := b.flushSlow(ctx); err != nil {
+		return err
 	}
 	// A bulk load killed before this migration would build record_slow
 	// again at its end.

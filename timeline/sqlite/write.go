@@ -354,7 +354,7 @@ func (b *batch) added(r *timeline.Record, ids []int64, ok openKey, res sql.Resul
 			if err != nil {
 				return 0, fmt.Errorf("add record: %w", err)
 			}
-			b.noteSlow(id, rq, 0, r.Stages, r.Code, int64(r.Latency), func() int64 { return rollup.APFQueueWait(r.Extra) })
+			b.noteSlow(id, rq, 0, r.Stages, r.Code, int64(r.Latency), r.Extra)
 		}
 	}
 	if r.Stages != 0 && r.Stages&finalStages == 0 {
@@ -425,11 +425,11 @@ func (b *batch) joinHeld(ctx context.Context, r *timeline.Record, ids []int64, r
 	}
 	if rq != nil {
 		// The values after the join, as joinStage leaves them.
-		nc, nl, extra := int(code), lat, []byte(heldExtra)
 		if r.Stages > old {
-			nc, nl, extra = r.Code, int64(r.Latency), r.Extra
+			b.noteSlow(id, rq, old, old|r.Stages, r.Code, int64(r.Latency), r.Extra)
+		} else {
+			b.noteSlow(id, rq, old, old|r.Stages, int(code), lat, []byte(heldExtra))
 		}
-		b.noteSlow(id, rq, old, old|r.Stages, nc, nl, func() int64 { return rollup.APFQueueWait(extra) })
 	}
 	return timeline.Merged, nil
 }
@@ -495,7 +495,7 @@ func (b *batch) joinOpen(ctx context.Context, r *timeline.Record, ids []int64, r
 		b.roll.Join(held.rq, old, r, rollup.Values{Code: held.code, Latency: held.latency})
 		// A final stage makes the request whole: it comes after the
 		// stages held (which have none), so its values are the record's.
-		b.noteSlow(held.id, held.rq, old, old|r.Stages, r.Code, int64(r.Latency), func() int64 { return rollup.APFQueueWait(r.Extra) })
+		b.noteSlow(held.id, held.rq, old, old|r.Stages, r.Code, int64(r.Latency), r.Extra)
 	}
 	if r.Stages > old {
 		held.code, held.latency = r.Code, int64(r.Latency)
