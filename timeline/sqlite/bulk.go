@@ -79,8 +79,7 @@ func (s *Store) BulkLoad(ctx context.Context) (end func(context.Context) error, 
 	if len(idx) == 0 {
 		return none, nil
 	}
-	saved, _ := json.Marshal(idx)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO meta (k, v) VALUES ('bulk_indexes', ?)`, string(saved)); err != nil {
+	if err := saveBulk(ctx, tx, idx); err != nil {
 		return none, fmt.Errorf("bulk load: %w", err)
 	}
 	for name := range idx {
@@ -115,8 +114,8 @@ func bulkPending(ctx context.Context, q interface {
 	return idx, nil
 }
 
-// saveBulk records idx as the indexes a bulk load dropped (none: it
-// forgets them).
+// saveBulk records idx as the indexes a bulk load dropped and has not
+// built again (none: it forgets them).
 func saveBulk(ctx context.Context, tx *sql.Tx, idx map[string]string) error {
 	if len(idx) == 0 {
 		_, err := tx.ExecContext(ctx, `DELETE FROM meta WHERE k = 'bulk_indexes'`)
@@ -126,7 +125,8 @@ func saveBulk(ctx context.Context, tx *sql.Tx, idx map[string]string) error {
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE meta SET v = ? WHERE k = 'bulk_indexes'`, string(saved))
+	_, err = tx.ExecContext(ctx, `INSERT INTO meta (k, v) VALUES ('bulk_indexes', ?)
+		ON CONFLICT (k) DO UPDATE SET v = excluded.v`, string(saved))
 	return err
 }
 
@@ -152,7 +152,7 @@ func (s *Store) rebuildBulk(ctx context.Context) error {
 			return fmt.Errorf("build index %s: %w", name, err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM meta WHERE k = 'bulk_indexes'`); err != nil {
+	if err := saveBulk(ctx, tx, nil); err != nil {
 		return fmt.Errorf("build indexes: %w", err)
 	}
 	if err := tx.Commit(); err != nil {

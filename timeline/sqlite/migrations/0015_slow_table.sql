@@ -5,7 +5,7 @@
 -- stage may make a request slow, or no longer slow). Read from record,
 -- through record_slow, each slow request cost a row of the record table
 -- and the lookups of its strings: on the 10 M-line benchmark log, 160,000
--- scattered rows, more than half of controlplane's CPU.
+-- scattered rows, over 40 % of controlplane's CPU.
 CREATE TABLE req_slow (
     time_ns    INTEGER NOT NULL, -- the request's time (record.time_ns)
     rec        INTEGER NOT NULL, -- record.id
