@@ -16,6 +16,28 @@ var goSteps = map[string]func(ctx context.Context, s *Store, tx *sql.Tx) error{
 	"encode_records":  encodeRecords,
 	"analyze_records": analyzeRecords,
 	"fill_slow":       fillSlow,
+	"forget_built":    forgetBuilt,
+}
+
+// forgetBuilt drops from a killed bulk load's list (meta.bulk_indexes) the
+// indexes the schema holds now: a migration that built one again (0016's
+// record_error) must not leave its old statement to be run at the next
+// ingest, which would find the index there and keep it as it is.
+func forgetBuilt(ctx context.Context, _ *Store, tx *sql.Tx) error {
+	idx, err := bulkPending(ctx, tx)
+	if err != nil || idx == nil {
+		return err
+	}
+	for name := range idx {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ?`, name).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			delete(idx, name)
+		}
+	}
+	return saveBulk(ctx, tx, idx)
 }
 
 // analyzeRecords refreshes the planner's statistics of a rebuilt record

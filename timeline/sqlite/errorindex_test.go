@@ -1,0 +1,115 @@
+package sqlite
+
+import (
+	"context"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	gocmp "github.com/google/go-cmp/cmp"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+// TestMigrationCoversErrors opens a timeline of schema 15 (record_error on
+// (code, time_ns) alone, and a bulk load killed with it among its dropped
+// indexes): migration 0016 builds record_error over the whole failed rows,
+// forgets the killed load's old statement for it and keeps the others, and
+// the failures read the same before and after.
+func TestMigrationCoversErrors(t *testing.T) {
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "t.db")
+	s, err := Open(ctx, file, Options{Key: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingestRecords(t, s, slowStages(rand.New(rand.NewPCG(9, 9)), 80), 0)
+	failed, err := timeline.CompileFilter(`code >= 400`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(s *Store) []timeline.Record {
+		t.Helper()
+		var out []timeline.Record
+		for r, err := range s.Records(ctx, timeline.Query{Where: failed}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, *r)
+		}
+		return out
+	}
+	want := read(s)
+	if len(want) == 0 {
+		t.Fatal("no failed requests")
+	}
+	const old = "CREATE INDEX record_error ON record (code, time_ns) WHERE code >= 400"
+	if _, err := s.db.ExecContext(ctx, `DROP INDEX record_error; `+old+`;
+		INSERT INTO meta (k, v) VALUES ('bulk_indexes', '{"record_error": "`+old+`", "record_user": "CREATE INDEX record_user ON record (user, time_ns)"}');
+		DROP INDEX record_error; DROP INDEX record_user;
+		PRAGMA user_version = 15;`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s, err = Open(ctx, file, Options{Key: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if diff := gocmp.Diff(want, read(s)); diff != "" {
+		t.Errorf("failed requests after the migration (-before +after)\n%s", diff)
+	}
+	var def string
+	if err := s.db.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE name = 'record_error'`).Scan(&def); err != nil {
+		t.Fatalf("record_error: %v", err)
+	}
+	if !strings.Contains(def, "extra_tail") {
+		t.Errorf("record_error is %q; want every column of record", def)
+	}
+	idx, err := bulkPending(ctx, s.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := gocmp.Diff(map[string]string{"record_user": "CREATE INDEX record_user ON record (user, time_ns)"}, idx); diff != "" {
+		t.Errorf("bulk_indexes (-want +got)\n%s", diff)
+	}
+	if msg, err := s.IntegrityCheck(ctx); err != nil || msg != "ok" {
+		t.Errorf("integrity_check: %q, %v", msg, err)
+	}
+}
+
+// TestErrorIndexCoversRecord fails when record gains a column that
+// record_error leaves out: a read of failures would seek every row again.
+func TestErrorIndexCoversRecord(t *testing.T) {
+	s := openTest(t)
+	cols := map[string]bool{}
+	rows, err := s.db.Query(`SELECT name FROM pragma_table_info('record') WHERE pk = 0`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		cols[c] = true
+	}
+	rows.Close()
+	rows, err = s.db.Query(`SELECT name FROM pragma_index_info('record_error')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		delete(cols, c)
+	}
+	rows.Close()
+	if len(cols) > 0 {
+		t.Errorf("record_error leaves out %v", cols)
+	}
+}
