@@ -26,6 +26,7 @@ func TestKillAnywhereThenRerunEqualsClean(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: 21 killed ingests")
 	}
+	faultline := processFaultline(t)
 	dir := t.TempDir()
 	audit := filepath.Join(dir, "audit.log")
 	writeAuditLog(t, audit, 40_000)

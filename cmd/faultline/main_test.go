@@ -15,6 +15,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/faultline/faultline/cmd/internal/cli"
+	"github.com/faultline/faultline/internal/testenv"
 	"github.com/faultline/faultline/timeline/sqlite"
 	"github.com/faultline/faultline/timeline/sqlite/sqlitetest"
 )
@@ -120,6 +121,21 @@ func faultline(ctx context.Context, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// processFaultline gives the faultline a test runs as a process many
+// times over, to kill it: this test binary as faultline, or under -race a
+// faultline built without it (testenv.PlainFaultline), which inherits the
+// test's environment as this binary does.
+func processFaultline(t *testing.T) func(ctx context.Context, args ...string) *exec.Cmd {
+	t.Helper()
+	if !testenv.RaceEnabled {
+		return faultline
+	}
+	bin := testenv.PlainFaultline(t)
+	return func(ctx context.Context, args ...string) *exec.Cmd {
+		return exec.CommandContext(ctx, bin, args...)
+	}
+}
+
 // count counts the records of the timeline in db.
 func count(t *testing.T, db string) sqlitetest.Counts {
 	t.Helper()
@@ -138,6 +154,7 @@ func TestKill9MidIngest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow: ingests 200k lines several times")
 	}
+	faultline := processFaultline(t)
 	dir := t.TempDir()
 	log := filepath.Join(dir, "audit.log")
 	const n = 200_000

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/bubbles/spinner"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/faultline/faultline/internal/testenv"
 	"github.com/faultline/faultline/timeline/sqlite"
 	"github.com/faultline/faultline/tui"
 )
@@ -24,8 +25,36 @@ func TestBadAgreement(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays every fixture")
 	}
+	replay := fixtureDB
+	if testenv.RaceEnabled {
+		// The counts compared do not depend on the race detector, and
+		// under it each replay and command runs several times slower:
+		// they run in a faultline built without it. The TUI's histogram
+		// still runs in-process, under it.
+		replay = plainFixtureDB(plainBinary(t))
+	}
 	for _, name := range badAgreementFixtures(t) {
-		t.Run(filepath.Base(name), func(t *testing.T) { checkBadAgreement(t, name) })
+		t.Run(filepath.Base(name), func(t *testing.T) { checkBadAgreement(t, name, replay) })
+	}
+}
+
+// plainFixtureDB is fixtureDB through run, a faultline process
+// (plainBinary).
+func plainFixtureDB(run cliRunner) func(t *testing.T, fixture string) (func(args ...string) string, string) {
+	return func(t *testing.T, fixture string) (func(args ...string) string, string) {
+		t.Helper()
+		db := filepath.Join(t.TempDir(), "t.db")
+		if code, _, stderr := run(t, "replay", fixture, "--db", db); code != 0 {
+			t.Fatalf("replay %s: exit %d\n%s", fixture, code, stderr)
+		}
+		return func(args ...string) string {
+			t.Helper()
+			code, stdout, stderr := run(t, append([]string{"--db", db}, args...)...)
+			if code != 0 {
+				t.Fatalf("faultline %v: exit %d\n%s", args, code, stderr)
+			}
+			return stdout
+		}, db
 	}
 }
 
@@ -50,10 +79,10 @@ func badAgreementFixtures(t *testing.T) []string {
 	return names
 }
 
-// checkBadAgreement replays the fixture name and checks that timeline's
-// mark, investigate, bisect status and the TUI's histogram count as many
-// bad observations as timeline --where bad yields.
-func checkBadAgreement(t *testing.T, name string) {
+// checkBadAgreement replays the fixture name (with fixtureDB) and checks
+// that timeline's mark, investigate, bisect status and the TUI's histogram
+// count as many bad observations as timeline --where bad yields.
+func checkBadAgreement(t *testing.T, name string, fixtureDB func(*testing.T, string) (func(args ...string) string, string)) {
 	fl, db := fixtureDB(t, name)
 	recs, states := timelineWhereBad(t, fl)
 	marked := timelineMarkedBad(t, fl)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/faultline/faultline/analyze/investigate"
 	"github.com/faultline/faultline/fixtures"
+	"github.com/faultline/faultline/internal/testenv"
 )
 
 // TestCutEvidenceNamesNoWrongCause: evidence cut short must not make
@@ -32,7 +33,7 @@ func TestCutEvidenceNamesNoWrongCause(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := runCLI
-	if raceEnabled {
+	if testenv.RaceEnabled {
 		// The answers are the race detector's to slow, not to change: a
 		// binary built without it replays, as in TestStoreParity (the
 		// windowed ingest runs in-process under -race in

@@ -39,7 +39,7 @@ func TestStoreParity(t *testing.T) {
 		t.Fatalf("no zoo incidents: %v", err)
 	}
 	run := runCLI
-	if raceEnabled {
+	if testenv.RaceEnabled {
 		// Under -race (CI) the zoo's replays outlast go test's timeout:
 		// one incident per family there, all of them without -race. And
 		// the replays run a faultline built without -race: this test
@@ -130,16 +130,7 @@ type cliRunner func(t *testing.T, args ...string) (code int, stdout, stderr stri
 // FAULTLINE_* variable, a fresh HOME), as runCLI runs it in-process.
 func plainBinary(t *testing.T) cliRunner {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		testenv.Missing(t, "no go tool to build faultline without -race: %v", err)
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "faultline")
-	build := exec.Command(goTool, "build", "-o", bin, "github.com/faultline/faultline/cmd/faultline")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build faultline: %v\n%s", err, out)
-	}
+	bin, dir := testenv.PlainFaultline(t), t.TempDir()
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "XDG_CONFIG_HOME=" + dir, "TMPDIR=" + os.TempDir()}
 	return func(t *testing.T, args ...string) (int, string, string) {
 		t.Helper()
