@@ -45,19 +45,10 @@ func TestMigrationCoversErrors(t *testing.T) {
 		t.Fatal("no failed requests")
 	}
 	const old = "CREATE INDEX record_error ON record (code, time_ns) WHERE code >= 400"
-	if _, err := s.db.ExecContext(ctx, `DROP INDEX record_error; `+old+`;
+	s = reopenAfter(t, s, file, `DROP INDEX record_error; `+old+`;
 		INSERT INTO meta (k, v) VALUES ('bulk_indexes', '{"record_error": "`+old+`", "record_user": "CREATE INDEX record_user ON record (user, time_ns)"}');
 		DROP INDEX record_error; DROP INDEX record_user;
-		PRAGMA user_version = 15;`); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-
-	s, err = Open(ctx, file, Options{Key: testKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+		PRAGMA user_version = 15;`)
 	if diff := gocmp.Diff(want, read(s)); diff != "" {
 		t.Errorf("failed requests after the migration (-before +after)\n%s", diff)
 	}
@@ -85,31 +76,52 @@ func TestMigrationCoversErrors(t *testing.T) {
 func TestErrorIndexCoversRecord(t *testing.T) {
 	s := openTest(t)
 	cols := map[string]bool{}
-	rows, err := s.db.Query(`SELECT name FROM pragma_table_info('record') WHERE pk = 0`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var c string
-		if err := rows.Scan(&c); err != nil {
-			t.Fatal(err)
-		}
+	for _, c := range columnNames(t, s, `SELECT name FROM pragma_table_info('record') WHERE pk = 0`) {
 		cols[c] = true
 	}
-	rows.Close()
-	rows, err = s.db.Query(`SELECT name FROM pragma_index_info('record_error')`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var c string
-		if err := rows.Scan(&c); err != nil {
-			t.Fatal(err)
-		}
+	for _, c := range columnNames(t, s, `SELECT name FROM pragma_index_info('record_error')`) {
 		delete(cols, c)
 	}
-	rows.Close()
 	if len(cols) > 0 {
 		t.Errorf("record_error leaves out %v", cols)
 	}
+}
+
+// reopenAfter runs sql on s (which it closes), as a timeline of an older
+// schema would hold it, and opens file again: the migrations run.
+func reopenAfter(t *testing.T, s *Store, file, sql string) *Store {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.db.ExecContext(ctx, sql); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err := Open(ctx, file, Options{Key: testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// columnNames returns the one column of query's rows.
+func columnNames(t *testing.T, s *Store, query string) []string {
+	t.Helper()
+	rows, err := s.db.Query(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -163,20 +163,11 @@ func TestMigrationFillsSlowTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.db.ExecContext(ctx, ms[12].sql+`
+	s = reopenAfter(t, s, file, ms[12].sql+`
 		DROP TABLE req_slow;
 		INSERT INTO meta (k, v) VALUES ('bulk_indexes', '{"record_slow": "CREATE INDEX record_slow ON record (time_ns)", "record_user": "CREATE INDEX record_user ON record (user, time_ns)"}');
 		DROP INDEX record_user;
-		PRAGMA user_version = 14;`); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-
-	s, err = Open(ctx, file, Options{Key: testKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+		PRAGMA user_version = 14;`)
 	got, err := s.SlowRequests(ctx, time.Time{}, time.Time{})
 	if err != nil {
 		t.Fatal(err)
