@@ -5,6 +5,10 @@
 // On a developer's machine the test skips, saying how to get what it
 // needs. Under CI (CI set, as .ci/run sets it) it fails: there a skip would
 // turn a missing dependency green.
+//
+// It also says whether the tests run under -race (RaceEnabled), and builds
+// faultline without it for the tests that run it as a process many times
+// over (PlainFaultline).
 package testenv
 
 import (
