@@ -20,9 +20,11 @@ var goSteps = map[string]func(ctx context.Context, s *Store, tx *sql.Tx) error{
 }
 
 // forgetBuilt drops from a killed bulk load's list (meta.bulk_indexes) the
-// indexes the schema holds now: a migration that built one again (0016's
-// record_error) must not leave its old statement to be run at the next
-// ingest, which would find the index there and keep it as it is.
+// indexes the schema holds now, so that the list keeps its meaning (what
+// the load dropped and nothing has built since) after a migration built
+// one (0016's record_error). Its old statement would do nothing at the
+// next ingest (rebuildBulk creates IF NOT EXISTS); the list would only
+// name as missing an index that is there.
 func forgetBuilt(ctx context.Context, _ *Store, tx *sql.Tx) error {
 	idx, err := bulkPending(ctx, tx)
 	if err != nil || idx == nil {
