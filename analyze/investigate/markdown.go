@@ -79,7 +79,11 @@ func (e *mdWriter) mdSummary(r *Report) {
 		}
 	}
 	for _, g := range r.Gangs {
-		e.printf("- **Gang job %s:** %s failed first (%s, exit %d); %d ranks followed.\n", g.Owner, g.First.Ref, g.First.Reason, g.First.ExitCode, g.Cascade)
+		why := g.First.Reason
+		if g.First.ExitCode != 0 {
+			why = fmt.Sprintf("%s, exit %d", why, g.First.ExitCode)
+		}
+		e.printf("- **Gang job %s:** %s failed first (%s); %d ranks followed.\n", g.Owner, g.First.Ref, why, g.Cascade)
 		if h, ok := g.HostCause(); ok {
 			e.printf("  Its node %s logged %s %s before it failed.\n", h.Node, h.What(), h.Lead.Round(time.Millisecond))
 		}

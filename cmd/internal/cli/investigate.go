@@ -302,14 +302,24 @@ func writeOtherFindings(tw *textWriter, r *investigate.Report) {
 	for _, g := range r.Gangs {
 		tw.blank()
 		tw.row(4, "GANG JOB %s (%d ranks)", g.Owner, g.Ranks)
-		tw.prose(4, "  first to fail: %s rank %s, %s (exit %d) at %s, %s before the next",
-			g.First.Ref, dash(g.First.Rank), g.First.Reason, g.First.ExitCode, fmtTime(g.First.At, rfc3339Milli), g.Lead.Round(time.Millisecond).String())
+		tw.prose(4, "  first to fail: %s rank %s, %s%s at %s, %s before the next",
+			g.First.Ref, dash(g.First.Rank), g.First.Reason, exitOf(g.First.ExitCode), fmtTime(g.First.At, rfc3339Milli), g.Lead.Round(time.Millisecond).String())
 		for _, h := range g.Host {
 			tw.prose(4, "  its node %s logged %s at %s, %s before it failed (%s; chance of the coincidence %.2g)",
 				h.Node, h.What(), fmtTime(h.At, rfc3339Milli), h.Lead.Round(time.Millisecond).String(), dash(h.Origin), h.Chance)
 		}
 		tw.prose(4, "  cascade: %d ranks (%s); terminated: %d", g.Cascade, reasonList(g.CascadeReasons), g.Terminated)
 	}
+}
+
+// exitOf is " (exit N)" for a container that exited N, and nothing for a
+// failure that is no exit of its own (an eviction, a refused request):
+// those have no exit code, and "exit 0" would read as success.
+func exitOf(code int) string {
+	if code == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (exit %d)", code)
 }
 
 // writeMitigation prints the mitigations with the commands that run and
