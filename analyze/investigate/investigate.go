@@ -226,6 +226,9 @@ type Suspect struct {
 	// throttles: a write to an API Priority and Fairness object
 	// (throttle.go).
 	throttles bool
+	// validates: a write to the CustomResourceDefinition of a resource
+	// whose writes were then refused as invalid (schema.go).
+	validates bool
 	// service: a write to a Service the bad units' failures name
 	// (services.go).
 	service bool

@@ -22,6 +22,10 @@ func groupOf(resource string) string {
 		return "cilium.io"
 	case "flowschemas", "prioritylevelconfigurations":
 		return "flowcontrol.apiserver.k8s.io"
+	case "customresourcedefinitions":
+		return "apiextensions.k8s.io"
+	case "checkpoints", "datasets":
+		return "ml.example.com"
 	}
 	return ""
 }

@@ -342,6 +342,11 @@ func otherSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []ma
 		return nil, err
 	}
 	out = append(out, throttles...)
+	schemas, err := schemaSuspects(ctx, s, units, ids, rep.cons, where, since, until.Add(time.Second))
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, schemas...)
 	admission, err := admissionSuspects(ctx, s, units, ids, where, since, until.Add(time.Second))
 	if err != nil {
 		return nil, err
@@ -797,6 +802,8 @@ func undo(rep *Report, top Suspect) []Action {
 		return []Action{undoNetPolicy(top)}
 	case top.throttles:
 		return []Action{undoFlowControl(top)}
+	case top.validates:
+		return []Action{undoSchema(top)}
 	case top.service:
 		return []Action{undoService(top)}
 	case top.ownerSpec:

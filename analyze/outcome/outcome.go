@@ -38,14 +38,16 @@ const (
 	// "code >= 400" first lets SQLite use its index of error responses.
 	// A workload's own identity denied (401, 403) fails the workload; a
 	// system component's denials at start-up (its RBAC not yet loaded)
-	// are the control plane's own.
+	// are the control plane's own. So does a workload's write refused as
+	// malformed (400) or invalid (422): the write did not take place, and
+	// the same write is refused again however often it is tried.
 	//
 	// A pod create refused (403: a quota, a ServiceAccount gone, a policy)
 	// is a pod that did not come to be, whoever asked: a controller's
 	// refused creates are its workload's failures, as its FailedCreate
 	// event says (an Event that counts repeats is one record).
 	defaultBadRequests = `code >= 400 && (code == 429 || code >= 500 || ` +
-		`(code in [401, 403] && user.startsWith("system:serviceaccount:") && !user.startsWith("system:serviceaccount:kube-system:")) || ` +
+		`(code in [400, 401, 403, 422] && user.startsWith("system:serviceaccount:") && !user.startsWith("system:serviceaccount:kube-system:")) || ` +
 		`(code == 403 && verb == "create" && resource == "pods" && subresource == "" && ns != "kube-system")) && resource != ""`
 	//
 	// Besides the failures named, any Warning event about a pod (a volume
@@ -402,7 +404,8 @@ func badRecords(ctx context.Context, s Store, opt Options, bad *timeline.Filter,
 			// A refused request is a failure of the client that made it,
 			// not of the object it asked for: when the apiserver recorded
 			// which pod made it (a bound ServiceAccount token), the refusal
-			// is that pod's observation. A denial (401, 403) does not pass
+			// is that pod's observation. A denial (401, 403) or a write
+			// refused as malformed or invalid (400, 422) does not pass
 			// with a retry; a request shed (429) or failed (5xx) may, but
 			// the pod saw its work refused all the same, and a client
 			// refused now and then before the incident is noise before
@@ -584,14 +587,15 @@ func (g *gather[T]) each(f func(*T)) {
 // bad record.
 var (
 	badFields   = timeline.FieldReason | timeline.FieldMessage | timeline.FieldCode
-	denialExtra = &timeline.FieldsWhere{Fields: timeline.FieldExtra, Where: mustFilter(`code in [401, 403, 429] || code >= 500 || source == "event"`)}
+	denialExtra = &timeline.FieldsWhere{Fields: timeline.FieldExtra, Where: mustFilter(`code in [400, 401, 403, 422, 429] || code >= 500 || source == "event"`)}
 )
 
 // byClient says whether a response code refuses the client rather than
-// reports on the object: a denial (401, 403), a request shed (429) or one
-// the apiserver failed (5xx). denialExtra reads the extra of these.
+// reports on the object: a denial (401, 403), a write refused as
+// malformed or invalid (400, 422), a request shed (429) or one the
+// apiserver failed (5xx). denialExtra reads the extra of these.
 func byClient(code int) bool {
-	return code == 401 || code == 403 || code == 429 || code >= 500
+	return code == 400 || code == 401 || code == 403 || code == 422 || code == 429 || code >= 500
 }
 
 func mustFilter(expr string) *timeline.Filter {

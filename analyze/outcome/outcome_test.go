@@ -258,3 +258,40 @@ func TestReadCountedByTheJob(t *testing.T) {
 		t.Errorf("%d counted observations among the bad, %d one per write; want 3 and 1", n, one)
 	}
 }
+
+// A workload's write refused as malformed (400) or invalid (422) is its
+// failure, and the pod that made it (a bound token) is the unit, as a
+// denial's is: the write did not take place, and the same write is
+// refused again. The control plane's own (kube-system) and a person's
+// (no ServiceAccount) are not: those are the operators' and the
+// controllers' to retry, as their denials are.
+func TestReadRefusedWrites(t *testing.T) {
+	ready := `{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}`
+	write := func(id int64, secs, code int, user, pod string) *timeline.Record {
+		return &timeline.Record{ID: id, Time: t0.Add(time.Duration(secs) * time.Second), Source: timeline.SourceAudit, Verb: "create", Code: code, User: user,
+			Object: timeline.ObjectRef{Group: "ml.example.com", Resource: "checkpoints", Namespace: "ml"}, Extra: []byte(`{"pod":"` + pod + `"}`)}
+	}
+	s := &fakeStore{
+		versions: []timeline.ObjectVersion{pod("a", "ua", 1, ready), pod("b", "ub", 2, ready), pod("c", "uc", 3, ready)},
+		records: []*timeline.Record{
+			write(10, 40, 422, "system:serviceaccount:ml:trainer", "ml/a"),
+			write(11, 41, 400, "system:serviceaccount:ml:trainer", "ml/b"),
+			write(12, 42, 422, "system:serviceaccount:kube-system:job-controller", "ml/c"),
+			write(13, 43, 422, "alice@example.com", "ml/c"),
+			write(14, 44, 409, "system:serviceaccount:ml:trainer", "ml/c"), // a conflict: no refusal of the write's content
+		},
+	}
+	out, err := Read(context.Background(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, u := range out.Units {
+		if u.Bad() {
+			got[u.Ref] = u.Reason
+		}
+	}
+	if diff := cmp.Diff(map[string]string{"Pod/ml/a": "HTTP 422", "Pod/ml/b": "HTTP 400"}, got); diff != "" {
+		t.Errorf("bad units (-want +got):\n%s", diff)
+	}
+}
