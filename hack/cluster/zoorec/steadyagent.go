@@ -100,8 +100,17 @@ func (sa *steadyAgents) end(ctx context.Context, c *Cluster, e *Expected, ns, na
 	if _, failed, err = c.stormOver(ctx, sa.cr, ns, name, sa.stopNb); err != nil {
 		return 0, 0, err
 	}
-	gaveUp, firstGaveUp := sa.cr.failures()
-	firstBad := sa.cr.counter.FirstError(lastGood)
+	return failed, agentTruth(e, sa.cr, name, version, lastGood), nil
+}
+
+// agentTruth sets the truth of an agent whose own requests were refused
+// (end): the boundary, from lastGood to the first error the apiserver
+// answered its crew or its first give-up, whichever came first; the slice,
+// its Job or image; the counterexample, which differs in owner/Job. It
+// returns how many of its workers gave up.
+func agentTruth(e *Expected, cr *crew, name, version string, lastGood time.Time) int {
+	gaveUp, firstGaveUp := cr.failures()
+	firstBad := cr.counter.FirstError(lastGood)
 	if firstBad.IsZero() || firstGaveUp.Before(firstBad) {
 		firstBad = firstGaveUp
 	}
@@ -109,7 +118,7 @@ func (sa *steadyAgents) end(ctx context.Context, c *Cluster, e *Expected, ns, na
 	e.Slice = map[string]string{"owner/Job": name}
 	e.SliceEquivalents = []map[string]string{{"image.tag/" + name: agentImage(name, version)}}
 	e.CounterexampleDiffersIn = []string{"owner/Job"}
-	return failed, len(gaveUp), nil
+	return len(gaveUp)
 }
 
 // givenUp waits (two minutes at most) until a worker of the agent gives

@@ -8,22 +8,31 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
 // Op is one thing a worker does against the apiserver.
 type Op struct {
-	Verb      string   // "get", "list" or "watch" (a reflector: LIST, then WATCH from its resourceVersion, relisting whenever the watch ends)
-	Resource  string   // "pods", "configmaps", "secrets" or "nodes"
+	Verb      string   // "get", "list", "watch" (a reflector: LIST, then WATCH from its resourceVersion, relisting whenever the watch ends) or "create"
+	Resource  string   // "pods", "configmaps", "secrets" or "nodes"; for "create", any resource of Group and Version
 	Namespace string   // "" for a cluster-wide LIST or WATCH (and for nodes)
 	Names     []string // get: the objects, one request each
 	Selector  string   // list, watch: a label selector
 	// Cached lists with resourceVersion=0, served from the watch cache;
 	// otherwise a LIST is a quorum read, served from etcd.
 	Cached bool
+	// Group and Version name a create's resource (a custom resource: the
+	// dynamic client writes it); Object is its body, named by the server
+	// from its metadata.generateName.
+	Group, Version string
+	Object         map[string]any
 }
 
 func (op Op) String() string {
@@ -76,6 +85,8 @@ type Worker struct {
 	WaitForServer bool
 	Seed          uint64    // draws the jitter
 	Progress      *Progress // optional
+
+	dyn dynamic.Interface // writes the creates
 }
 
 // Run runs the worker until it has nothing more to do, ctx ends (nil) or it
@@ -94,6 +105,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	wcs, err := kubernetes.NewForConfig(wcfg)
 	if err != nil {
+		return err
+	}
+	if w.dyn, err = dynamic.NewForConfig(w.Config); err != nil {
 		return err
 	}
 	sleep(ctx, w.Delay)
@@ -172,8 +186,19 @@ func (w *Worker) once(ctx context.Context, cs kubernetes.Interface, op Op, rng *
 			return fmt.Errorf("%s: %w", op, err)
 		}
 		return nil
+	case "create":
+		gvr := schema.GroupVersionResource{Group: op.Group, Version: op.Version, Resource: op.Resource}
+		err := w.attempt(ctx, rng, func() error {
+			obj := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(op.Object)}
+			_, err := w.dyn.Resource(gvr).Namespace(op.Namespace).Create(ctx, obj, metav1.CreateOptions{})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		return nil
 	}
-	return fmt.Errorf("apiload: %s: not a get or a list", op)
+	return fmt.Errorf("apiload: %s: not a get, a list or a create", op)
 }
 
 // attempt calls f until it succeeds, ctx ends, or it failed Tries times in
