@@ -70,6 +70,43 @@ func schemaSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []m
 	return out, nil
 }
 
+// The CRD also serves its resource: deleting it deletes every object of
+// the resource and stops serving it. While it terminates, the apiserver
+// refuses creates (403); once it is gone, every request on the resource's
+// collection (a create, a list, a watch) is answered 404, which for a
+// collection means the resource is not served (a named object's 404 only
+// says that object is missing). When the slice's ServiceAccounts meet
+// either, the deletes of the CRD named after the resource, between their
+// last answered request of that kind (less schemaPropagation) and the
+// first refusal, are suspects; the mitigation recreates it.
+
+// servedSuspects are the deletes of the CustomResourceDefinitions of the
+// resources the slice's ServiceAccounts were then refused as not served.
+func servedSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension, cons constraints,
+	where map[string]string, since, until time.Time) ([]*Suspect, error) {
+	ds, err := denials(ctx, s, units, ids, cons, where, since, until,
+		`code == 403 || (code == 404 && verb in ["create", "list", "watch", "deletecollection"])`)
+	if err != nil || len(ds) == 0 {
+		return nil, err
+	}
+	out, err := writesBeforeRefusal(ctx, s, ds, units, cons, since, schemaPropagation,
+		func(d denial) string {
+			return fmt.Sprintf(`group == "apiextensions.k8s.io" && resource == "customresourcedefinitions" && name == %q && `+
+				`subresource == "" && verb == "delete" && code > 0 && code < 400`, crdName(d.first.Object))
+		},
+		func(r *timeline.Record) *Suspect {
+			return writeSuspect(r, identity.Ref{Kind: "CustomResourceDefinition", Name: r.Object.Name}.String(), "spec")
+		})
+	if err != nil {
+		return nil, err
+	}
+	for _, sp := range out {
+		sp.Why = fmt.Sprintf("deleted by %s, then the requests of %s to the resource it served were refused (it is no longer served)",
+			sp.By, strings.Join(sp.refused, ", "))
+	}
+	return out, nil
+}
+
 // crdName is the name of the CustomResourceDefinition that would serve
 // the object's resource: RESOURCE.GROUP. A built-in resource has none (its
 // group has no dot, or is one of Kubernetes' own), and no CRD of that name

@@ -97,3 +97,53 @@ func TestSchemaSuspectsNeedBoth(t *testing.T) {
 		}
 	}
 }
+
+// The trainer's Checkpoints are refused as the CRD that serves them is
+// deleted: its creates forbidden while it terminates (403), then not found
+// (404) once it is gone. Of the deletes of CRDs, only that one's, between
+// the last accepted create (less schemaPropagation) and the first refusal,
+// can have done it: not another CRD's, not a delete refused, not a patch
+// of it (which refuses as invalid, not as not served).
+func TestServedSuspects(t *testing.T) {
+	const sa = "system:serviceaccount:ml:trainer"
+	s := (&timelinetest.Mem{}).Add([]*timeline.Record{
+		request(20, sa, "create", "checkpoints", "ml", "", 201),
+		request(23, "bob", "delete", "customresourcedefinitions", "", "checkpoints.ml.example.com", 403),    // not done
+		request(24, "alice", "delete", "customresourcedefinitions", "", "sweeps.ml.example.com", 200),       // another resource's
+		request(24.5, "alice", "patch", "customresourcedefinitions", "", "checkpoints.ml.example.com", 200), // not a delete
+		request(25, "alice", "delete", "customresourcedefinitions", "", "checkpoints.ml.example.com", 200),  // the one
+		request(30, sa, "create", "checkpoints", "ml", "", 403),
+		request(31, sa, "create", "checkpoints", "ml", "", 404),
+	}...)
+	var units []*outcome.Unit
+	var ids []map[string]identity.Dimension
+	var reached []string
+	cons := constraints{}
+	for i := range 10 {
+		bad := badUnit("ml", fmt.Sprintf("trainer-%d", i), 0, 30+float64(i)/10)
+		good := goodUnit("ml", fmt.Sprintf("eval-%d", i), 0, 40)
+		units, ids = append(units, bad, good), append(ids, idOf("owner/Job", "trainer"), idOf("owner/Job", "eval"))
+		cons[bad], cons[good] = map[string]string{"serviceAccount": "trainer"}, map[string]string{"serviceAccount": "eval"}
+		reached = append(reached, bad.Ref)
+	}
+	got, err := servedSuspects(context.Background(), s, units, ids, cons, map[string]string{"owner/Job": "trainer"}, at(0), at(40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []brief{{"CustomResourceDefinition/checkpoints.ml.example.com", "deleted", "alice", reached}}
+	if diff := cmp.Diff(want, briefsOf(got, units)); diff != "" {
+		t.Errorf("served suspects (-want +got)\n%s", diff)
+	}
+	in := scoring{units: units, ids: ids, pop: populationOf(units, "ml"), firstBad: at(30)}
+	if sps := scoreSuspects(got, in); len(sps) != 1 || sps[0].Confidence < Confident || undo(&Report{}, sps[0])[0].Target != want[0].Ref {
+		t.Fatalf("scored: %+v, want the CRD's delete, confident, recreated", sps)
+	}
+	// A 404 to a named object's GET says that object is missing, not that
+	// the resource is not served: no suspect.
+	s = (&timelinetest.Mem{}).Add(request(20, sa, "get", "checkpoints", "ml", "c-1", 200),
+		request(25, "alice", "delete", "customresourcedefinitions", "", "checkpoints.ml.example.com", 200),
+		request(30, sa, "get", "checkpoints", "ml", "c-1", 404))
+	if got, err := servedSuspects(context.Background(), s, units, ids, cons, map[string]string{"owner/Job": "trainer"}, at(0), at(40)); err != nil || len(got) != 0 {
+		t.Errorf("a named object's 404: servedSuspects = %v, %v; want none", got, err)
+	}
+}

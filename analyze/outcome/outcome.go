@@ -40,14 +40,18 @@ const (
 	// system component's denials at start-up (its RBAC not yet loaded)
 	// are the control plane's own. So does a workload's write refused as
 	// malformed (400) or invalid (422): the write did not take place, and
-	// the same write is refused again however often it is tried.
+	// the same write is refused again however often it is tried; and one
+	// whose request on a collection (a create, a list, a watch) is
+	// answered 404: the resource is not served (its CRD is gone), or the
+	// namespace is gone.
 	//
 	// A pod create refused (403: a quota, a ServiceAccount gone, a policy)
 	// is a pod that did not come to be, whoever asked: a controller's
 	// refused creates are its workload's failures, as its FailedCreate
 	// event says (an Event that counts repeats is one record).
 	defaultBadRequests = `code >= 400 && (code == 429 || code >= 500 || ` +
-		`(code in [400, 401, 403, 422] && user.startsWith("system:serviceaccount:") && !user.startsWith("system:serviceaccount:kube-system:")) || ` +
+		`((code in [400, 401, 403, 422] || (code == 404 && verb in ["create", "list", "watch", "deletecollection"])) && ` +
+		`user.startsWith("system:serviceaccount:") && !user.startsWith("system:serviceaccount:kube-system:")) || ` +
 		`(code == 403 && verb == "create" && resource == "pods" && subresource == "" && ns != "kube-system")) && resource != ""`
 	//
 	// Besides the failures named, any Warning event about a pod (a volume
@@ -587,15 +591,17 @@ func (g *gather[T]) each(f func(*T)) {
 // bad record.
 var (
 	badFields   = timeline.FieldReason | timeline.FieldMessage | timeline.FieldCode
-	denialExtra = &timeline.FieldsWhere{Fields: timeline.FieldExtra, Where: mustFilter(`code in [400, 401, 403, 422, 429] || code >= 500 || source == "event"`)}
+	denialExtra = &timeline.FieldsWhere{Fields: timeline.FieldExtra, Where: mustFilter(`code in [400, 401, 403, 404, 422, 429] || code >= 500 || source == "event"`)}
 )
 
 // byClient says whether a response code refuses the client rather than
 // reports on the object: a denial (401, 403), a write refused as
-// malformed or invalid (400, 422), a request shed (429) or one the
-// apiserver failed (5xx). denialExtra reads the extra of these.
+// malformed or invalid (400, 422), a resource not served (404: the
+// default counts it on a collection only, where it says so), a request
+// shed (429) or one the apiserver failed (5xx). denialExtra reads the
+// extra of these.
 func byClient(code int) bool {
-	return code == 400 || code == 401 || code == 403 || code == 422 || code == 429 || code >= 500
+	return code == 400 || code == 401 || code == 403 || code == 404 || code == 422 || code == 429 || code >= 500
 }
 
 func mustFilter(expr string) *timeline.Filter {

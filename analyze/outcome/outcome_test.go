@@ -295,3 +295,33 @@ func TestReadRefusedWrites(t *testing.T) {
 		t.Errorf("bad units (-want +got):\n%s", diff)
 	}
 }
+
+// A 404 to a workload's request on a collection (a create, a list) says
+// the resource is not served (its CRD deleted) or the namespace is gone:
+// its failure. A 404 to a named object's GET only says that object is
+// missing, which clients meet all the time.
+func TestReadNotServed(t *testing.T) {
+	ready := `{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}`
+	req := func(id int64, secs int, verb, name, pod string) *timeline.Record {
+		return &timeline.Record{ID: id, Time: t0.Add(time.Duration(secs) * time.Second), Source: timeline.SourceAudit, Verb: verb, Code: 404,
+			User: "system:serviceaccount:ml:trainer", Extra: []byte(`{"pod":"` + pod + `"}`),
+			Object: timeline.ObjectRef{Group: "ml.example.com", Resource: "checkpoints", Namespace: "ml", Name: name}}
+	}
+	s := &fakeStore{
+		versions: []timeline.ObjectVersion{pod("a", "ua", 1, ready), pod("b", "ub", 2, ready), pod("c", "uc", 3, ready)},
+		records:  []*timeline.Record{req(10, 40, "create", "", "ml/a"), req(11, 41, "list", "", "ml/b"), req(12, 42, "get", "c-1", "ml/c")},
+	}
+	out, err := Read(context.Background(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, u := range out.Units {
+		if u.Bad() {
+			got[u.Ref] = u.Reason
+		}
+	}
+	if diff := cmp.Diff(map[string]string{"Pod/ml/a": "HTTP 404", "Pod/ml/b": "HTTP 404"}, got); diff != "" {
+		t.Errorf("bad units (-want +got):\n%s", diff)
+	}
+}
