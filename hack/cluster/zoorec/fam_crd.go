@@ -31,11 +31,24 @@ import (
 // notice. CRDs are audited at the Metadata level: who wrote the CRD and
 // when, not what.
 
+// Family crd-deleted: the same platform; a cleanup deletes CRDs it
+// believes unused: first a legacy one nobody writes, then the one a
+// training job's workers write their progress to. The apiserver deletes
+// every object of it and stops serving the resource: the workers' writes
+// now fail (404), a worker failing twice in a row exits 1, and the Job
+// fails. Another team's job, writing the platform's other kind, is fine.
+
 func init() {
 	register(&Family{Name: "crd-tightened",
 		Summary: "a CRD's schema is made to require a field one team's client never sets; its workers' writes of the custom resource are refused (422) and its Job fails; another team's, setting it, is fine",
-		Run:     runCRDTightened})
+		Run:     func(ctx context.Context, c *Cluster, e *Expected) (string, error) { return runCRD(ctx, c, e, false) }})
+	register(&Family{Name: "crd-deleted",
+		Summary: "a cleanup deletes a CRD a job's workers write to, after a legacy one; their writes fail (404) and the Job fails; another team's, writing another kind, is fine",
+		Run:     func(ctx context.Context, c *Cluster, e *Expected) (string, error) { return runCRD(ctx, c, e, true) }})
 }
+
+// crdLegacy are CRDs of the platform that nothing uses any more.
+var crdLegacy = []struct{ plural, kind string }{{"trainingruns", "TrainingRun"}, {"experiments", "Experiment"}, {"sweeps", "Sweep"}}
 
 // crdKinds are the custom resources a training worker writes as it goes,
 // with the field the platform makes required.
@@ -103,7 +116,8 @@ func establish(ctx context.Context, dyn dynamic.Interface, obj *unstructured.Uns
 	})
 }
 
-func runCRDTightened(ctx context.Context, c *Cluster, e *Expected) (string, error) {
+// runCRD records crd-tightened, or crd-deleted when deleted is set.
+func runCRD(ctx context.Context, c *Cluster, e *Expected, deleted bool) (string, error) {
 	e.Nodes = Scale(c, e.Family)
 	k, decoyKind := Pick(c, crdKinds), Pick(c, crdDecoys)
 	perm := c.rng.Perm(len(agentNamespaces))
@@ -112,6 +126,10 @@ func runCRDTightened(ctx context.Context, c *Cluster, e *Expected) (string, erro
 	nb, nbVersion := pickOther(c, crdWriters, name), c.version()
 	workers, every := c.Between(24, 48), c.Dur(1500*time.Millisecond, 2500*time.Millisecond)
 	actor := c.DrawActor()
+	legacy := crdLegacy[0]
+	if deleted {
+		legacy = Pick(c, crdLegacy)
+	}
 
 	fleet, err := c.Nodes(ctx, e.Nodes)
 	if err != nil {
@@ -130,6 +148,11 @@ func runCRDTightened(ctx context.Context, c *Cluster, e *Expected) (string, erro
 	}
 	if err := establish(ctx, platform, crd(decoyKind.plural, decoyKind.kind, "job", "uri")); err != nil {
 		return "", err
+	}
+	if deleted {
+		if err := establish(ctx, platform, crd(legacy.plural, legacy.kind, "job")); err != nil {
+			return "", err
+		}
 	}
 	for _, n := range []string{ns, other} {
 		if err := c.Namespace(ctx, n); err != nil {
@@ -154,8 +177,13 @@ func runCRDTightened(ctx context.Context, c *Cluster, e *Expected) (string, erro
 		if withField {
 			spec[k.field] = "v2"
 		}
-		return apiload.Op{Verb: "create", Group: crdGroup, Version: "v1", Resource: k.plural, Namespace: ns,
-			Object: map[string]any{"apiVersion": crdGroup + "/v1", "kind": k.kind,
+		plural, kind := k.plural, k.kind
+		if deleted && withField {
+			// The other team writes the platform's other kind.
+			plural, kind = decoyKind.plural, decoyKind.kind
+		}
+		return apiload.Op{Verb: "create", Group: crdGroup, Version: "v1", Resource: plural, Namespace: ns,
+			Object: map[string]any{"apiVersion": crdGroup + "/v1", "kind": kind,
 				"metadata": map[string]any{"generateName": job + "-", "namespace": ns}, "spec": spec}}
 	}
 	op := record(name, ns, false)
@@ -200,24 +228,43 @@ func runCRDTightened(ctx context.Context, c *Cluster, e *Expected) (string, erro
 	}
 	decoyRef := "CustomResourceDefinition/" + decoyKind.plural + "." + crdGroup
 	decoyAt := Now()
-	if _, err := dyn.Resource(crdGVR).Patch(ctx, decoyKind.plural+"."+crdGroup, types.JSONPatchType, addProp("license"), metav1.PatchOptions{}); err != nil {
-		stopAll()
-		stopNb()
-		return "", fmt.Errorf("patch crd %s: %w", decoyRef, err)
+	if deleted {
+		decoyRef = "CustomResourceDefinition/" + legacy.plural + "." + crdGroup
+		if err := dyn.Resource(crdGVR).Delete(ctx, legacy.plural+"."+crdGroup, metav1.DeleteOptions{}); err != nil {
+			stopAll()
+			stopNb()
+			return "", fmt.Errorf("delete crd %s: %w", decoyRef, err)
+		}
+		e.Decoys = []Change{{Ref: decoyRef, Dimension: "deleted", At: decoyAt, Actor: &actor}}
+	} else {
+		if _, err := dyn.Resource(crdGVR).Patch(ctx, decoyKind.plural+"."+crdGroup, types.JSONPatchType, addProp("license"), metav1.PatchOptions{}); err != nil {
+			stopAll()
+			stopNb()
+			return "", fmt.Errorf("patch crd %s: %w", decoyRef, err)
+		}
+		e.Decoys = []Change{{Ref: decoyRef, Dimension: "spec", At: decoyAt, Actor: &actor}}
 	}
-	e.Decoys = []Change{{Ref: decoyRef, Dimension: "spec", At: decoyAt, Actor: &actor}}
 	Sleep(ctx, c.Dur(4*time.Second, 10*time.Second))
 	lastGood := Now()
 	Sleep(ctx, time.Second)
 	ref := "CustomResourceDefinition/" + k.plural + "." + crdGroup
 	at := Now()
-	require := []byte(`[{"op":"add","path":"/spec/versions/0/schema/openAPIV3Schema/properties/spec/required","value":["` + k.field + `"]}]`)
-	if _, err := dyn.Resource(crdGVR).Patch(ctx, k.plural+"."+crdGroup, types.JSONPatchType, require, metav1.PatchOptions{}); err != nil {
-		stopAll()
-		stopNb()
-		return "", fmt.Errorf("patch crd %s: %w", ref, err)
+	if deleted {
+		if err := dyn.Resource(crdGVR).Delete(ctx, k.plural+"."+crdGroup, metav1.DeleteOptions{}); err != nil {
+			stopAll()
+			stopNb()
+			return "", fmt.Errorf("delete crd %s: %w", ref, err)
+		}
+		e.Changes = []Change{{Ref: ref, Dimension: "deleted", At: at, Actor: &actor}}
+	} else {
+		require := []byte(`[{"op":"add","path":"/spec/versions/0/schema/openAPIV3Schema/properties/spec/required","value":["` + k.field + `"]}]`)
+		if _, err := dyn.Resource(crdGVR).Patch(ctx, k.plural+"."+crdGroup, types.JSONPatchType, require, metav1.PatchOptions{}); err != nil {
+			stopAll()
+			stopNb()
+			return "", fmt.Errorf("patch crd %s: %w", ref, err)
+		}
+		e.Changes = []Change{{Ref: ref, Dimension: "spec", At: at, Actor: &actor}}
 	}
-	e.Changes = []Change{{Ref: ref, Dimension: "spec", At: at, Actor: &actor}}
 	if err := until(ctx, 2*time.Minute, "a worker giving up", func() (bool, error) {
 		gave, _ := cr.failures()
 		return len(gave) > 0, nil
@@ -239,12 +286,16 @@ func runCRDTightened(ctx context.Context, c *Cluster, e *Expected) (string, erro
 	e.extra("failedWorkers", gave)
 	e.extra("failedPods", failed)
 	e.extra("refused", cr.counter.Count(422))
+	same, today := "the same kind of", "The ML platform team shipped something today."
+	if deleted {
+		same, today = "its", "The platform team was cleaning up unused APIs today."
+	}
 	return fmt.Sprintf(`A training job fails an hour into its run.
 
 ## What on-call saw
 %s/%s, a Job of %d workers that record their progress as they train, had been running
 fine; now it has failed: %d of its pods exited 1 with messages like "%s",
 and the Job controller deleted the others. Its image and its spec did not change.
-%s/%s, another team's job recording the same kind of progress, is fine.
-The ML platform team shipped something today.`, ns, name, workers, failed, apiload.GiveUpMessage(cr.firstError()), other, nb), nil
+%s/%s, another team's job recording %s progress, is fine.
+%s`, ns, name, workers, failed, apiload.GiveUpMessage(cr.firstError()), other, nb, same, today), nil
 }

@@ -37,8 +37,9 @@ func GiveUpMessage(cause error) string {
 		return "the server has received too many requests and has asked us to try again later"
 	case strings.Contains(cause.Error(), "deadline") || strings.Contains(cause.Error(), "Timeout"):
 		return "timed out waiting for the apiserver"
-	case apierrors.IsInvalid(cause):
-		// A write the apiserver refused as invalid: a client prints why.
+	case apierrors.IsInvalid(cause) || apierrors.IsNotFound(cause):
+		// A write the apiserver refused as invalid, or a resource it no
+		// longer serves: a client prints why.
 		var st apierrors.APIStatus
 		if errors.As(cause, &st) {
 			return st.Status().Message
