@@ -135,7 +135,11 @@ func deletionSuspects(units []*outcome.Unit, ids []map[string]identity.Dimension
 // (or cluster-wide), before the first bad, is a suspect "deleted" that
 // reaches the bad units naming it; identity's (deleted) covers the
 // ConfigMaps and Secrets pods read even when no message names them.
-var notFound = regexp.MustCompile(`([a-z][a-z0-9.-]*) "([^"]+)" not found`)
+// Admission plugins word it their own way, with the kind:
+// `RuntimeClass "gvisor" not found`, and the Priority plugin's `no
+// PriorityClass with name batch-high was found` (the wording of the real
+// apiserver, recorded in the zoo's priorityclass-deleted).
+var notFound = regexp.MustCompile(`(?i)\b([a-z][a-z0-9.-]*) "([^"]+)" not found|\bno ([a-z][a-z0-9.-]*) with name "?([^" ]+?)"? was found`)
 
 // missingSuspects are the deletions of the objects the bad units of the
 // slice name as not found, in [since, until]; those already suspects
@@ -150,9 +154,14 @@ func missingSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []
 			continue
 		}
 		for _, m := range notFound.FindAllStringSubmatch(u.Message, 4) {
-			// The API names a resource with its group (priorityclasses.scheduling.k8s.io).
-			word, _, _ := strings.Cut(m[1], ".")
-			k := missing{word, u.Namespace, m[2]}
+			word, name := m[1], m[2]
+			if word == "" {
+				word, name = m[3], m[4]
+			}
+			// The API names a resource with its group
+			// (priorityclasses.scheduling.k8s.io); a plugin, its kind.
+			word, _, _ = strings.Cut(strings.ToLower(word), ".")
+			k := missing{word, u.Namespace, name}
 			if naming[k] == nil {
 				order = append(order, k)
 			}

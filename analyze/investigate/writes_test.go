@@ -82,6 +82,8 @@ func TestMissingSuspects(t *testing.T) {
 		del(50, "ml", "persistentvolumeclaims", "data", 200, "bob"), // after the first bad
 		del(16, "", "priorityclasses", "batch-high", 200, "dave"),   // cluster-wide
 		del(17, "ml", "networkpolicies", "allow-dns", 200, "erin"),
+		del(18, "", "priorityclasses", "serving-critical", 200, "frank"),
+		del(19, "", "runtimeclasses", "gvisor", 200, "grace"),
 	)
 	var units []*outcome.Unit
 	var ids []map[string]identity.Dimension
@@ -93,8 +95,10 @@ func TestMissingSuspects(t *testing.T) {
 	}
 	for _, msg := range []string{`MountVolume.SetUp failed for volume "cfg" : configmap "env" not found`,
 		`0/40 nodes are available: persistentvolumeclaim "data" not found`, `serviceaccount "runner" not found`,
-		`pods "x" is forbidden: priorityclasses.scheduling.k8s.io "batch-high" not found`, `networkpolicy "allow-dns" not found`} {
-		u := badUnit("ml", "other-"+msg[:4], 20, 31)
+		`pods "x" is forbidden: priorityclasses.scheduling.k8s.io "batch-high" not found`, `networkpolicy "allow-dns" not found`,
+		`Error creating: pods "web-7f9-" is forbidden: no PriorityClass with name serving-critical was found`,
+		`Error creating: pods "web-7f9-" is forbidden: pod rejected: RuntimeClass "gvisor" not found`} {
+		u := badUnit("ml", fmt.Sprintf("other-%d", len(units)), 20, 31)
 		u.Message = msg
 		units = append(units, u)
 		ids = append(ids, idOf("owner/ReplicaSet", "train-rs"))
@@ -117,7 +121,8 @@ func TestMissingSuspects(t *testing.T) {
 	for _, sp := range sps {
 		got = append(got, row{sp.Ref, sp.By, sp.At.Sub(t0).Seconds(), len(sp.reached)})
 	}
-	want := []row{{"ServiceAccount/ml/trainer", "alice", 10, 5}, {"PriorityClass/batch-high", "dave", 16, 1}, {"NetworkPolicy/ml/allow-dns", "erin", 17, 1}}
+	want := []row{{"ServiceAccount/ml/trainer", "alice", 10, 5}, {"PriorityClass/batch-high", "dave", 16, 1}, {"NetworkPolicy/ml/allow-dns", "erin", 17, 1},
+		{"PriorityClass/serving-critical", "frank", 18, 1}, {"RuntimeClass/gvisor", "grace", 19, 1}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("suspects (-want +got)\n%s", diff)
 	}
