@@ -39,17 +39,7 @@ func TestSchemaSuspects(t *testing.T) {
 		request(31, sa, "create", "checkpoints", "ml", "", 422),
 		request(35, "alice", "update", "customresourcedefinitions", "", "checkpoints.ml.example.com", 200), // after the first refusal
 	}...)
-	var units []*outcome.Unit
-	var ids []map[string]identity.Dimension
-	var reached []string
-	cons := constraints{}
-	for i := range 10 {
-		bad := badUnit("ml", fmt.Sprintf("trainer-%d", i), 0, 30+float64(i)/10)
-		good := goodUnit("ml", fmt.Sprintf("eval-%d", i), 0, 40)
-		units, ids = append(units, bad, good), append(ids, idOf("owner/Job", "trainer"), idOf("owner/Job", "eval"))
-		cons[bad], cons[good] = map[string]string{"serviceAccount": "trainer"}, map[string]string{"serviceAccount": "eval"}
-		reached = append(reached, bad.Ref)
-	}
+	units, ids, cons, reached := trainers()
 	got, err := schemaSuspects(context.Background(), s, units, ids, cons, map[string]string{"owner/Job": "trainer"}, at(0), at(40))
 	if err != nil {
 		t.Fatal(err)
@@ -115,17 +105,7 @@ func TestServedSuspects(t *testing.T) {
 		request(30, sa, "create", "checkpoints", "ml", "", 403),
 		request(31, sa, "create", "checkpoints", "ml", "", 404),
 	}...)
-	var units []*outcome.Unit
-	var ids []map[string]identity.Dimension
-	var reached []string
-	cons := constraints{}
-	for i := range 10 {
-		bad := badUnit("ml", fmt.Sprintf("trainer-%d", i), 0, 30+float64(i)/10)
-		good := goodUnit("ml", fmt.Sprintf("eval-%d", i), 0, 40)
-		units, ids = append(units, bad, good), append(ids, idOf("owner/Job", "trainer"), idOf("owner/Job", "eval"))
-		cons[bad], cons[good] = map[string]string{"serviceAccount": "trainer"}, map[string]string{"serviceAccount": "eval"}
-		reached = append(reached, bad.Ref)
-	}
+	units, ids, cons, reached := trainers()
 	got, err := servedSuspects(context.Background(), s, units, ids, cons, map[string]string{"owner/Job": "trainer"}, at(0), at(40))
 	if err != nil {
 		t.Fatal(err)
@@ -146,4 +126,19 @@ func TestServedSuspects(t *testing.T) {
 	if got, err := servedSuspects(context.Background(), s, units, ids, cons, map[string]string{"owner/Job": "trainer"}, at(0), at(40)); err != nil || len(got) != 0 {
 		t.Errorf("a named object's 404: servedSuspects = %v, %v; want none", got, err)
 	}
+}
+
+// trainers are the units of the schema tests: ten of the trainer Job,
+// bad from 30 s, running as ServiceAccount trainer (reached: their refs),
+// and ten of the eval Job, good, running as eval.
+func trainers() (units []*outcome.Unit, ids []map[string]identity.Dimension, cons constraints, reached []string) {
+	cons = constraints{}
+	for i := range 10 {
+		bad := badUnit("ml", fmt.Sprintf("trainer-%d", i), 0, 30+float64(i)/10)
+		good := goodUnit("ml", fmt.Sprintf("eval-%d", i), 0, 40)
+		units, ids = append(units, bad, good), append(ids, idOf("owner/Job", "trainer"), idOf("owner/Job", "eval"))
+		cons[bad], cons[good] = map[string]string{"serviceAccount": "trainer"}, map[string]string{"serviceAccount": "eval"}
+		reached = append(reached, bad.Ref)
+	}
+	return units, ids, cons, reached
 }

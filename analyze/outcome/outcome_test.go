@@ -281,16 +281,7 @@ func TestReadRefusedWrites(t *testing.T) {
 			write(14, 44, 409, "system:serviceaccount:ml:trainer", "ml/c"), // a conflict: no refusal of the write's content
 		},
 	}
-	out, err := Read(context.Background(), s, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{}
-	for _, u := range out.Units {
-		if u.Bad() {
-			got[u.Ref] = u.Reason
-		}
-	}
+	got := badReasons(t, s)
 	if diff := cmp.Diff(map[string]string{"Pod/ml/a": "HTTP 422", "Pod/ml/b": "HTTP 400"}, got); diff != "" {
 		t.Errorf("bad units (-want +got):\n%s", diff)
 	}
@@ -311,6 +302,15 @@ func TestReadNotServed(t *testing.T) {
 		versions: []timeline.ObjectVersion{pod("a", "ua", 1, ready), pod("b", "ub", 2, ready), pod("c", "uc", 3, ready)},
 		records:  []*timeline.Record{req(10, 40, "create", "", "ml/a"), req(11, 41, "list", "", "ml/b"), req(12, 42, "get", "c-1", "ml/c")},
 	}
+	got := badReasons(t, s)
+	if diff := cmp.Diff(map[string]string{"Pod/ml/a": "HTTP 404", "Pod/ml/b": "HTTP 404"}, got); diff != "" {
+		t.Errorf("bad units (-want +got):\n%s", diff)
+	}
+}
+
+// badReasons reads the store's units and returns the bad ones' reasons.
+func badReasons(t *testing.T, s *fakeStore) map[string]string {
+	t.Helper()
 	out, err := Read(context.Background(), s, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -321,7 +321,5 @@ func TestReadNotServed(t *testing.T) {
 			got[u.Ref] = u.Reason
 		}
 	}
-	if diff := cmp.Diff(map[string]string{"Pod/ml/a": "HTTP 404", "Pod/ml/b": "HTTP 404"}, got); diff != "" {
-		t.Errorf("bad units (-want +got):\n%s", diff)
-	}
+	return got
 }

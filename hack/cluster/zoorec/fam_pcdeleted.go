@@ -71,35 +71,9 @@ func runPCDeleted(ctx context.Context, c *Cluster, e *Expected) (string, error) 
 		}
 		return Change{Ref: "PriorityClass/" + name, Dimension: "deleted", At: at, Actor: &actor}, nil
 	}
-	decoy, err := del(legacy)
-	if err != nil {
+	if err := c.cleanupThenRestart(ctx, e, del, legacy, class[victim], ns, services, victim); err != nil {
 		return "", err
 	}
-	e.Decoys = []Change{decoy}
-	Sleep(ctx, c.Dur(2*time.Second, 6*time.Second))
-	ch, err := del(class[victim])
-	if err != nil {
-		return "", err
-	}
-	e.Changes = []Change{ch}
-	Sleep(ctx, c.Dur(10*time.Second, 20*time.Second))
-	lastGood := Now()
-	Sleep(ctx, time.Second)
-	if err := c.restartAll(ctx, routineActor, ns, services); err != nil {
-		return "", err
-	}
-	// The refused pods are the new ReplicaSet's.
-	if err := c.refusedRollout(ctx, e, lastGood, ns, victim); err != nil {
-		return "", err
-	}
-	e.Population = map[string]string{"namespace": ns}
 	e.CounterexampleDiffersIn = []string{"owner.podTemplateHash", "owner/ReplicaSet", "owner/Deployment", "spec/priorityClassName"}
-	e.Mitigation = []Action{{Action: "rollback", Target: ch.Ref}}
-	e.extra("services", len(services))
-	return fmt.Sprintf(`After the nightly restart, one service in %s has no new pods.
-
-## What on-call saw
-%s/%s's rollout stalls: no new pod of it appears, and its new ReplicaSet reports
-FailedCreate. Its old pods still run. The other services of %s were restarted at
-the same moment and are fine. The platform team was tidying cluster-wide settings today.`, ns, ns, victim, ns), nil
+	return refusedStory(ns, victim, "The platform team was tidying cluster-wide settings today."), nil
 }

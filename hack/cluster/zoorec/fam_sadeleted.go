@@ -61,35 +61,58 @@ func runSADeleted(ctx context.Context, c *Cluster, e *Expected) (string, error) 
 		}
 		return Change{Ref: "ServiceAccount/" + ns + "/" + name, Dimension: "deleted", At: at, Actor: &actor}, nil
 	}
-	decoy, err := del("legacy-" + victim)
-	if err != nil {
+	if err := c.cleanupThenRestart(ctx, e, del, "legacy-"+victim, victim, ns, services, victim); err != nil {
 		return "", err
 	}
-	e.Decoys = []Change{decoy}
-	Sleep(ctx, c.Dur(2*time.Second, 6*time.Second))
-	ch, err := del(victim)
+	e.CounterexampleDiffersIn = []string{"owner.podTemplateHash", "owner/ReplicaSet", "owner/Deployment", "serviceAccount"}
+	return refusedStory(ns, victim, ""), nil
+}
+
+// cleanupThenRestart is the incident of the families whose cleanup
+// deletes an object admission looks up: the actor deletes decoy (which
+// nothing uses) and then target (with del), automation restarts the
+// namespace's services a while later, and victim's new pods are refused
+// (refusedRollout). It sets the changes, the decoys, the population and
+// the mitigation (recreate the target).
+func (c *Cluster) cleanupThenRestart(ctx context.Context, e *Expected, del func(name string) (Change, error),
+	decoy, target, ns string, services []string, victim string) error {
+	d, err := del(decoy)
 	if err != nil {
-		return "", err
+		return err
+	}
+	e.Decoys = []Change{d}
+	Sleep(ctx, c.Dur(2*time.Second, 6*time.Second))
+	ch, err := del(target)
+	if err != nil {
+		return err
 	}
 	e.Changes = []Change{ch}
 	Sleep(ctx, c.Dur(10*time.Second, 20*time.Second))
 	lastGood := Now()
 	Sleep(ctx, time.Second)
 	if err := c.restartAll(ctx, routineActor, ns, services); err != nil {
-		return "", err
+		return err
 	}
 	// The refused pods are the new ReplicaSet's.
 	if err := c.refusedRollout(ctx, e, lastGood, ns, victim); err != nil {
-		return "", err
+		return err
 	}
 	e.Population = map[string]string{"namespace": ns}
-	e.CounterexampleDiffersIn = []string{"owner.podTemplateHash", "owner/ReplicaSet", "owner/Deployment", "serviceAccount"}
 	e.Mitigation = []Action{{Action: "rollback", Target: ch.Ref}}
 	e.extra("services", len(services))
+	return nil
+}
+
+// refusedStory is what on-call saw of a service whose new pods were
+// refused after the nightly restart, and a last line of context.
+func refusedStory(ns, victim, context string) string {
+	if context != "" {
+		context = " " + context
+	}
 	return fmt.Sprintf(`After the nightly restart, one service in %s has no new pods.
 
 ## What on-call saw
 %s/%s's rollout stalls: no new pod of it appears, and its new ReplicaSet reports
 FailedCreate. Its old pods still run. The other services of %s were restarted at
-the same moment and are fine.`, ns, ns, victim, ns), nil
+the same moment and are fine.%s`, ns, ns, victim, ns, context)
 }
