@@ -40,69 +40,60 @@ import (
 // accepted that soon after does not clear it.
 const schemaPropagation = 5 * time.Second
 
-// schemaSuspects are the writes to the CustomResourceDefinitions of the
-// resources whose writes by the slice's ServiceAccounts were then refused
-// as malformed or invalid. Each reaches the units that run as a
-// ServiceAccount refused after it.
-func schemaSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension, cons constraints,
-	where map[string]string, since, until time.Time) ([]*Suspect, error) {
-	ds, err := denials(ctx, s, units, ids, cons, where, since, until, `code in [400, 422] && verb in ["create", "update", "patch"]`)
-	if err != nil || len(ds) == 0 {
-		return nil, err
-	}
-	out, err := writesBeforeRefusal(ctx, s, ds, units, cons, since, schemaPropagation,
-		func(d denial) string {
-			return fmt.Sprintf(`group == "apiextensions.k8s.io" && resource == "customresourcedefinitions" && name == %q && `+
-				`subresource == "" && verb in ["update", "patch"] && code > 0 && code < 400`, crdName(d.first.Object))
-		},
-		func(r *timeline.Record) *Suspect {
-			sp := writeSuspect(r, identity.Ref{Kind: "CustomResourceDefinition", Name: r.Object.Name}.String(), "spec")
-			sp.validates = true
-			return sp
-		})
-	if err != nil {
-		return nil, err
-	}
-	for _, sp := range out {
-		sp.Why = fmt.Sprintf("%s by %s, then the writes of %s to the resource it defines were refused as invalid (its schema is not in the evidence)",
-			pastTense(sp.verb), sp.By, strings.Join(sp.refused, ", "))
-	}
-	return out, nil
-}
-
 // The CRD also serves its resource: deleting it deletes every object of
 // the resource and stops serving it. While it terminates, the apiserver
 // refuses creates (403); once it is gone, every request on the resource's
-// collection (a create, a list, a watch) is answered 404, which for a
-// collection means the resource is not served (a named object's 404 only
-// says that object is missing). When the slice's ServiceAccounts meet
-// either, the deletes of the CRD named after the resource, between their
-// last answered request of that kind (less schemaPropagation) and the
-// first refusal, are suspects; the mitigation recreates it.
+// collection is answered 404 (outcome.NotServed). When the slice's
+// ServiceAccounts meet either, the deletes of the CRD named after the
+// resource, in the same window, are suspects; the mitigation recreates it.
 
-// servedSuspects are the deletes of the CustomResourceDefinitions of the
-// resources the slice's ServiceAccounts were then refused as not served.
-func servedSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension, cons constraints,
+// crdRules are the two ways a write to a CRD refuses the requests to its
+// resource: the refusals (CEL), the writes to the CRD that make them
+// (verbs), what the suspect says after "VERB by USER, " (why, of the
+// ServiceAccounts refused), and whether its undo is a schema's (validates;
+// a delete is undone by recreating the CRD).
+var crdRules = []struct {
+	refused, verbs, why string
+	validates           bool
+}{
+	{`code in [400, 422] && verb in ["create", "update", "patch"]`, `["update", "patch"]`,
+		"then the writes of %s to the resource it defines were refused as invalid (its schema is not in the evidence)", true},
+	{`code == 403 || (` + outcome.NotServed + `)`, `["delete"]`,
+		"then the requests of %s to the resource it served were refused (it is no longer served)", false},
+}
+
+// crdSuspects are the writes to the CustomResourceDefinitions of the
+// resources whose requests by the slice's ServiceAccounts were then
+// refused by them (crdRules). Each reaches the units that run as a
+// ServiceAccount refused after it.
+func crdSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension, cons constraints,
 	where map[string]string, since, until time.Time) ([]*Suspect, error) {
-	ds, err := denials(ctx, s, units, ids, cons, where, since, until,
-		`code == 403 || (code == 404 && verb in ["create", "list", "watch", "deletecollection"])`)
-	if err != nil || len(ds) == 0 {
-		return nil, err
-	}
-	out, err := writesBeforeRefusal(ctx, s, ds, units, cons, since, schemaPropagation,
-		func(d denial) string {
-			return fmt.Sprintf(`group == "apiextensions.k8s.io" && resource == "customresourcedefinitions" && name == %q && `+
-				`subresource == "" && verb == "delete" && code > 0 && code < 400`, crdName(d.first.Object))
-		},
-		func(r *timeline.Record) *Suspect {
-			return writeSuspect(r, identity.Ref{Kind: "CustomResourceDefinition", Name: r.Object.Name}.String(), "spec")
-		})
-	if err != nil {
-		return nil, err
-	}
-	for _, sp := range out {
-		sp.Why = fmt.Sprintf("deleted by %s, then the requests of %s to the resource it served were refused (it is no longer served)",
-			sp.By, strings.Join(sp.refused, ", "))
+	var out []*Suspect
+	for _, rule := range crdRules {
+		ds, err := denials(ctx, s, units, ids, cons, where, since, until, rule.refused)
+		if err != nil {
+			return nil, err
+		}
+		if len(ds) == 0 {
+			continue
+		}
+		sps, err := writesBeforeRefusal(ctx, s, ds, units, cons, since, schemaPropagation,
+			func(d denial) string {
+				return fmt.Sprintf(`group == "apiextensions.k8s.io" && resource == "customresourcedefinitions" && name == %q && `+
+					`subresource == "" && verb in %s && code > 0 && code < 400`, crdName(d.first.Object), rule.verbs)
+			},
+			func(r *timeline.Record) *Suspect {
+				sp := writeSuspect(r, identity.Ref{Kind: "CustomResourceDefinition", Name: r.Object.Name}.String(), "spec")
+				sp.validates = rule.validates
+				return sp
+			})
+		if err != nil {
+			return nil, err
+		}
+		for _, sp := range sps {
+			sp.Why = fmt.Sprintf("%s by %s, "+rule.why, pastTense(sp.verb), sp.By, strings.Join(sp.refused, ", "))
+		}
+		out = append(out, sps...)
 	}
 	return out, nil
 }

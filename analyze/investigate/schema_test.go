@@ -40,7 +40,7 @@ func TestSchemaSuspects(t *testing.T) {
 		request(35, "alice", "update", "customresourcedefinitions", "", "checkpoints.ml.example.com", 200), // after the first refusal
 	}...)
 	units, ids, cons, reached := trainers()
-	got, err := schemaSuspects(context.Background(), s, units, ids, cons, map[string]string{"owner/Job": "trainer"}, at(0), at(40))
+	got, err := crdSuspects(context.Background(), s, units, ids, cons, map[string]string{"owner/Job": "trainer"}, at(0), at(40))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,10 +80,10 @@ func TestSchemaSuspectsNeedBoth(t *testing.T) {
 		"a read refused":   {crdPatch, get},
 		"another's schema": {request(25, "alice", "patch", "customresourcedefinitions", "", "datasets.ml.example.com", 200), request(30, sa, "create", "checkpoints", "ml", "", 422)},
 	} {
-		got, err := schemaSuspects(context.Background(), (&timelinetest.Mem{}).Add(recs...), units, ids, cons,
+		got, err := crdSuspects(context.Background(), (&timelinetest.Mem{}).Add(recs...), units, ids, cons,
 			map[string]string{"owner/Job": "trainer"}, at(0), at(40))
 		if err != nil || len(got) != 0 {
-			t.Errorf("%s: schemaSuspects = %v, %v; want none", name, got, err)
+			t.Errorf("%s: crdSuspects = %v, %v; want none", name, got, err)
 		}
 	}
 }
@@ -106,7 +106,7 @@ func TestServedSuspects(t *testing.T) {
 		request(31, sa, "create", "checkpoints", "ml", "", 404),
 	}...)
 	units, ids, cons, reached := trainers()
-	got, err := servedSuspects(context.Background(), s, units, ids, cons, map[string]string{"owner/Job": "trainer"}, at(0), at(40))
+	got, err := crdSuspects(context.Background(), s, units, ids, cons, map[string]string{"owner/Job": "trainer"}, at(0), at(40))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +123,8 @@ func TestServedSuspects(t *testing.T) {
 	s = (&timelinetest.Mem{}).Add(request(20, sa, "get", "checkpoints", "ml", "c-1", 200),
 		request(25, "alice", "delete", "customresourcedefinitions", "", "checkpoints.ml.example.com", 200),
 		request(30, sa, "get", "checkpoints", "ml", "c-1", 404))
-	if got, err := servedSuspects(context.Background(), s, units, ids, cons, map[string]string{"owner/Job": "trainer"}, at(0), at(40)); err != nil || len(got) != 0 {
-		t.Errorf("a named object's 404: servedSuspects = %v, %v; want none", got, err)
+	if got, err := crdSuspects(context.Background(), s, units, ids, cons, map[string]string{"owner/Job": "trainer"}, at(0), at(40)); err != nil || len(got) != 0 {
+		t.Errorf("a named object's 404: crdSuspects = %v, %v; want none", got, err)
 	}
 }
 

@@ -342,16 +342,11 @@ func otherSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []ma
 		return nil, err
 	}
 	out = append(out, throttles...)
-	schemas, err := schemaSuspects(ctx, s, units, ids, rep.cons, where, since, until.Add(time.Second))
+	crds, err := crdSuspects(ctx, s, units, ids, rep.cons, where, since, until.Add(time.Second))
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, schemas...)
-	served, err := servedSuspects(ctx, s, units, ids, rep.cons, where, since, until.Add(time.Second))
-	if err != nil {
-		return nil, err
-	}
-	out = append(out, served...)
+	out = append(out, crds...)
 	admission, err := admissionSuspects(ctx, s, units, ids, where, since, until.Add(time.Second))
 	if err != nil {
 		return nil, err

@@ -33,6 +33,12 @@ import (
 // the faults a node's own log reports (timeline.NodeFaults).
 const DefaultBad = "(" + defaultBadRequests + ") || " + defaultBadStates + " || (" + defaultBadNode + ")"
 
+// NotServed selects the requests on a collection (a create, a list, a
+// watch) answered 404: their resource is not served (its CRD is gone) or
+// their namespace is gone. A named object's 404 only says that object is
+// missing.
+const NotServed = `code == 404 && verb in ["create", "list", "watch", "deletecollection"]`
+
 // The two halves of DefaultBad, queried apart so that each uses its index.
 const (
 	// "code >= 400" first lets SQLite use its index of error responses.
@@ -50,7 +56,7 @@ const (
 	// refused creates are its workload's failures, as its FailedCreate
 	// event says (an Event that counts repeats is one record).
 	defaultBadRequests = `code >= 400 && (code == 429 || code >= 500 || ` +
-		`((code in [400, 401, 403, 422] || (code == 404 && verb in ["create", "list", "watch", "deletecollection"])) && ` +
+		`((code in [400, 401, 403, 422] || (` + NotServed + `)) && ` +
 		`user.startsWith("system:serviceaccount:") && !user.startsWith("system:serviceaccount:kube-system:")) || ` +
 		`(code == 403 && verb == "create" && resource == "pods" && subresource == "" && ns != "kube-system")) && resource != ""`
 	//

@@ -171,22 +171,18 @@ func runCRD(ctx context.Context, c *Cluster, e *Expected, deleted bool) (string,
 		return "", err
 	}
 	defer stop()
-	// A worker's progress record, created in its job's namespace.
-	record := func(job, ns string, withField bool) apiload.Op {
+	// A worker's progress record of the kind named, created in its job's
+	// namespace, with the field or without.
+	record := func(job, ns, plural, kind string, withField bool) apiload.Op {
 		spec := map[string]any{"job": job, "step": int64(1000)}
 		if withField {
 			spec[k.field] = "v2"
-		}
-		plural, kind := k.plural, k.kind
-		if deleted && withField {
-			// The other team writes the platform's other kind.
-			plural, kind = decoyKind.plural, decoyKind.kind
 		}
 		return apiload.Op{Verb: "create", Group: crdGroup, Version: "v1", Resource: plural, Namespace: ns,
 			Object: map[string]any{"apiVersion": crdGroup + "/v1", "kind": kind,
 				"metadata": map[string]any{"generateName": job + "-", "namespace": ns}, "spec": spec}}
 	}
-	op := record(name, ns, false)
+	op := record(name, ns, k.plural, k.kind, false)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -196,8 +192,12 @@ func runCRD(ctx context.Context, c *Cluster, e *Expected, deleted bool) (string,
 		}, fail)()
 	}()
 	stopAll := func() { stop(); <-done }
-	// The newer team's job, in another namespace: the same kind, the field set.
-	nbOp := record(nb, other, true)
+	// The newer team's job, in another namespace: the same kind with the
+	// field set (crd-tightened), or the platform's other kind (crd-deleted).
+	nbOp := record(nb, other, k.plural, k.kind, true)
+	if deleted {
+		nbOp = record(nb, other, decoyKind.plural, decoyKind.kind, false)
+	}
 	_, stopNb, err := c.neighbour(ctx, other, nb, nbVersion, c.Between(10, 20), func(i int, w *apiload.Worker) {
 		w.Delay, w.Repeat, w.Every, w.Jitter = c.Dur(0, every), []apiload.Op{nbOp}, every, every/2
 	})
@@ -205,23 +205,23 @@ func runCRD(ctx context.Context, c *Cluster, e *Expected, deleted bool) (string,
 		stopAll()
 		return "", err
 	}
-	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
+	// abort stops both jobs' workers and returns err.
+	abort := func(err error) (string, error) {
 		stopAll()
 		stopNb()
 		return "", err
 	}
+	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
+		return abort(err)
+	}
 	Sleep(ctx, c.Dur(15*time.Second, 25*time.Second))
 	if gave, _ := cr.failures(); len(gave) > 0 {
-		stopAll()
-		stopNb()
-		return "", fmt.Errorf("%d workers gave up before the incident", len(gave))
+		return abort(fmt.Errorf("%d workers gave up before the incident", len(gave)))
 	}
 
 	dyn, err := c.dynamicAs(actor)
 	if err != nil {
-		stopAll()
-		stopNb()
-		return "", err
+		return abort(err)
 	}
 	addProp := func(prop string) []byte {
 		return []byte(fmt.Sprintf(`[{"op":"add","path":"/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/%s","value":{"type":"string"}}]`, prop))
@@ -231,16 +231,12 @@ func runCRD(ctx context.Context, c *Cluster, e *Expected, deleted bool) (string,
 	if deleted {
 		decoyRef = "CustomResourceDefinition/" + legacy.plural + "." + crdGroup
 		if err := dyn.Resource(crdGVR).Delete(ctx, legacy.plural+"."+crdGroup, metav1.DeleteOptions{}); err != nil {
-			stopAll()
-			stopNb()
-			return "", fmt.Errorf("delete crd %s: %w", decoyRef, err)
+			return abort(fmt.Errorf("delete crd %s: %w", decoyRef, err))
 		}
 		e.Decoys = []Change{{Ref: decoyRef, Dimension: "deleted", At: decoyAt, Actor: &actor}}
 	} else {
 		if _, err := dyn.Resource(crdGVR).Patch(ctx, decoyKind.plural+"."+crdGroup, types.JSONPatchType, addProp("license"), metav1.PatchOptions{}); err != nil {
-			stopAll()
-			stopNb()
-			return "", fmt.Errorf("patch crd %s: %w", decoyRef, err)
+			return abort(fmt.Errorf("patch crd %s: %w", decoyRef, err))
 		}
 		e.Decoys = []Change{{Ref: decoyRef, Dimension: "spec", At: decoyAt, Actor: &actor}}
 	}
@@ -251,17 +247,13 @@ func runCRD(ctx context.Context, c *Cluster, e *Expected, deleted bool) (string,
 	at := Now()
 	if deleted {
 		if err := dyn.Resource(crdGVR).Delete(ctx, k.plural+"."+crdGroup, metav1.DeleteOptions{}); err != nil {
-			stopAll()
-			stopNb()
-			return "", fmt.Errorf("delete crd %s: %w", ref, err)
+			return abort(fmt.Errorf("delete crd %s: %w", ref, err))
 		}
 		e.Changes = []Change{{Ref: ref, Dimension: "deleted", At: at, Actor: &actor}}
 	} else {
 		require := []byte(`[{"op":"add","path":"/spec/versions/0/schema/openAPIV3Schema/properties/spec/required","value":["` + k.field + `"]}]`)
 		if _, err := dyn.Resource(crdGVR).Patch(ctx, k.plural+"."+crdGroup, types.JSONPatchType, require, metav1.PatchOptions{}); err != nil {
-			stopAll()
-			stopNb()
-			return "", fmt.Errorf("patch crd %s: %w", ref, err)
+			return abort(fmt.Errorf("patch crd %s: %w", ref, err))
 		}
 		e.Changes = []Change{{Ref: ref, Dimension: "spec", At: at, Actor: &actor}}
 	}
@@ -269,9 +261,7 @@ func runCRD(ctx context.Context, c *Cluster, e *Expected, deleted bool) (string,
 		gave, _ := cr.failures()
 		return len(gave) > 0, nil
 	}); err != nil {
-		stopAll()
-		stopNb()
-		return "", err
+		return abort(err)
 	}
 	Sleep(ctx, c.Dur(20*time.Second, 30*time.Second))
 	stopAll()
@@ -285,7 +275,11 @@ func runCRD(ctx context.Context, c *Cluster, e *Expected, deleted bool) (string,
 	e.extra("workers", workers)
 	e.extra("failedWorkers", gave)
 	e.extra("failedPods", failed)
-	e.extra("refused", cr.counter.Count(422))
+	refused := cr.counter.Count(422)
+	if deleted {
+		refused = cr.counter.Count(403) + cr.counter.Count(404)
+	}
+	e.extra("refused", refused)
 	same, today := "the same kind of", "The ML platform team shipped something today."
 	if deleted {
 		same, today = "its", "The platform team was cleaning up unused APIs today."
