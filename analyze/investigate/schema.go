@@ -56,7 +56,7 @@ var crdRules = []struct {
 	refused, verbs, why string
 	validates           bool
 }{
-	{`code in [400, 422] && verb in ["create", "update", "patch"]`, `["update", "patch"]`,
+	{outcome.RefusedWrite, `["update", "patch"]`,
 		"then the writes of %s to the resource it defines were refused as invalid (its schema is not in the evidence)", true},
 	{`code == 403 || (` + outcome.NotServed + `)`, `["delete"]`,
 		"then the requests of %s to the resource it served were refused (it is no longer served)", false},

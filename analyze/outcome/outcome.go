@@ -33,6 +33,12 @@ import (
 // the faults a node's own log reports (timeline.NodeFaults).
 const DefaultBad = "(" + defaultBadRequests + ") || " + defaultBadStates + " || (" + defaultBadNode + ")"
 
+// RefusedWrite selects the writes refused as malformed (400) or invalid
+// (422): the write did not take place, and the same write is refused
+// again however often it is tried. (A 400 to a read can pass with a
+// retry: a container's log asked for before it started.)
+const RefusedWrite = `code in [400, 422] && verb in ["create", "update", "patch"]`
+
 // NotServed selects the requests on a collection (a create, a list, a
 // watch) answered 404: their resource is not served (its CRD is gone) or
 // their namespace is gone. A named object's 404 only says that object is
@@ -56,7 +62,7 @@ const (
 	// refused creates are its workload's failures, as its FailedCreate
 	// event says (an Event that counts repeats is one record).
 	defaultBadRequests = `code >= 400 && (code == 429 || code >= 500 || ` +
-		`((code in [400, 401, 403, 422] || (` + NotServed + `)) && ` +
+		`((code in [401, 403] || (` + RefusedWrite + `) || (` + NotServed + `)) && ` +
 		`user.startsWith("system:serviceaccount:") && !user.startsWith("system:serviceaccount:kube-system:")) || ` +
 		`(code == 403 && verb == "create" && resource == "pods" && subresource == "" && ns != "kube-system")) && resource != ""`
 	//

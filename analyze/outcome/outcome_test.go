@@ -271,6 +271,8 @@ func TestReadRefusedWrites(t *testing.T) {
 		return &timeline.Record{ID: id, Time: t0.Add(time.Duration(secs) * time.Second), Source: timeline.SourceAudit, Verb: "create", Code: code, User: user,
 			Object: timeline.ObjectRef{Group: "ml.example.com", Resource: "checkpoints", Namespace: "ml"}, Extra: []byte(`{"pod":"` + pod + `"}`)}
 	}
+	logs := write(15, 45, 400, "system:serviceaccount:ml:trainer", "ml/c")
+	logs.Verb, logs.Object = "get", timeline.ObjectRef{Resource: "pods", Subresource: "log", Namespace: "ml", Name: "c"}
 	s := &fakeStore{
 		versions: []timeline.ObjectVersion{pod("a", "ua", 1, ready), pod("b", "ub", 2, ready), pod("c", "uc", 3, ready)},
 		records: []*timeline.Record{
@@ -279,6 +281,7 @@ func TestReadRefusedWrites(t *testing.T) {
 			write(12, 42, 422, "system:serviceaccount:kube-system:job-controller", "ml/c"),
 			write(13, 43, 422, "alice@example.com", "ml/c"),
 			write(14, 44, 409, "system:serviceaccount:ml:trainer", "ml/c"), // a conflict: no refusal of the write's content
+			logs, // a read's 400 passes with a retry
 		},
 	}
 	got := badReasons(t, s)
