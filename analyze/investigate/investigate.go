@@ -80,10 +80,14 @@ type Report struct {
 	// Slow is the episode of slow requests to etcd from several clients under way
 	// when the units first failed (controlplane.SlowAt), if any: the
 	// apiserver's storage or the apiserver itself, not the units' doing.
-	Slow         *controlplane.Slow `json:"slow,omitempty"`
-	Mitigation   []Action           `json:"mitigation"`
-	Confirmation []string           `json:"confirmation"`
-	Units        UnitCounts         `json:"units"`
+	Slow *controlplane.Slow `json:"slow,omitempty"`
+	// Schedulers are the spans in the window in which a scheduler placed
+	// and judged no pod while pods waited for it (outcome.NotScheduled):
+	// a scheduler that hangs, or one named that does not run.
+	Schedulers   []outcome.SchedulerIdle `json:"schedulers,omitempty"`
+	Mitigation   []Action                `json:"mitigation"`
+	Confirmation []string                `json:"confirmation"`
+	Units        UnitCounts              `json:"units"`
 	// Warnings say what weakens the report: the --bad or --good expression
 	// failed at run time on some observations, which counted as no match.
 	Warnings []string `json:"warnings,omitempty"`
@@ -388,6 +392,11 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	}
 	rep.Bad = out.BadExpr
 	rep.bad, rep.BadObservations = out.Bad, len(out.Bad)
+	for _, sp := range out.Idle {
+		if (opt.Since.IsZero() || sp.Until.After(opt.Since)) && (opt.Until.IsZero() || sp.From.Before(opt.Until)) {
+			rep.Schedulers = append(rep.Schedulers, sp)
+		}
+	}
 	// Whatever the report ends with, it says where its expressions failed.
 	defer func() {
 		for _, err := range out.FilterErrors() {

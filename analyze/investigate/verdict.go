@@ -79,7 +79,7 @@ func decide(rep *Report) {
 		rep.VerdictWhy = fmt.Sprintf("the leading suspect, %s %s, has confidence %.2f (%s)", top.Ref, top.Dimension, top.Confidence, top.ConfidenceWhy)
 	}
 	var next []string
-	if shared := sharedFailure(rep.units); shared != "" {
+	if shared := sharedFailure(rep.units, rep.Schedulers); shared != "" {
 		next = append(next, shared)
 	}
 	if set := admittedHint(rep); set != "" {
@@ -136,9 +136,11 @@ func rankOrUnknown(r string) string {
 
 // sharedFailure says how most bad units failed, when more than half of
 // them (two at least) failed alike, and where to look when no change in
-// the evidence explains it: pulls that fail name the registry, a cause
-// outside the cluster that leaves no change behind. "" otherwise.
-func sharedFailure(units []*outcome.Unit) string {
+// the evidence explains it, a cause outside the cluster's objects that
+// leaves no change behind: pulls that fail name the registry; pods that
+// no scheduler attended to name the scheduler, and when it stopped
+// (idle). "" otherwise.
+func sharedFailure(units []*outcome.Unit, idle []outcome.SchedulerIdle) string {
 	count := map[string]int{}
 	example := map[string]*outcome.Unit{}
 	bad := 0
@@ -166,7 +168,24 @@ func sharedFailure(units []*outcome.Unit) string {
 	if host := pullHost(u); host != "" {
 		what += fmt.Sprintf(", pulling from %s: look at that registry, which no change here explains", host)
 	}
+	if top == outcome.NotScheduled && len(idle) > 0 {
+		what += ", " + idleScheduler(idle[0]) + ": look at that scheduler (does it run? its log), which no change here explains"
+	}
 	return what
+}
+
+// idleScheduler says which scheduler pods waited for, and since when it
+// has placed and judged none.
+func idleScheduler(sp outcome.SchedulerIdle) string {
+	const clock = "15:04:05"
+	switch {
+	case sp.LastWork.IsZero():
+		return fmt.Sprintf("waiting for %s, which placed and judged no pod in the evidence", sp.Scheduler)
+	case sp.Ongoing:
+		return fmt.Sprintf("waiting for %s, which has placed and judged no pod since %s", sp.Scheduler, sp.LastWork.UTC().Format(clock))
+	}
+	return fmt.Sprintf("waiting for %s, which placed and judged no pod from %s until %s", sp.Scheduler,
+		sp.LastWork.UTC().Format(clock), sp.Until.UTC().Format(clock))
 }
 
 // pullHost is the registry a unit that failed pulling its image pulled

@@ -140,24 +140,37 @@ func TestSharedFailure(t *testing.T) {
 	pull := func(name, image string) *outcome.Unit {
 		return unit(name, "ImagePullBackOff", `Back-off pulling image "`+image+`": dial tcp: i/o timeout`)
 	}
+	at := func(s int) time.Time { return time.Date(2026, 5, 1, 10, 0, s, 0, time.UTC) }
+	hung := []outcome.SchedulerIdle{{Scheduler: "default-scheduler", LastWork: at(5), From: at(20), Until: at(59), Ongoing: true, Pods: 2}}
 	tests := []struct {
 		name  string
 		units []*outcome.Unit
+		idle  []outcome.SchedulerIdle
 		want  string
 	}{
+		{"no scheduler", []*outcome.Unit{unit("a", outcome.NotScheduled, ""), unit("b", outcome.NotScheduled, "")}, hung,
+			"2 of 2 bad units failed alike: NotScheduled (as Pod/ml/a), waiting for default-scheduler, which has placed and judged no pod since 10:00:05: look at that scheduler (does it run? its log), which no change here explains"},
+		{"a scheduler that came back", []*outcome.Unit{unit("a", outcome.NotScheduled, ""), unit("b", outcome.NotScheduled, "")},
+			[]outcome.SchedulerIdle{{Scheduler: "default-scheduler", LastWork: at(5), From: at(20), Until: at(50), Pods: 2}},
+			"2 of 2 bad units failed alike: NotScheduled (as Pod/ml/a), waiting for default-scheduler, which placed and judged no pod from 10:00:05 until 10:00:50: look at that scheduler (does it run? its log), which no change here explains"},
+		{"a scheduler never seen at work", []*outcome.Unit{unit("a", outcome.NotScheduled, ""), unit("b", outcome.NotScheduled, "")},
+			[]outcome.SchedulerIdle{{Scheduler: "volcano", From: at(20), Until: at(59), Ongoing: true, Pods: 2}},
+			"2 of 2 bad units failed alike: NotScheduled (as Pod/ml/a), waiting for volcano, which placed and judged no pod in the evidence: look at that scheduler (does it run? its log), which no change here explains"},
+		{"crashes while a scheduler idles", []*outcome.Unit{unit("a", "Error", "exit 1"), unit("b", "Error", "exit 1")}, hung,
+			"2 of 2 bad units failed alike: Error (as Pod/ml/a)"},
 		{"pulls from a registry", []*outcome.Unit{pull("a", "registry.example/api:1"), pull("b", "registry.example/web:2"), unit("c", "OOMKilled", "")},
-			"2 of 3 bad units failed alike: ImagePullBackOff (as Pod/ml/a), pulling from registry.example: look at that registry, which no change here explains"},
-		{"docker hub", []*outcome.Unit{pull("a", "ubuntu:22.04"), pull("b", "ubuntu:22.04")},
+			nil, "2 of 3 bad units failed alike: ImagePullBackOff (as Pod/ml/a), pulling from registry.example: look at that registry, which no change here explains"},
+		{"docker hub", []*outcome.Unit{pull("a", "ubuntu:22.04"), pull("b", "ubuntu:22.04")}, nil,
 			"2 of 2 bad units failed alike: ImagePullBackOff (as Pod/ml/a), pulling from docker.io: look at that registry, which no change here explains"},
-		{"a local registry", []*outcome.Unit{pull("a", "localhost:5000/x:1"), pull("b", "localhost:5000/x:1")},
+		{"a local registry", []*outcome.Unit{pull("a", "localhost:5000/x:1"), pull("b", "localhost:5000/x:1")}, nil,
 			"2 of 2 bad units failed alike: ImagePullBackOff (as Pod/ml/a), pulling from localhost:5000: look at that registry, which no change here explains"},
-		{"crashes", []*outcome.Unit{unit("a", "Error", "exit 1"), unit("b", "Error", "exit 1")}, "2 of 2 bad units failed alike: Error (as Pod/ml/a)"},
-		{"no majority", []*outcome.Unit{unit("a", "Error", ""), unit("b", "OOMKilled", "")}, ""},
-		{"one failure is no pattern", []*outcome.Unit{unit("a", "Error", "")}, ""},
+		{"crashes", []*outcome.Unit{unit("a", "Error", "exit 1"), unit("b", "Error", "exit 1")}, nil, "2 of 2 bad units failed alike: Error (as Pod/ml/a)"},
+		{"no majority", []*outcome.Unit{unit("a", "Error", ""), unit("b", "OOMKilled", "")}, nil, ""},
+		{"one failure is no pattern", []*outcome.Unit{unit("a", "Error", "")}, nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := sharedFailure(tt.units); got != tt.want {
+			if got := sharedFailure(tt.units, tt.idle); got != tt.want {
 				t.Errorf("sharedFailure:\n got %q\nwant %q", got, tt.want)
 			}
 		})

@@ -206,6 +206,9 @@ type Outcomes struct {
 	States []Observation
 	// Units are the pods, by ref.
 	Units []*Unit
+	// Idle are the spans in which a scheduler placed and judged no pod
+	// while pods waited for it (NotScheduled), oldest first.
+	Idle []SchedulerIdle
 	// BadExpr and GoodExpr are the expressions used.
 	BadExpr, GoodExpr string
 
@@ -317,10 +320,18 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 	out.bad, out.good = bad, good
 
 	// Object states, as observations.
-	states, units, err := readStates(ctx, s)
+	states, units, waits, err := readStates(ctx, s)
 	if err != nil {
 		return nil, err
 	}
+	end := evidenceEnd(ctx, s, opt)
+	if err := waits.readWork(ctx, s, end); err != nil {
+		return nil, err
+	}
+	unattended, idle := waits.unattended(end)
+	states = append(states, unattended...)
+	sortObs(states)
+	out.Idle = idle
 	if err := classifyStates(out, states, opt); err != nil {
 		return nil, err
 	}
@@ -756,19 +767,36 @@ func (o *Observation) Record() *timeline.Record {
 		Message: o.Message, Code: o.Code, Type: o.Type, Evidence: o.Evidence, Bad: o.Bad}
 }
 
+// evidenceEnd is when the evidence ends, for a pod still waiting for a
+// scheduler: the window's end, or the store's last evidence; zero when
+// the store does not say (then the latest version read).
+func evidenceEnd(ctx context.Context, s Store, opt Options) time.Time {
+	b, ok := s.(bounder)
+	if !ok {
+		return opt.Until
+	}
+	_, last, err := b.Bounds(ctx)
+	if err != nil || last.IsZero() || (!opt.Until.IsZero() && opt.Until.Before(last)) {
+		return opt.Until
+	}
+	return last
+}
+
 // readStates turns pod, node and job versions into state observations (one
-// per change of state) and pods into units.
-func readStates(ctx context.Context, s Store) ([]Observation, []*Unit, error) {
+// per change of state) and pods into units, and follows the pods' waits
+// for a scheduler (unattended.go).
+func readStates(ctx context.Context, s Store) ([]Observation, []*Unit, *waits, error) {
 	var obs []Observation
 	var units []*Unit
 	var jobs []timeline.ObjectVersion
+	waits := newWaits()
 	for _, kind := range []struct{ group, resource, kind string }{
 		{"", "pods", "Pod"}, {"", "nodes", "Node"}, {"batch", "jobs", "Job"},
 		{"apps", "replicasets", "ReplicaSet"}, {"", "replicationcontrollers", "ReplicationController"},
 	} {
 		vs, err := s.Versions(ctx, timeline.VersionQuery{Group: kind.group, Resource: kind.resource, History: true})
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s versions: %w", kind.resource, err)
+			return nil, nil, nil, fmt.Errorf("%s versions: %w", kind.resource, err)
 		}
 		if kind.kind == "Job" {
 			jobs = vs
@@ -788,6 +816,10 @@ func readStates(ctx context.Context, s Store) ([]Observation, []*Unit, error) {
 			}
 			seen := prevSeen
 			prevSeen = v.Time
+			waits.saw(v.Time)
+			if kind.kind == "Pod" {
+				waits.pod(key, v, m)
+			}
 			if key != last {
 				last, prev, seen = key, "", time.Time{}
 				if kind.kind == "Pod" {
@@ -823,7 +855,7 @@ func readStates(ctx context.Context, s Store) ([]Observation, []*Unit, error) {
 	}
 	obs = append(obs, countedFailed(jobs, units)...)
 	sortObs(obs)
-	return obs, units, nil
+	return obs, units, waits, nil
 }
 
 // OnePerWrite is bad with the pods a Job counted as failed in one write

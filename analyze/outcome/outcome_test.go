@@ -103,14 +103,21 @@ func (f *fakeStore) Versions(_ context.Context, q timeline.VersionQuery) ([]time
 
 func (f *fakeStore) Records(_ context.Context, q timeline.Query) iter.Seq2[*timeline.Record, error] {
 	return func(yield func(*timeline.Record, error) bool) {
+		n := 0
 		for _, r := range f.records {
+			if (!q.Since.IsZero() && r.Time.Before(q.Since)) || (!q.Until.IsZero() && !r.Time.Before(q.Until)) || (q.Limit > 0 && n >= q.Limit) {
+				continue
+			}
 			ok, err := q.Where.Match(r)
 			if err != nil {
 				yield(nil, err)
 				return
 			}
-			if ok && !yield(r, nil) {
-				return
+			if ok {
+				n++
+				if !yield(r, nil) {
+					return
+				}
 			}
 		}
 	}

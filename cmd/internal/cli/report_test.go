@@ -73,7 +73,7 @@ func replayReport(t *testing.T, dir string) *investigate.Report {
 // of three to six lines, and every line within 100 columns.
 func TestReportGoldens(t *testing.T) {
 	if testing.Short() {
-		t.Skip("replays 19 incidents")
+		t.Skip("replays every fixture and one zoo incident of each family: not with -short")
 	}
 	for name, dir := range reportFixtures(t) {
 		t.Run(name, func(t *testing.T) {

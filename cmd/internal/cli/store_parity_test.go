@@ -23,7 +23,7 @@ import (
 // nanosecond may come in another order).
 func TestStoreParity(t *testing.T) {
 	if testing.Short() {
-		t.Skip("replays 78 incidents twice: not with -short")
+		t.Skip("replays every fixture and zoo incident twice: not with -short")
 	}
 	clickhousetest.DSN(t) // the cluster is there (else skip, or fail under CI)
 	fxs, err := fixtures.List()

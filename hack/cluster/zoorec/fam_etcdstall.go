@@ -33,9 +33,10 @@ func init() {
 		Run:     runEtcdStall})
 }
 
-// etcdPID reads the running etcd's process id from the control plane's
-// pids file.
-func etcdPID() (int, error) {
+// componentPID reads the process id of the control plane's component name
+// (etcd, kube-scheduler, ...) from its pids file (the last one started:
+// hack/cluster/restart rewrites its line).
+func componentPID(name string) (int, error) {
 	dir := os.Getenv("FAULTLINE_CLUSTER_DIR")
 	if dir == "" {
 		return 0, fmt.Errorf("FAULTLINE_CLUSTER_DIR is not set: run under hack/cluster/zoo")
@@ -48,9 +49,9 @@ func etcdPID() (int, error) {
 	pid := 0
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if name, p, ok := strings.Cut(sc.Text(), " "); ok && name == "etcd" {
+		if n, p, ok := strings.Cut(sc.Text(), " "); ok && n == name {
 			if pid, err = strconv.Atoi(strings.TrimSpace(p)); err != nil {
-				return 0, fmt.Errorf("pids: etcd: %w", err)
+				return 0, fmt.Errorf("pids: %s: %w", name, err)
 			}
 		}
 	}
@@ -58,7 +59,7 @@ func etcdPID() (int, error) {
 		return 0, err
 	}
 	if pid == 0 {
-		return 0, fmt.Errorf("no etcd in %s", filepath.Join(dir, "pids"))
+		return 0, fmt.Errorf("no %s in %s", name, filepath.Join(dir, "pids"))
 	}
 	return pid, nil
 }
@@ -98,7 +99,7 @@ func runEtcdStall(ctx context.Context, c *Cluster, e *Expected) (string, error) 
 	nb, nbVersion := pickOther(c, neighbourNames, name), c.version()
 	workers, every := c.Between(40, 64), c.Dur(1500*time.Millisecond, 2500*time.Millisecond)
 	stop, period := c.Dur(1200*time.Millisecond, 1800*time.Millisecond), c.Dur(2500*time.Millisecond, 3000*time.Millisecond)
-	pid, err := etcdPID()
+	pid, err := componentPID("etcd")
 	if err != nil {
 		return "", err
 	}

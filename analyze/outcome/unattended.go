@@ -1,0 +1,440 @@
+package outcome
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+// Pods no scheduler attends to. A pod is created without a node, and the
+// scheduler its spec.schedulerName names either places it (spec.nodeName,
+// PodScheduled True) or judges that it cannot be placed yet (PodScheduled
+// False: a verdict, which FailedScheduling reports). The kube-scheduler
+// tries a pod as soon as it sees it, and one it holds again within 10 s
+// at most (podMaxBackoffSeconds' default). So a pod that waits with
+// neither, through a span longer than that in which its scheduler placed
+// and judged no pod at all, is not being scheduled: its scheduler hangs,
+// or none of that name runs. Such a pod is bad from its creation
+// (NotScheduled): nothing it runs with was used yet, it waited for a
+// scheduler that did not come.
+//
+// A pod that waits while its scheduler places others is queued behind
+// them, not unattended; a pod held back on purpose (spec.schedulingGates)
+// waits for whoever lifts its gates, not for a scheduler.
+
+// NotScheduled is the reason of a pod that waited for a scheduler that
+// placed and judged nothing meanwhile.
+const NotScheduled = "NotScheduled"
+
+// schedulerIdle is the longest a working scheduler leaves a pod that
+// waits for it without placing or judging any pod (podMaxBackoffSeconds'
+// default: the longest it holds a pod before trying it again).
+const schedulerIdle = 10 * time.Second
+
+// waits follows pods' waits for a scheduler through their versions, and
+// when each scheduler was seen at work.
+type waits struct {
+	pods   map[string]*wait
+	order  []string
+	byName map[string][]*wait     // namespace/name -> its pods, oldest first
+	work   map[string][]time.Time // scheduler name -> times it placed or judged a pod
+	last   time.Time              // the latest version seen of anything
+}
+
+type wait struct {
+	ref       timeline.ObjectRef
+	scheduler string
+	created   time.Time
+	ended     time.Time // placed, judged or deleted; zero: still waiting
+	gated     bool
+	unplaced  bool // seen without a node
+	evidence  timeline.Evidence
+}
+
+func newWaits() *waits {
+	return &waits{pods: map[string]*wait{}, byName: map[string][]*wait{}, work: map[string][]time.Time{}}
+}
+
+// saw notes one version of anything (the evidence's extent).
+func (ws *waits) saw(t time.Time) {
+	if t.After(ws.last) {
+		ws.last = t
+	}
+}
+
+// pod notes one version of the pod key (its versions oldest first).
+func (ws *waits) pod(key string, v *timeline.ObjectVersion, m map[string]any) {
+	spec, _ := m["spec"].(map[string]any)
+	meta, _ := m["metadata"].(map[string]any)
+	w := ws.pods[key]
+	if w == nil {
+		w = &wait{ref: v.Object, scheduler: str(spec, "schedulerName"), created: v.Time, evidence: v.Evidence}
+		w.ref.Kind = "Pod"
+		if w.scheduler == "" {
+			w.scheduler = "default-scheduler"
+		}
+		// A first version seen well after the pod was made (a dump, a
+		// window) still says when its wait began.
+		if c, err := time.Parse(time.RFC3339, str(meta, "creationTimestamp")); err == nil && v.Time.Sub(c) > 2*time.Second {
+			w.created = c
+		}
+		ws.pods[key] = w
+		ws.order = append(ws.order, key)
+		n := v.Object.Namespace + "/" + v.Object.Name
+		ws.byName[n] = append(ws.byName[n], w)
+		if _, ok := ws.work[w.scheduler]; !ok {
+			ws.work[w.scheduler] = nil
+		}
+	}
+	if len(slice(spec, "schedulingGates")) > 0 {
+		w.gated = true
+	}
+	end := func(t time.Time) {
+		if w.ended.IsZero() || t.Before(w.ended) {
+			w.ended = t
+		}
+	}
+	if str(meta, "deletionTimestamp") != "" {
+		end(v.Time)
+	}
+	// When its scheduler placed or judged it: the condition's transition
+	// time when it has one, else this version's.
+	at, decided := time.Time{}, false
+	status, _ := m["status"].(map[string]any)
+	for _, x := range slice(status, "conditions") {
+		c, _ := x.(map[string]any)
+		if str(c, "type") == "PodScheduled" && str(c, "status") != "" {
+			decided = true
+			if t, err := time.Parse(time.RFC3339, str(c, "lastTransitionTime")); err == nil {
+				at = t
+			}
+		}
+	}
+	// A pod past Pending ran on a node, whatever its version says of it.
+	if phase := str(status, "phase"); str(spec, "nodeName") == "" && !decided && (phase == "" || phase == "Pending") {
+		w.unplaced = true
+		return
+	}
+	if at.IsZero() || at.After(v.Time) {
+		at = v.Time
+	}
+	// Its first decision seen. A pod made with its node named (static, or
+	// placed by hand) was placed by no scheduler.
+	if w.ended.IsZero() || at.Before(w.ended) {
+		ws.decide(w, at, w.unplaced || decided)
+	}
+}
+
+// decide notes that w was placed or judged at t, by its scheduler when
+// work (else it was found placed: a kubelet wrote of it).
+func (ws *waits) decide(w *wait, t time.Time, work bool) {
+	if work {
+		ws.work[w.scheduler] = append(ws.work[w.scheduler], t)
+	}
+	if w.ended.IsZero() || t.Before(w.ended) {
+		w.ended = t
+	}
+}
+
+// at is the pod namespace/name that existed at t: the latest made by
+// then (names are reused: a StatefulSet's replica made again), else the
+// first.
+func (ws *waits) at(ns, name string, t time.Time) *wait {
+	pods := ws.byName[ns+"/"+name]
+	for i := len(pods) - 1; i >= 0; i-- {
+		if !pods[i].created.After(t.Add(time.Second)) {
+			return pods[i]
+		}
+	}
+	if len(pods) > 0 {
+		return pods[0]
+	}
+	return nil
+}
+
+func (ws *waits) sortWork() {
+	for _, ts := range ws.work {
+		sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+	}
+}
+
+// waiting are the pods whose versions show them waiting, through a span
+// of more than schedulerIdle, for a scheduler the versions show at no
+// work in it, until end.
+func (ws *waits) waiting(end time.Time) []*wait {
+	ws.sortWork()
+	var out []*wait
+	for _, key := range ws.order {
+		w := ws.pods[key]
+		if !w.unplaced || w.gated {
+			continue
+		}
+		until := w.ended
+		if until.IsZero() {
+			until = end
+		}
+		if _, _, ok := idleSpan(ws.work[w.scheduler], w.created, until); ok {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// A pod's versions need not show it placed: an audit policy that logs
+// pods at Metadata keeps the requests and no bodies. The requests say it
+// all the same: each placement is a create of pods/binding by the
+// scheduler, which a Scheduled event reports, and each verdict a
+// FailedScheduling event; and a node's kubelet writes of no pod but those
+// placed on it. So before a wait is judged, readWork reads the records of
+// the pods that seem to wait (at most maxNamed of them: more that wait is
+// no artefact of missing bodies), then the scheduler's work in the waits
+// of those that still do.
+
+const (
+	bindings        = `source == "audit" && resource == "pods" && verb == "create" && subresource == "binding" && code >= 200 && code < 300`
+	schedulerEvents = `source == "event" && reason in ["Scheduled", "FailedScheduling"] && kind == "Pod"`
+	kubeletWrites   = `source == "audit" && resource == "pods" && user.startsWith("system:node:") && code >= 200 && code < 300`
+	maxNamed        = 200
+)
+
+var (
+	bindingsFilter        = mustFilter(bindings)
+	schedulerEventsFilter = mustFilter(schedulerEvents)
+)
+
+// readWork reads, when some pod seems to wait for a scheduler at no work
+// until end (zero: the latest version seen), the records that say it was
+// placed or judged, and the schedulers' work in its wait. A binding or an
+// event of a pod the versions do not show is the work of the scheduler
+// whose pods its requester binds, else of every scheduler (whose, the
+// evidence does not say, so it makes none idle).
+func (ws *waits) readWork(ctx context.Context, s Store, end time.Time) error {
+	if end.IsZero() {
+		end = ws.last
+	}
+	waiting := ws.waiting(end)
+	if len(waiting) == 0 {
+		return nil
+	}
+	binds := map[string]string{} // requester -> the scheduler whose pods it binds
+	// Their own records: placed (a binding, a Scheduled event, a
+	// kubelet's write), or judged.
+	if len(waiting) <= maxNamed {
+		for _, w := range waiting {
+			f, err := timeline.CompileFilter("ns == " + strconv.Quote(w.ref.Namespace) + " && name == " + strconv.Quote(w.ref.Name) +
+				" && ((" + bindings + ") || (" + schedulerEvents + ") || (" + kubeletWrites + "))")
+			if err != nil {
+				return err
+			}
+			// The first is enough: from then on it is placed or judged.
+			q := timeline.Query{Since: w.created, Until: end.Add(time.Nanosecond), Where: f, Limit: 1,
+				Fields: timeline.FieldVerb | timeline.FieldUser | timeline.FieldCode | timeline.FieldReason}
+			for r, err := range s.Records(ctx, q) {
+				if err != nil {
+					return err
+				}
+				kubelet := r.Source == timeline.SourceAudit && r.Object.Subresource != "binding"
+				ws.decide(w, r.Time, !kubelet)
+				if !kubelet && r.User != "" {
+					binds[r.User] = w.scheduler
+				}
+			}
+		}
+		if waiting = ws.waiting(end); len(waiting) == 0 {
+			return nil
+		}
+	}
+	// The schedulers' work in the waits of those that still wait.
+	type anon struct {
+		user string
+		t    time.Time
+	}
+	var unknown []anon
+	note := func(r *timeline.Record) {
+		w := ws.at(r.Object.Namespace, r.Object.Name, r.Time)
+		if w == nil {
+			unknown = append(unknown, anon{r.User, r.Time})
+			return
+		}
+		ws.decide(w, r.Time, true)
+		if r.User != "" {
+			binds[r.User] = w.scheduler
+		}
+	}
+	within := spans(waiting, end)
+	for _, f := range []*timeline.Filter{bindingsFilter, schedulerEventsFilter} {
+		if err := ws.eachRecord(ctx, s, f, within, note); err != nil {
+			return err
+		}
+	}
+	for _, a := range unknown {
+		if sched, ok := binds[a.user]; ok {
+			ws.work[sched] = append(ws.work[sched], a.t)
+			continue
+		}
+		for sched := range ws.work {
+			ws.work[sched] = append(ws.work[sched], a.t)
+		}
+	}
+	return nil
+}
+
+// spans are the waits of the pods, until end when they still wait,
+// merged where they overlap, oldest first.
+func spans(waiting []*wait, end time.Time) [][2]time.Time {
+	var out [][2]time.Time
+	for _, w := range waiting {
+		until := w.ended
+		if until.IsZero() {
+			until = end
+		}
+		out = append(out, [2]time.Time{w.created, until})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0].Before(out[j][0]) })
+	merged := out[:0]
+	for _, sp := range out {
+		if n := len(merged); n > 0 && !sp[0].After(merged[n-1][1]) {
+			if sp[1].After(merged[n-1][1]) {
+				merged[n-1][1] = sp[1]
+			}
+			continue
+		}
+		merged = append(merged, sp)
+	}
+	return merged
+}
+
+// eachRecord hands f's records in the spans to fn.
+func (ws *waits) eachRecord(ctx context.Context, s Store, f *timeline.Filter, within [][2]time.Time, fn func(*timeline.Record)) error {
+	for _, sp := range within {
+		q := timeline.Query{Since: sp[0], Until: sp[1].Add(time.Nanosecond), Where: f,
+			Fields: timeline.FieldVerb | timeline.FieldUser | timeline.FieldCode | timeline.FieldReason}
+		for r, err := range s.Records(ctx, q) {
+			if err != nil {
+				return err
+			}
+			fn(r)
+		}
+	}
+	return nil
+}
+
+// SchedulerIdle is a span in which a scheduler placed and judged no pod
+// while pods waited for it longer than a working one leaves them.
+type SchedulerIdle struct {
+	// Scheduler is the name pods ask for (spec.schedulerName):
+	// default-scheduler is the kube-scheduler's.
+	Scheduler string `json:"scheduler"`
+	// LastWork is its last placement or verdict before the span; zero
+	// when the evidence shows it at work before the span never.
+	LastWork time.Time `json:"lastWork,omitzero"`
+	// From is when the first pod that waited through it was created, and
+	// Until when the span ended: its next placement or verdict, else the
+	// end of the evidence (Ongoing).
+	From    time.Time `json:"from"`
+	Until   time.Time `json:"until"`
+	Ongoing bool      `json:"ongoing,omitempty"`
+	// Pods is how many pods waited through it.
+	Pods int `json:"pods"`
+}
+
+// unattended are the NotScheduled observations of the pods that waited,
+// through a span of more than schedulerIdle, for a scheduler that placed
+// and judged no pod in it, and those spans, one per scheduler and span of
+// its work. A pod still waiting waits until end (zero: the latest version
+// seen).
+func (ws *waits) unattended(end time.Time) ([]Observation, []SchedulerIdle) {
+	if end.IsZero() {
+		end = ws.last
+	}
+	ws.sortWork()
+	type spanKey struct {
+		scheduler   string
+		last, until time.Time
+	}
+	spans := map[spanKey]*SchedulerIdle{}
+	var out []Observation
+	var idle []SchedulerIdle
+	var keys []spanKey
+	for _, w := range ws.waiting(end) {
+		until := w.ended
+		if until.IsZero() {
+			until = end
+		}
+		work := ws.work[w.scheduler]
+		from, to, _ := idleSpan(work, w.created, until)
+		// The span is bounded by the scheduler's work around it.
+		k := spanKey{scheduler: w.scheduler}
+		i, _ := slices.BinarySearchFunc(work, from, func(a, b time.Time) int { return a.Compare(b) })
+		if i < len(work) && work[i].Equal(from) {
+			k.last = from
+		} else if i > 0 {
+			k.last = work[i-1]
+		}
+		j, _ := slices.BinarySearchFunc(work, to, func(a, b time.Time) int { return a.Compare(b) })
+		ongoing := j >= len(work)
+		if !ongoing {
+			k.until = work[j]
+		}
+		sp := spans[k]
+		if sp == nil {
+			sp = &SchedulerIdle{Scheduler: w.scheduler, LastWork: k.last, From: w.created, Until: k.until, Ongoing: ongoing}
+			if ongoing {
+				sp.Until = end
+			}
+			spans[k] = sp
+			keys = append(keys, k)
+		}
+		sp.Pods++
+		if w.created.Before(sp.From) {
+			sp.From = w.created
+		}
+		msg := "no node and no verdict for " + until.Sub(w.created).Round(time.Second).String() + " from " + w.scheduler
+		if k.last.IsZero() {
+			msg += ", which placed and judged no pod in the evidence before " + stamp(to)
+		} else {
+			msg += ", which placed and judged no pod from " + stamp(k.last) + " to " + stamp(to)
+		}
+		if w.ended.IsZero() {
+			msg += " (still waiting when the evidence ends)"
+		}
+		out = append(out, Observation{Time: w.created, Source: SourceStatus, Object: w.ref, Reason: NotScheduled,
+			Message: msg, Type: "Warning", Evidence: w.evidence})
+	}
+	for _, k := range keys {
+		idle = append(idle, *spans[k])
+	}
+	sort.SliceStable(idle, func(i, j int) bool { return idle[i].From.Before(idle[j].From) })
+	return out, idle
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// idleSpan finds, within [from, to], the longest span in which the
+// scheduler did no work (work sorted), and says whether it is longer
+// than schedulerIdle.
+func idleSpan(work []time.Time, from, to time.Time) (time.Time, time.Time, bool) {
+	if !to.After(from) {
+		return time.Time{}, time.Time{}, false
+	}
+	i, _ := slices.BinarySearchFunc(work, from, func(a, b time.Time) int { return a.Compare(b) })
+	best0, best1, prev := time.Time{}, time.Time{}, from
+	for ; ; i++ {
+		next := to
+		if i < len(work) && work[i].Before(to) {
+			next = work[i]
+		}
+		if next.Sub(prev) > best1.Sub(best0) {
+			best0, best1 = prev, next
+		}
+		if !next.Before(to) {
+			break
+		}
+		prev = next
+	}
+	return best0, best1, best1.Sub(best0) > schedulerIdle
+}
