@@ -157,6 +157,11 @@ func objectDims(kind string, o *obj) []Dimension {
 	if kind == "DaemonSet" {
 		dims = append(dims, agentDims(o.v.Object.Namespace, o.v.Object.Name, tmpl, ev)...)
 	}
+	if tmpl != nil {
+		var sched dimList
+		schedulingDims(&sched, tmpl, ev)
+		dims = append(dims, sched...)
+	}
 	return append(dims, templateDims(tmpl, ev)...)
 }
 

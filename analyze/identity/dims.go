@@ -262,20 +262,10 @@ func scalar(v any) string {
 
 // placementDims adds the pod's scheduling and its place in the job.
 func placementDims(dims *dimList, p *obj, spec map[string]any, ev Evidence) {
-	dims.add("schedulerName", str(spec, "schedulerName"), ev)
-	// What the pod may do and where it may run: the ServiceAccount its
-	// requests are authorized as, the node labels it requires and the
-	// taints it tolerates.
-	sa := str(spec, "serviceAccountName")
-	if sa == "" {
-		sa = "default"
-	}
-	dims.add("serviceAccount", sa, ev)
-	for k, v := range strMap(spec, "nodeSelector") {
-		dims.add("nodeSelector/"+k, v, ev)
-	}
+	schedulingDims(dims, spec, ev)
+	// The taints it tolerates: a pod's own, with those admission adds
+	// (DefaultTolerationSeconds), so not its template's.
 	dims.add("tolerations", tolerations(spec), ev)
-	dims.add("priorityClassName", str(spec, "priorityClassName"), ev)
 	labels := strMap(p.m, "metadata", "labels")
 	annotations := strMap(p.m, "metadata", "annotations")
 	for _, l := range rankLabels {
@@ -294,6 +284,25 @@ func placementDims(dims *dimList, p *obj, spec map[string]any, ev Evidence) {
 	if h := labels["controller-revision-hash"]; h != "" {
 		dims.add("owner.controllerRevision", h, ev)
 	}
+}
+
+// schedulingDims adds what a pod spec, a pod's or its workload's
+// template, says of who places the pod and as whom it runs, as the pod
+// holds it: its scheduler (a name no scheduler serves keeps its pods
+// Pending with no event), the ServiceAccount its requests are authorized
+// as, the node labels it requires, its priority class. A workload's
+// template that changes one of them changes its new pods' (objectDims).
+func schedulingDims(dims *dimList, spec map[string]any, ev Evidence) {
+	dims.add("schedulerName", str(spec, "schedulerName"), ev)
+	sa := str(spec, "serviceAccountName")
+	if sa == "" {
+		sa = "default"
+	}
+	dims.add("serviceAccount", sa, ev)
+	for k, v := range strMap(spec, "nodeSelector") {
+		dims.add("nodeSelector/"+k, v, ev)
+	}
+	dims.add("priorityClassName", str(spec, "priorityClassName"), ev)
 }
 
 // ownerChainDims adds the pod's owner chain (four owners at most), with

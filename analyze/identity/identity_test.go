@@ -707,3 +707,43 @@ func TestDeletesReadByName(t *testing.T) {
 		})
 	}
 }
+
+// A workload's template lends its pods who places them and as whom they
+// run, named and spelt as the pods hold them: a change of its scheduler,
+// ServiceAccount, node selector or priority class is a change of its
+// new pods' identity, seen in time at the workload's write. Tolerations
+// are not: admission adds its own to every pod.
+func TestTemplateSchedulingDims(t *testing.T) {
+	const spec = `{"schedulerName":"volcano","serviceAccountName":"trainer","nodeSelector":{"pool":"a100"},` +
+		`"priorityClassName":"batch-high","tolerations":[{"key":"gpu","operator":"Exists","effect":"NoSchedule"}],` +
+		`"containers":[{"name":"main","image":"trainer:1"}]}`
+	var d obj
+	if err := json.Unmarshal([]byte(`{"spec":{"template":{"spec":`+spec+`}}}`), &d.m); err != nil {
+		t.Fatal(err)
+	}
+	d.v.Object = timeline.ObjectRef{Namespace: "ml", Name: "trainer"}
+	got := map[string]string{}
+	for _, x := range objectDims("Deployment", &d) {
+		got[x.Name] = x.Value
+	}
+	var p obj
+	if err := json.Unmarshal([]byte(`{"metadata":{"name":"trainer-x","namespace":"ml"},"spec":`+spec+`}`), &p.m); err != nil {
+		t.Fatal(err)
+	}
+	var pod dimList
+	placementDims(&pod, &p, mapAt(p.m, "spec"), Evidence{})
+	for _, name := range []string{"schedulerName", "serviceAccount", "nodeSelector/pool", "priorityClassName"} {
+		want := ""
+		for _, x := range pod {
+			if x.Name == name {
+				want = x.Value
+			}
+		}
+		if want == "" || got[name] != want {
+			t.Errorf("%s: the template's %q, its pod's %q", name, got[name], want)
+		}
+	}
+	if v, ok := got["tolerations"]; ok {
+		t.Errorf("tolerations = %q from a template: admission adds to a pod's", v)
+	}
+}

@@ -35,14 +35,10 @@ func zoneTerm(zone string) corev1.NodeSelectorTerm {
 }
 
 func runAffinityBreak(ctx context.Context, c *Cluster, e *Expected) (string, error) {
-	e.Nodes = Scale(c, e.Family)
-	fleet, err := c.Nodes(ctx, e.Nodes)
+	fleet, ns, name, neighbour, err := c.serviceFleet(ctx, e)
 	if err != nil {
 		return "", err
 	}
-	ns := Pick(c, teamNamespaces)
-	perm := c.rng.Perm(len(serviceNames))
-	name, neighbour := serviceNames[perm[0]], serviceNames[perm[1]]
 	missing := Pick(c, []string{"us-west-2a", "eu-central-1b", "us-east-2c"})
 	if _, err := c.serviceAndNeighbour(ctx, fleet, ns, name, Template{Image: "registry.example/" + name + ":4.0"},
 		neighbour, Template{Image: "registry.example/" + neighbour + ":2.1"}); err != nil {

@@ -40,14 +40,10 @@ func (c *Cluster) setEnv(ctx context.Context, a Actor, ns, name, key, value stri
 }
 
 func runEnvFlag(ctx context.Context, c *Cluster, e *Expected) (string, error) {
-	e.Nodes = Scale(c, e.Family)
-	fleet, err := c.Nodes(ctx, e.Nodes)
+	fleet, ns, name, neighbour, err := c.serviceFleet(ctx, e)
 	if err != nil {
 		return "", err
 	}
-	ns := Pick(c, teamNamespaces)
-	perm := c.rng.Perm(len(serviceNames))
-	name, neighbour := serviceNames[perm[0]], serviceNames[perm[1]]
 	flag := Pick(c, envFlags)
 	env := func(f envFlag) []corev1.EnvVar {
 		out := []corev1.EnvVar{{Name: "LOG_LEVEL", Value: "info"}, {Name: "WORKERS", Value: "8"}}

@@ -65,14 +65,10 @@ func (c *Cluster) initCrash(ctx context.Context, ns string, pods []corev1.Pod, i
 }
 
 func runInitBreak(ctx context.Context, c *Cluster, e *Expected) (string, error) {
-	e.Nodes = Scale(c, e.Family)
-	fleet, err := c.Nodes(ctx, e.Nodes)
+	fleet, ns, name, neighbour, err := c.serviceFleet(ctx, e)
 	if err != nil {
 		return "", err
 	}
-	ns := Pick(c, teamNamespaces)
-	perm := c.rng.Perm(len(serviceNames))
-	name, neighbour := serviceNames[perm[0]], serviceNames[perm[1]]
 	migrate := func(app, tag string) *corev1.Container {
 		return &corev1.Container{Name: "migrate", Image: "registry.example/" + app + "-migrate:" + tag}
 	}

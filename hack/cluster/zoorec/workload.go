@@ -319,6 +319,19 @@ type teamSetting struct {
 	spare     []string
 }
 
+// serviceFleet brings the fleet up and draws a team namespace and two of
+// its services: the one the incident breaks and its neighbour, the
+// prelude of the families of one broken rollout.
+func (c *Cluster) serviceFleet(ctx context.Context, e *Expected) (fleet *Fleet, ns, name, neighbour string, err error) {
+	e.Nodes = Scale(c, e.Family)
+	if fleet, err = c.Nodes(ctx, e.Nodes); err != nil {
+		return nil, "", "", "", err
+	}
+	ns = Pick(c, teamNamespaces)
+	perm := c.rng.Perm(len(serviceNames))
+	return fleet, ns, serviceNames[perm[0]], serviceNames[perm[1]], nil
+}
+
 // teamSetting draws a teamSetting and brings its fleet up.
 func (c *Cluster) teamSetting(ctx context.Context, e *Expected) (teamSetting, error) {
 	e.Nodes = Scale(c, e.Family)
