@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/faultline/faultline/timeline"
@@ -201,10 +202,7 @@ const (
 	maxNamed        = 200
 )
 
-var (
-	bindingsFilter        = mustFilter(bindings)
-	schedulerEventsFilter = mustFilter(schedulerEvents)
-)
+var workFilter = mustFilter("(" + bindings + ") || (" + schedulerEvents + ")")
 
 // readWork reads, when some pod seems to wait for a scheduler at no work
 // until end (zero: the latest version seen), the records that say it was
@@ -221,34 +219,18 @@ func (ws *waits) readWork(ctx context.Context, s Store, end time.Time) error {
 		return nil
 	}
 	binds := map[string]string{} // requester -> the scheduler whose pods it binds
-	// Their own records: placed (a binding, a Scheduled event, a
-	// kubelet's write), or judged.
+	// Their own records first: the first of each from its creation says
+	// it was placed or judged, and most waits end there.
 	if len(waiting) <= maxNamed {
-		for _, w := range waiting {
-			f, err := timeline.CompileFilter("ns == " + strconv.Quote(w.ref.Namespace) + " && name == " + strconv.Quote(w.ref.Name) +
-				" && ((" + bindings + ") || (" + schedulerEvents + ") || (" + kubeletWrites + "))")
-			if err != nil {
-				return err
-			}
-			// The first is enough: from then on it is placed or judged.
-			q := timeline.Query{Since: w.created, Until: end.Add(time.Nanosecond), Where: f, Limit: 1,
-				Fields: timeline.FieldVerb | timeline.FieldUser | timeline.FieldCode | timeline.FieldReason}
-			for r, err := range s.Records(ctx, q) {
-				if err != nil {
-					return err
-				}
-				kubelet := r.Source == timeline.SourceAudit && r.Object.Subresource != "binding"
-				ws.decide(w, r.Time, !kubelet)
-				if !kubelet && r.User != "" {
-					binds[r.User] = w.scheduler
-				}
-			}
+		if err := ws.readOwn(ctx, s, waiting, end, binds); err != nil {
+			return err
 		}
 		if waiting = ws.waiting(end); len(waiting) == 0 {
 			return nil
 		}
 	}
-	// The schedulers' work in the waits of those that still wait.
+	// The schedulers' work in the waits: the bindings and the scheduling
+	// events, the waiting pods' own among them.
 	type anon struct {
 		user string
 		t    time.Time
@@ -265,11 +247,8 @@ func (ws *waits) readWork(ctx context.Context, s Store, end time.Time) error {
 			binds[r.User] = w.scheduler
 		}
 	}
-	within := spans(waiting, end)
-	for _, f := range []*timeline.Filter{bindingsFilter, schedulerEventsFilter} {
-		if err := ws.eachRecord(ctx, s, f, within, note); err != nil {
-			return err
-		}
+	if err := ws.eachRecord(ctx, s, workFilter, spans(waiting, end), note); err != nil {
+		return err
 	}
 	for _, a := range unknown {
 		if sched, ok := binds[a.user]; ok {
@@ -282,6 +261,85 @@ func (ws *waits) readWork(ctx context.Context, s Store, end time.Time) error {
 	}
 	return nil
 }
+
+// readOwn reads the records of the waiting pods themselves that say
+// they were placed or judged: a binding, a Scheduled or FailedScheduling
+// event, a write of their kubelet's. Each pod's first from its creation
+// is enough; a store that plans each read is read once for them all,
+// another once per pod (its index of objects finds the first at once).
+func (ws *waits) readOwn(ctx context.Context, s Store, waiting []*wait, end time.Time, binds map[string]string) error {
+	placed := "((" + bindings + ") || (" + schedulerEvents + ") || (" + kubeletWrites + "))"
+	note := func(w *wait, r *timeline.Record) {
+		if w == nil {
+			return
+		}
+		kubelet := r.Source == timeline.SourceAudit && r.Object.Subresource != "binding"
+		ws.decide(w, r.Time, !kubelet)
+		if !kubelet && r.User != "" {
+			binds[r.User] = w.scheduler
+		}
+	}
+	fields := timeline.FieldVerb | timeline.FieldUser | timeline.FieldCode | timeline.FieldReason
+	if plansReads(s) {
+		byNS := map[string][]string{}
+		since := waiting[0].created
+		for _, w := range waiting {
+			byNS[w.ref.Namespace] = append(byNS[w.ref.Namespace], strconv.Quote(w.ref.Name))
+			if w.created.Before(since) {
+				since = w.created
+			}
+		}
+		var named []string
+		for ns, names := range byNS {
+			slices.Sort(names)
+			named = append(named, "(ns == "+strconv.Quote(ns)+" && name in ["+strings.Join(slices.Compact(names), ", ")+"])")
+		}
+		slices.Sort(named)
+		f, err := timeline.CompileFilter("(" + strings.Join(named, " || ") + ") && " + placed)
+		if err != nil {
+			return err
+		}
+		// Each pod's first from its creation, as a read per pod would
+		// find it.
+		first := map[*wait]*timeline.Record{}
+		q := timeline.Query{Since: since, Until: end.Add(time.Nanosecond), Where: f, Fields: fields}
+		for r, err := range s.Records(ctx, q) {
+			if err != nil {
+				return err
+			}
+			w := ws.at(r.Object.Namespace, r.Object.Name, r.Time)
+			if w == nil || !slices.Contains(waiting, w) || r.Time.Before(w.created) {
+				continue
+			}
+			if f := first[w]; f == nil || r.Time.Before(f.Time) {
+				first[w] = r
+			}
+		}
+		for _, w := range waiting {
+			if r := first[w]; r != nil {
+				note(w, r)
+			}
+		}
+		return nil
+	}
+	for _, w := range waiting {
+		f, err := timeline.CompileFilter("ns == " + strconv.Quote(w.ref.Namespace) + " && name == " + strconv.Quote(w.ref.Name) + " && " + placed)
+		if err != nil {
+			return err
+		}
+		q := timeline.Query{Since: w.created, Until: end.Add(time.Nanosecond), Where: f, Limit: 1, Fields: fields}
+		for r, err := range s.Records(ctx, q) {
+			if err != nil {
+				return err
+			}
+			note(w, r)
+		}
+	}
+	return nil
+}
+
+// nilPlanner is a store read as one that does not plan its reads.
+type nilPlanner struct{ Store }
 
 // spans are the waits of the pods, until end when they still wait,
 // merged where they overlap, oldest first.
@@ -308,8 +366,22 @@ func spans(waiting []*wait, end time.Time) [][2]time.Time {
 	return merged
 }
 
-// eachRecord hands f's records in the spans to fn.
+// eachRecord hands f's records in the spans to fn. A store that plans
+// each read pays for a plan per span: it is read once over them all, and
+// what lies between them is left out.
 func (ws *waits) eachRecord(ctx context.Context, s Store, f *timeline.Filter, within [][2]time.Time, fn func(*timeline.Record)) error {
+	if plansReads(s) && len(within) > 1 {
+		inside := func(t time.Time) bool {
+			i := sort.Search(len(within), func(i int) bool { return !within[i][1].Before(t) })
+			return i < len(within) && !t.Before(within[i][0])
+		}
+		all := [][2]time.Time{{within[0][0], within[len(within)-1][1]}}
+		return ws.eachRecord(ctx, nilPlanner{s}, f, all, func(r *timeline.Record) {
+			if inside(r.Time) {
+				fn(r)
+			}
+		})
+	}
 	for _, sp := range within {
 		q := timeline.Query{Since: sp[0], Until: sp[1].Add(time.Nanosecond), Where: f,
 			Fields: timeline.FieldVerb | timeline.FieldUser | timeline.FieldCode | timeline.FieldReason}

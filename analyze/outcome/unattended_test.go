@@ -1,8 +1,11 @@
 package outcome
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -185,31 +188,72 @@ func TestUnattendedFromRecords(t *testing.T) {
 		rec(10.6, timeline.SourceEvent, "", "", "Scheduled", "", "evented"),
 		rec(10.7, timeline.SourceEvent, "", "", "FailedScheduling", "", "judged"),
 		rec(12, timeline.SourceAudit, "patch", "status", "", "system:node:n1", "kubelet"),
+		rec(58, timeline.SourceAudit, "patch", "status", "", "system:node:n1", "kubelet"), // its first says it
+
 		// The scheduler at work on pods the versions do not show, every
 		// 5 s until 35 s: its work, so nothing waited on it before then.
 		binding(56, "recent"),
 		binding(15, "other-1"), binding(20, "other-2"), binding(25, "other-3"), binding(30, "other-4"), binding(35, "other-5"),
 	}
-	out, err := Read(t.Context(), &fakeStore{versions: vs, records: recs}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, o := range out.Bad {
-		if o.Reason == NotScheduled {
-			got = append(got, o.Ref())
-		}
-	}
-	if diff := cmp.Diff([]string{"Pod/ml/volcano", "Pod/ml/waits", "Pod/ml/again"}, got); diff != "" {
-		t.Errorf("NotScheduled pods (-want +got):\n%s", diff)
-	}
-	// The bindings of pods the versions do not show are the default
-	// scheduler's, whose pods their requester binds: not volcano's.
-	want := []SchedulerIdle{
-		{Scheduler: "volcano", From: at(12), Until: at(60), Ongoing: true, Pods: 1},
-		{Scheduler: "default-scheduler", LastWork: at(35), From: at(40), Until: at(56), Pods: 2},
-	}
-	if diff := cmp.Diff(want, out.Idle); diff != "" {
-		t.Errorf("idle spans (-want +got):\n%s", diff)
+	// A store that plans its reads is read a few times for every pod
+	// (their own records, then the work in their waits), another once
+	// per pod; the answers are the same.
+	for _, tt := range []struct {
+		name     string
+		s        Store
+		maxReads int
+	}{
+		{"indexed", &countingStore{fakeStore: &fakeStore{versions: vs, records: recs}}, 0},
+		{"planned", &planningStore{countingStore{fakeStore: &fakeStore{versions: vs, records: recs}}}, 4},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := Read(t.Context(), tt.s, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, o := range out.Bad {
+				if o.Reason == NotScheduled {
+					got = append(got, o.Ref())
+				}
+			}
+			if diff := cmp.Diff([]string{"Pod/ml/volcano", "Pod/ml/waits", "Pod/ml/again"}, got); diff != "" {
+				t.Errorf("NotScheduled pods (-want +got):\n%s", diff)
+			}
+			// The bindings of pods the versions do not show are the default
+			// scheduler's, whose pods their requester binds: not volcano's.
+			want := []SchedulerIdle{
+				{Scheduler: "volcano", From: at(12), Until: at(60), Ongoing: true, Pods: 1},
+				{Scheduler: "default-scheduler", LastWork: at(35), From: at(40), Until: at(56), Pods: 2},
+			}
+			if diff := cmp.Diff(want, out.Idle); diff != "" {
+				t.Errorf("idle spans (-want +got):\n%s", diff)
+			}
+			// Beside the reads of bad records (two: the default's halves).
+			if n := tt.s.(reads).reads() - 2; tt.maxReads > 0 && n > tt.maxReads {
+				t.Errorf("%d reads of records for the waits, want at most %d", n, tt.maxReads)
+			}
+		})
 	}
 }
+
+type reads interface{ reads() int }
+
+// countingStore counts its reads of records (the bad records are read
+// concurrently).
+type countingStore struct {
+	*fakeStore
+	n atomic.Int64
+}
+
+func (c *countingStore) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeline.Record, error] {
+	c.n.Add(1)
+	return c.fakeStore.Records(ctx, q)
+}
+
+func (c *countingStore) reads() int { return int(c.n.Load()) }
+
+// planningStore is a store that plans its reads (ClickHouse).
+type planningStore struct{ countingStore }
+
+func (*planningStore) PlansReads() bool { return true }
