@@ -56,6 +56,14 @@ type wait struct {
 	evidence  timeline.Evidence
 }
 
+// until is when w's wait ended, or end when it still waits.
+func (w *wait) until(end time.Time) time.Time {
+	if w.ended.IsZero() {
+		return end
+	}
+	return w.ended
+}
+
 func newWaits() *waits {
 	return &waits{pods: map[string]*wait{}, byName: map[string][]*wait{}, work: map[string][]time.Time{}}
 }
@@ -94,13 +102,8 @@ func (ws *waits) pod(key string, v *timeline.ObjectVersion, m map[string]any) {
 	if len(slice(spec, "schedulingGates")) > 0 {
 		w.gated = true
 	}
-	end := func(t time.Time) {
-		if w.ended.IsZero() || t.Before(w.ended) {
-			w.ended = t
-		}
-	}
 	if str(meta, "deletionTimestamp") != "" {
-		end(v.Time)
+		ws.decide(w, v.Time, false) // gone: no longer waiting
 	}
 	// When its scheduler placed or judged it: the condition's transition
 	// time when it has one, else this version's.
@@ -159,7 +162,7 @@ func (ws *waits) at(ns, name string, t time.Time) *wait {
 
 func (ws *waits) sortWork() {
 	for _, ts := range ws.work {
-		sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+		slices.SortFunc(ts, time.Time.Compare)
 	}
 }
 
@@ -174,11 +177,7 @@ func (ws *waits) waiting(end time.Time) []*wait {
 		if !w.unplaced || w.gated {
 			continue
 		}
-		until := w.ended
-		if until.IsZero() {
-			until = end
-		}
-		if _, _, ok := idleSpan(ws.work[w.scheduler], w.created, until); ok {
+		if _, _, ok := idleSpan(ws.work[w.scheduler], w.created, w.until(end)); ok {
 			out = append(out, w)
 		}
 	}
@@ -346,11 +345,7 @@ type nilPlanner struct{ Store }
 func spans(waiting []*wait, end time.Time) [][2]time.Time {
 	var out [][2]time.Time
 	for _, w := range waiting {
-		until := w.ended
-		if until.IsZero() {
-			until = end
-		}
-		out = append(out, [2]time.Time{w.created, until})
+		out = append(out, [2]time.Time{w.created, w.until(end)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i][0].Before(out[j][0]) })
 	merged := out[:0]
@@ -423,7 +418,6 @@ func (ws *waits) unattended(end time.Time) ([]Observation, []SchedulerIdle) {
 	if end.IsZero() {
 		end = ws.last
 	}
-	ws.sortWork()
 	type spanKey struct {
 		scheduler   string
 		last, until time.Time
@@ -433,21 +427,18 @@ func (ws *waits) unattended(end time.Time) ([]Observation, []SchedulerIdle) {
 	var idle []SchedulerIdle
 	var keys []spanKey
 	for _, w := range ws.waiting(end) {
-		until := w.ended
-		if until.IsZero() {
-			until = end
-		}
+		until := w.until(end)
 		work := ws.work[w.scheduler]
 		from, to, _ := idleSpan(work, w.created, until)
 		// The span is bounded by the scheduler's work around it.
 		k := spanKey{scheduler: w.scheduler}
-		i, _ := slices.BinarySearchFunc(work, from, func(a, b time.Time) int { return a.Compare(b) })
+		i := searchTime(work, from)
 		if i < len(work) && work[i].Equal(from) {
 			k.last = from
 		} else if i > 0 {
 			k.last = work[i-1]
 		}
-		j, _ := slices.BinarySearchFunc(work, to, func(a, b time.Time) int { return a.Compare(b) })
+		j := searchTime(work, to)
 		ongoing := j >= len(work)
 		if !ongoing {
 			k.until = work[j]
@@ -486,6 +477,12 @@ func (ws *waits) unattended(end time.Time) ([]Observation, []SchedulerIdle) {
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
+// searchTime is the index of the first of ts (sorted) at or after t.
+func searchTime(ts []time.Time, t time.Time) int {
+	i, _ := slices.BinarySearchFunc(ts, t, time.Time.Compare)
+	return i
+}
+
 // idleSpan finds, within [from, to], the longest span in which the
 // scheduler did no work (work sorted), and says whether it is longer
 // than schedulerIdle.
@@ -493,7 +490,7 @@ func idleSpan(work []time.Time, from, to time.Time) (time.Time, time.Time, bool)
 	if !to.After(from) {
 		return time.Time{}, time.Time{}, false
 	}
-	i, _ := slices.BinarySearchFunc(work, from, func(a, b time.Time) int { return a.Compare(b) })
+	i := searchTime(work, from)
 	best0, best1, prev := time.Time{}, time.Time{}, from
 	for ; ; i++ {
 		next := to
