@@ -145,17 +145,15 @@ func (ws *waits) decide(w *wait, t time.Time, work bool) {
 }
 
 // at is the pod namespace/name that existed at t: the latest made by
-// then (names are reused: a StatefulSet's replica made again), else the
-// first.
+// then (names are reused: a StatefulSet's replica made again); nil when
+// none the versions show was (an earlier one, whose record is not this
+// one's).
 func (ws *waits) at(ns, name string, t time.Time) *wait {
 	pods := ws.byName[ns+"/"+name]
 	for i := len(pods) - 1; i >= 0; i-- {
 		if !pods[i].created.After(t.Add(time.Second)) {
 			return pods[i]
 		}
-	}
-	if len(pods) > 0 {
-		return pods[0]
 	}
 	return nil
 }

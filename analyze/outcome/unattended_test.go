@@ -177,6 +177,9 @@ func TestUnattendedFromRecords(t *testing.T) {
 		// Made 5 s before the end and bound a second later: too soon to
 		// wait, but that binding is work in the others' waits.
 		podAt("recent", 55, 55, `{}`, pending),
+		// A name whose earlier pod the versions do not show: its binding
+		// at 8 s, in the others' waits, is not this one's, made at 14 s.
+		podAt("reborn", 14, 14, `{}`, pending),
 		// A name made again: the binding at 2 s was the first one's.
 		podAt("again", 1, 1, `{}`, pending),
 		again(podAt("again", 42, 42, `{}`, pending)),
@@ -184,6 +187,7 @@ func TestUnattendedFromRecords(t *testing.T) {
 	}
 	recs := []*timeline.Record{
 		binding(2, "again"),
+		binding(8, "reborn"),
 		binding(10.5, "bound"),
 		rec(10.6, timeline.SourceEvent, "", "", "Scheduled", "", "evented"),
 		rec(10.7, timeline.SourceEvent, "", "", "FailedScheduling", "", "judged"),
@@ -217,14 +221,14 @@ func TestUnattendedFromRecords(t *testing.T) {
 					got = append(got, o.Ref())
 				}
 			}
-			if diff := cmp.Diff([]string{"Pod/ml/volcano", "Pod/ml/waits", "Pod/ml/again"}, got); diff != "" {
+			if diff := cmp.Diff([]string{"Pod/ml/volcano", "Pod/ml/reborn", "Pod/ml/waits", "Pod/ml/again"}, got); diff != "" {
 				t.Errorf("NotScheduled pods (-want +got):\n%s", diff)
 			}
 			// The bindings of pods the versions do not show are the default
 			// scheduler's, whose pods their requester binds: not volcano's.
 			want := []SchedulerIdle{
 				{Scheduler: "volcano", From: at(12), Until: at(60), Ongoing: true, Pods: 1},
-				{Scheduler: "default-scheduler", LastWork: at(35), From: at(40), Until: at(56), Pods: 2},
+				{Scheduler: "default-scheduler", LastWork: at(35), From: at(14), Until: at(56), Pods: 3},
 			}
 			if diff := cmp.Diff(want, out.Idle); diff != "" {
 				t.Errorf("idle spans (-want +got):\n%s", diff)
