@@ -261,3 +261,38 @@ func (c *countingStore) reads() int { return int(c.n.Load()) }
 type planningStore struct{ countingStore }
 
 func (*planningStore) PlansReads() bool { return true }
+
+// The work a read of the pods' own records held is not read again, and
+// what it did not hold is: the spans are closed, the read's extent half
+// open.
+func TestPreReadSplitsSpans(t *testing.T) {
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	ns := time.Nanosecond
+	pre := preRead{from: at(10), until: at(20), work: []*timeline.Record{{ID: 1, Time: at(10)}, {ID: 2, Time: at(12)}, {ID: 3, Time: at(15)}, {ID: 4, Time: at(19)}}}
+	for _, tt := range []struct {
+		name    string
+		pre     preRead
+		within  [][2]time.Time
+		inside  []int64
+		outside [][2]time.Time
+	}{
+		{"none held", preRead{}, [][2]time.Time{{at(1), at(5)}}, nil, [][2]time.Time{{at(1), at(5)}}},
+		{"held whole", pre, [][2]time.Time{{at(10), at(12)}, {at(15), at(19)}}, []int64{1, 2, 3, 4}, nil},
+		{"before and after", pre, [][2]time.Time{{at(5), at(25)}}, []int64{1, 2, 3, 4}, [][2]time.Time{{at(5), at(10).Add(-ns)}, {at(20), at(25)}}},
+		{"ends at its end", pre, [][2]time.Time{{at(16), at(20)}}, []int64{4}, [][2]time.Time{{at(20), at(20)}}},
+		{"apart", pre, [][2]time.Time{{at(1), at(2)}, {at(12), at(13)}, {at(30), at(31)}}, []int64{2}, [][2]time.Time{{at(1), at(2)}, {at(30), at(31)}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var ids []int64
+			for _, r := range tt.pre.inside(tt.within) {
+				ids = append(ids, r.ID)
+			}
+			if diff := cmp.Diff(tt.inside, ids); diff != "" {
+				t.Errorf("inside (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.outside, tt.pre.outside(tt.within)); diff != "" {
+				t.Errorf("outside (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/faultline/faultline/timeline"
 )
@@ -641,12 +643,11 @@ func (s *Store) judgedHere(c chunk) bool {
 }
 
 // rewritesAt is the most stages of the rewrites of each request (time and
-// key) at the times of the rows filter keeps in chunk c.
-func (s *Store) rewritesAt(ctx context.Context, c chunk, filter string) (map[[2]int64]uint8, error) {
-	rng := nsRange(c.lo, c.hi)
+// key) in chunk c at the times at (a condition on time_ns).
+func (s *Store) rewritesAt(ctx context.Context, c chunk, at string) (map[[2]int64]uint8, error) {
 	rows, err := s.conn.Query(perShard(ctx), fmt.Sprintf(
-		"SELECT time_ns, key, max(stages) FROM record WHERE %[1]s AND time_ns IN (SELECT time_ns FROM %[2]s.%[3]s_local WHERE %[1]s AND (%[4]s)) AND rewrite != 0 GROUP BY time_ns, key",
-		rng, s.db, chunkTable(c), filter))
+		"SELECT time_ns, key, max(stages) FROM record WHERE %s AND %s AND rewrite != 0 GROUP BY time_ns, key",
+		nsRange(c.lo, c.hi), at))
 	if err != nil {
 		return nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err))
 	}
@@ -664,6 +665,43 @@ func (s *Store) rewritesAt(ctx context.Context, c chunk, filter string) (map[[2]
 		return nil, fmt.Errorf("query records: %w", s.shardErr(ctx, err))
 	}
 	return out, nil
+}
+
+// namedTimes is the most times a query names in a list (about 20 bytes
+// each, under the server's max_query_size of 256 KiB).
+const namedTimes = 4096
+
+// keptTimes is the condition on time_ns of the times of the rows filter
+// keeps in chunk c.
+func keptTimes(s *Store, c chunk, filter string) string {
+	return "time_ns IN (SELECT time_ns FROM " + s.db + "." + chunkTable(c) + "_local WHERE " + nsRange(c.lo, c.hi) + " AND (" + filter + "))"
+}
+
+// timesOf are the distinct times of the versions read.
+func timesOf[T any](read []version[T]) []int64 {
+	ts := make([]int64, 0, len(read))
+	for _, v := range read {
+		ts = append(ts, v.ns)
+	}
+	slices.Sort(ts)
+	return slices.Compact(ts)
+}
+
+// inTimes is the condition on time_ns of the times ts.
+func inTimes(ts []int64) string {
+	if len(ts) == 0 {
+		return "0"
+	}
+	var b strings.Builder
+	b.WriteString("time_ns IN (")
+	for i, t := range ts {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.FormatInt(t, 10))
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
 // eachRecord runs query and hands each record that matches q (residual:
@@ -785,7 +823,7 @@ func judged[T any](ctx context.Context, s *Store, q timeline.Query, c chunk, fil
 		read, _, err = versioned(ctx, s, q, c, filter, residual, 0, conv)
 		return err
 	}, func(ctx context.Context) (err error) {
-		most, err = s.rewritesAt(ctx, c, filter)
+		most, err = s.rewritesAt(ctx, c, keptTimes(s, c, filter))
 		return err
 	})
 	if err != nil {
@@ -845,7 +883,15 @@ func (s *Store) unplanned(ctx context.Context, q timeline.Query, lo, hi int64, f
 	if len(read) == 0 {
 		return nil, true, nil // as a plan that keeps no chunk
 	}
-	most, err := s.rewritesAt(ctx, c, filter)
+	// The rewrites at the times read, named: the server finds them by
+	// its index of time alone, where the filter again would be a second
+	// scan of its columns.
+	var most map[[2]int64]uint8
+	if times := timesOf(read); len(times) <= namedTimes {
+		most, err = s.rewritesAt(ctx, c, inTimes(times))
+	} else {
+		most, err = s.rewritesAt(ctx, c, keptTimes(s, c, filter))
+	}
 	if err != nil {
 		return nil, false, err
 	}
