@@ -84,10 +84,14 @@ type Report struct {
 	// Schedulers are the spans in the window in which a scheduler placed
 	// and judged no pod while pods waited for it (outcome.NotScheduled):
 	// a scheduler that hangs, or one named that does not run.
-	Schedulers   []outcome.SchedulerIdle `json:"schedulers,omitempty"`
-	Mitigation   []Action                `json:"mitigation"`
-	Confirmation []string                `json:"confirmation"`
-	Units        UnitCounts              `json:"units"`
+	Schedulers []outcome.SchedulerIdle `json:"schedulers,omitempty"`
+	// Controllers are the spans in the window in which a controller made
+	// no request while changes of its objects waited for it
+	// (outcome.NotObserved): a controller that hangs, or none that runs.
+	Controllers  []outcome.ControllerIdle `json:"controllers,omitempty"`
+	Mitigation   []Action                 `json:"mitigation"`
+	Confirmation []string                 `json:"confirmation"`
+	Units        UnitCounts               `json:"units"`
 	// Warnings say what weakens the report: the --bad or --good expression
 	// failed at run time on some observations, which counted as no match.
 	Warnings []string `json:"warnings,omitempty"`
@@ -395,6 +399,11 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	for _, sp := range out.Idle {
 		if (opt.Since.IsZero() || sp.Until.After(opt.Since)) && (opt.Until.IsZero() || sp.From.Before(opt.Until)) {
 			rep.Schedulers = append(rep.Schedulers, sp)
+		}
+	}
+	for _, sp := range out.Stalled {
+		if (opt.Since.IsZero() || sp.Until.After(opt.Since)) && (opt.Until.IsZero() || sp.From.Before(opt.Until)) {
+			rep.Controllers = append(rep.Controllers, sp)
 		}
 	}
 	// Whatever the report ends with, it says where its expressions failed.

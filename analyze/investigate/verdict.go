@@ -79,7 +79,7 @@ func decide(rep *Report) {
 		rep.VerdictWhy = fmt.Sprintf("the leading suspect, %s %s, has confidence %.2f (%s)", top.Ref, top.Dimension, top.Confidence, top.ConfidenceWhy)
 	}
 	var next []string
-	if shared := sharedFailure(rep.units, rep.Schedulers); shared != "" {
+	if shared := sharedFailure(rep.units, rep.Schedulers, rep.Controllers); shared != "" {
 		next = append(next, shared)
 	}
 	if set := admittedHint(rep); set != "" {
@@ -140,7 +140,7 @@ func rankOrUnknown(r string) string {
 // leaves no change behind: pulls that fail name the registry; pods that
 // no scheduler attended to name the scheduler, and when it stopped
 // (idle). "" otherwise.
-func sharedFailure(units []*outcome.Unit, idle []outcome.SchedulerIdle) string {
+func sharedFailure(units []*outcome.Unit, idle []outcome.SchedulerIdle, stalled []outcome.ControllerIdle) string {
 	count := map[string]int{}
 	example := map[string]*outcome.Unit{}
 	bad := 0
@@ -171,7 +171,24 @@ func sharedFailure(units []*outcome.Unit, idle []outcome.SchedulerIdle) string {
 	if top == outcome.NotScheduled && len(idle) > 0 {
 		what += ", " + idleScheduler(idle[0]) + ": look at that scheduler (does it run? its log), which no change here explains"
 	}
+	if top == outcome.NotObserved && len(stalled) > 0 {
+		what += ", " + idleController(stalled[0]) + ": look at that controller (does it run? its log), which no change here explains"
+	}
 	return what
+}
+
+// idleController says which controller changes waited for (the user that
+// writes their status), and since when it has made no request.
+func idleController(sp outcome.ControllerIdle) string {
+	const clock = "15:04:05"
+	switch {
+	case sp.LastWork.IsZero():
+		return fmt.Sprintf("waiting for %s, which made no request in the evidence", sp.Controller)
+	case sp.Ongoing:
+		return fmt.Sprintf("waiting for %s, which has made no request since %s", sp.Controller, sp.LastWork.UTC().Format(clock))
+	}
+	return fmt.Sprintf("waiting for %s, which made no request from %s until %s", sp.Controller,
+		sp.LastWork.UTC().Format(clock), sp.Until.UTC().Format(clock))
 }
 
 // idleScheduler says which scheduler pods waited for, and since when it

@@ -170,9 +170,50 @@ func TestSharedFailure(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := sharedFailure(tt.units, tt.idle); got != tt.want {
+			if got := sharedFailure(tt.units, tt.idle, nil); got != tt.want {
 				t.Errorf("sharedFailure:\n got %q\nwant %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// Changes no controller observed lead to that controller and its last
+// request.
+func TestSharedFailureController(t *testing.T) {
+	unit := func(name string) *outcome.Unit {
+		u := badUnit("ml", name, 0, 10)
+		u.Reason = outcome.NotObserved
+		return u
+	}
+	at := func(s int) time.Time { return time.Date(2026, 5, 1, 10, 0, s, 0, time.UTC) }
+	const ctl = "system:serviceaccount:kube-system:deployment-controller"
+	lead := "2 of 2 bad units failed alike: NotObserved (as Pod/ml/a), waiting for " + ctl + ", "
+	look := ": look at that controller (does it run? its log), which no change here explains"
+	for _, tt := range []struct {
+		name string
+		sp   outcome.ControllerIdle
+		want string
+	}{
+		{"still silent", outcome.ControllerIdle{Controller: ctl, Resource: "deployments.apps", LastWork: at(5), From: at(20), Until: at(59), Ongoing: true, Objects: 2},
+			lead + "which has made no request since 10:00:05" + look},
+		{"came back", outcome.ControllerIdle{Controller: ctl, Resource: "deployments.apps", LastWork: at(5), From: at(20), Until: at(50), Objects: 2},
+			lead + "which made no request from 10:00:05 until 10:00:50" + look},
+		{"never seen at work", outcome.ControllerIdle{Controller: ctl, Resource: "deployments.apps", From: at(20), Until: at(59), Ongoing: true, Objects: 2},
+			lead + "which made no request in the evidence" + look},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := sharedFailure([]*outcome.Unit{unit("a"), unit("b")}, nil, []outcome.ControllerIdle{tt.sp}); got != tt.want {
+				t.Errorf("sharedFailure:\n got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+	// Units that failed otherwise are not led to it.
+	u := badUnit("ml", "c", 0, 10)
+	u.Reason = "Error"
+	v := badUnit("ml", "d", 0, 10)
+	v.Reason = "Error"
+	sp := []outcome.ControllerIdle{{Controller: ctl, Resource: "deployments.apps", LastWork: at(5), From: at(20), Until: at(59), Ongoing: true}}
+	if got, want := sharedFailure([]*outcome.Unit{u, v}, nil, sp), "2 of 2 bad units failed alike: Error (as Pod/ml/c)"; got != want {
+		t.Errorf("sharedFailure:\n got %q\nwant %q", got, want)
 	}
 }

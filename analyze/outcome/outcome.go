@@ -76,7 +76,7 @@ const (
 	defaultBadStates = `reason in [` +
 		`"Failed", "OOMKilled", "Error", "ContainerCannotRun", "CrashLoopBackOff", "BackOff", ` +
 		`"ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError", "Evicted", "Preempted", ` +
-		`"FailedScheduling", "FailedCreate", "NodeNotReady", "BackoffLimitExceeded", "DeadlineExceeded"] || ` +
+		`"FailedScheduling", "FailedCreate", "NodeNotReady", "BackoffLimitExceeded", "DeadlineExceeded", "NotObserved"] || ` +
 		`(reason != "" && type == "Warning" && source in ["event", "status"] && kind == "Pod") || ` +
 		`(reason != "" && reason != "Ready" && source == "status" && kind == "Node")`
 	// NodeFaults: the node-log reasons of timeline.NodeFaults (a test
@@ -209,6 +209,9 @@ type Outcomes struct {
 	// Idle are the spans in which a scheduler placed and judged no pod
 	// while pods waited for it (NotScheduled), oldest first.
 	Idle []SchedulerIdle
+	// Stalled are the spans in which a controller made no request while
+	// changes of its objects waited for it (NotObserved), oldest first.
+	Stalled []ControllerIdle
 	// BadExpr and GoodExpr are the expressions used.
 	BadExpr, GoodExpr string
 
@@ -320,7 +323,7 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 	out.bad, out.good = bad, good
 
 	// Object states, as observations.
-	states, units, waits, err := readStates(ctx, s)
+	states, units, waits, changes, err := readStates(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -330,8 +333,17 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 	}
 	unattended, idle := waits.unattended(end)
 	states = append(states, unattended...)
-	sortObs(states)
 	out.Idle = idle
+	if end.IsZero() {
+		end = waits.last
+	}
+	unobserved, stalled, err := changes.unobserved(ctx, s, end)
+	if err != nil {
+		return nil, err
+	}
+	states = append(states, unobserved...)
+	out.Stalled = stalled
+	sortObs(states)
 	if err := classifyStates(out, states, opt); err != nil {
 		return nil, err
 	}
@@ -682,6 +694,13 @@ func foldBad(units []*Unit, byRef map[string]*Unit, o *Observation) []*Unit {
 	if u == nil && o.By != "" {
 		u = byRef[o.By] // the pod's own request failed
 	}
+	if u == nil && o.Reason == NotObserved {
+		// What was never begun: the object's change is the unit.
+		u = &Unit{Ref: o.Ref(), Namespace: o.Object.Namespace, Name: o.Object.Name, UID: o.Object.UID,
+			Owner: o.Object.Kind + "/" + o.Object.Name}
+		units = append(units, u)
+		byRef[u.Ref] = u
+	}
 	if u == nil && unborn(*o) {
 		u = &Unit{Ref: o.Ref(), Namespace: o.Object.Namespace, Name: o.Object.Name, UID: o.Object.UID,
 			Owner: o.Object.Kind + "/" + o.Object.Name, Unborn: true}
@@ -785,19 +804,21 @@ func evidenceEnd(ctx context.Context, s Store, opt Options) time.Time {
 // readStates turns pod, node and job versions into state observations (one
 // per change of state) and pods into units, and follows the pods' waits
 // for a scheduler (unattended.go).
-func readStates(ctx context.Context, s Store) ([]Observation, []*Unit, *waits, error) {
+func readStates(ctx context.Context, s Store) ([]Observation, []*Unit, *waits, *changes, error) {
 	var obs []Observation
 	var units []*Unit
 	var jobs []timeline.ObjectVersion
-	waits := newWaits()
+	waits, changes := newWaits(), newChanges()
 	for _, kind := range []struct{ group, resource, kind string }{
 		{"", "pods", "Pod"}, {"", "nodes", "Node"}, {"batch", "jobs", "Job"},
 		{"apps", "replicasets", "ReplicaSet"}, {"", "replicationcontrollers", "ReplicationController"},
+		{"apps", "deployments", "Deployment"}, {"apps", "statefulsets", "StatefulSet"}, {"apps", "daemonsets", "DaemonSet"},
 	} {
 		vs, err := s.Versions(ctx, timeline.VersionQuery{Group: kind.group, Resource: kind.resource, History: true})
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("%s versions: %w", kind.resource, err)
+			return nil, nil, nil, nil, fmt.Errorf("%s versions: %w", kind.resource, err)
 		}
+		status := slices.ContainsFunc(statusKinds, func(k struct{ group, resource, kind string }) bool { return k.resource == kind.resource })
 		if kind.kind == "Job" {
 			jobs = vs
 		}
@@ -810,6 +831,16 @@ func readStates(ctx context.Context, s Store) ([]Observation, []*Unit, *waits, e
 		for i := range vs {
 			v := &vs[i]
 			key := v.Object.Namespace + "/" + v.Object.Name + "/" + v.Object.UID
+			if status {
+				var g generations
+				if json.Unmarshal(v.Content, &g) == nil {
+					changes.version(kind.group, kind.resource, kind.kind, key, v, g)
+				}
+			}
+			if statesOf[kind.kind] == nil {
+				waits.saw(v.Time)
+				continue // read for its generations alone
+			}
 			var m map[string]any
 			if json.Unmarshal(v.Content, &m) != nil {
 				continue
@@ -855,7 +886,7 @@ func readStates(ctx context.Context, s Store) ([]Observation, []*Unit, *waits, e
 	}
 	obs = append(obs, countedFailed(jobs, units)...)
 	sortObs(obs)
-	return obs, units, waits, nil
+	return obs, units, waits, changes, nil
 }
 
 // OnePerWrite is bad with the pods a Job counted as failed in one write
@@ -986,7 +1017,7 @@ type state struct {
 // reason says something went wrong that may pass (warningOnly).
 var failures = []string{"Failed", "OOMKilled", "Error", "ContainerCannotRun", "CrashLoopBackOff", "BackOff",
 	"ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError", "Evicted", "Preempted",
-	"FailedScheduling", "FailedCreate", "NodeNotReady", "BackoffLimitExceeded", "DeadlineExceeded"}
+	"FailedScheduling", "FailedCreate", "NodeNotReady", "BackoffLimitExceeded", "DeadlineExceeded", NotObserved}
 
 // endedWell are the states of a pod that did its work: Ready, or done.
 var endedWell = []string{"Ready", "Succeeded", "Complete"}

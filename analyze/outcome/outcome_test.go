@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,7 +105,12 @@ func (f *fakeStore) Versions(_ context.Context, q timeline.VersionQuery) ([]time
 func (f *fakeStore) Records(_ context.Context, q timeline.Query) iter.Seq2[*timeline.Record, error] {
 	return func(yield func(*timeline.Record, error) bool) {
 		n := 0
-		for _, r := range f.records {
+		recs := f.records
+		if q.Desc { // newest first: the records are held oldest first
+			recs = slices.Clone(recs)
+			slices.Reverse(recs)
+		}
+		for _, r := range recs {
 			if (!q.Since.IsZero() && r.Time.Before(q.Since)) || (!q.Until.IsZero() && !r.Time.Before(q.Until)) || (q.Limit > 0 && n >= q.Limit) {
 				continue
 			}

@@ -29,63 +29,13 @@ func init() {
 }
 
 func runSchedulerHang(ctx context.Context, c *Cluster, e *Expected) (string, error) {
-	e.Nodes = Scale(c, e.Family)
-	fleet, err := c.Nodes(ctx, e.Nodes)
+	// The rollout's new pod waits, unplaced, before the scale-up.
+	apps, _, err := c.hang(ctx, e, "kube-scheduler", func(a hungApp, before map[string]bool) error {
+		return c.waitUnplaced(ctx, a.ns, "app="+a.name, before)
+	})
 	if err != nil {
 		return "", err
 	}
-	pid, err := componentPID("kube-scheduler")
-	if err != nil {
-		return "", err
-	}
-	spaces := []string{"serve", "search", "ml", "payments"}
-	perm := c.rng.Perm(len(spaces))
-	type app struct {
-		ns, name, image string
-		replicas        int
-	}
-	apps := []app{{spaces[perm[0]], "frontend", "registry.example/frontend", c.Between(6, 14)},
-		{spaces[perm[1]], "worker", "registry.example/worker", c.Between(6, 14)},
-		{spaces[perm[2]], "cache", "registry.example/cache", c.Between(6, 14)}}
-	if err := c.Background(ctx); err != nil {
-		return "", err
-	}
-	for _, a := range apps {
-		if err := c.Deployment(ctx, routineActor, a.ns, a.name, a.replicas, Template{Image: a.image + ":5.1"}); err != nil {
-			return "", err
-		}
-	}
-	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
-		return "", err
-	}
-	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
-	lastGood := Now()
-	Sleep(ctx, time.Second)
-	// The scheduler hangs: nothing in the cluster says so.
-	stallStart := Now()
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		return "", fmt.Errorf("stop kube-scheduler (pid %d): %w", pid, err)
-	}
-	Sleep(ctx, c.Dur(3*time.Second, 8*time.Second))
-	roller := routineActor
-	before, err := c.Pods(ctx, apps[0].ns, "app="+apps[0].name)
-	if err != nil {
-		return "", err
-	}
-	rollAt := Now()
-	if err := c.SetImage(ctx, roller, apps[0].ns, apps[0].name, "main", apps[0].image+":5.2"); err != nil {
-		return "", err
-	}
-	if err := c.waitUnplaced(ctx, apps[0].ns, "app="+apps[0].name, podNames(before)); err != nil {
-		return "", err
-	}
-	Sleep(ctx, c.Dur(3*time.Second, 8*time.Second))
-	scaler, scaleTo := c.DrawActor(), c.Between(18, 24)
-	scaleAt := Now()
-	if err := c.Scale(ctx, scaler, apps[1].ns, apps[1].name, scaleTo); err != nil {
-		return "", err
-	}
-	Sleep(ctx, c.Dur(30*time.Second, 45*time.Second))
 	waiting := 0
 	for _, a := range apps {
 		pods, err := c.Pods(ctx, a.ns, "app="+a.name)
@@ -98,15 +48,6 @@ func runSchedulerHang(ctx context.Context, c *Cluster, e *Expected) (string, err
 			}
 		}
 	}
-	e.Boundary = crashBoundary(lastGood, rollAt)
-	e.Decoys = []Change{
-		{Ref: "Deployment/" + apps[0].ns + "/" + apps[0].name, Dimension: "image.tag/main",
-			From: apps[0].image + ":5.1", To: apps[0].image + ":5.2", At: rollAt, Actor: &roller},
-		{Ref: "Deployment/" + apps[1].ns + "/" + apps[1].name, Dimension: "spec.replicas",
-			From: strconv.Itoa(apps[1].replicas), To: strconv.Itoa(scaleTo), At: scaleAt, Actor: &scaler},
-	}
-	// The evidence ends with the scheduler still hung.
-	e.extra("stall", map[string]any{"component": "kube-scheduler", "start": stallStart, "end": Now()})
 	e.extra("waiting", waiting)
 	return fmt.Sprintf(`New pods do not start anywhere.
 
@@ -114,6 +55,89 @@ func runSchedulerHang(ctx context.Context, c *Cluster, e *Expected) (string, err
 %s/%s was rolled to a new image and %s/%s scaled up; their new pods sit in Pending,
 with no node and no events. Pods that were already running are fine, and so is %s/%s.`,
 		apps[0].ns, apps[0].name, apps[1].ns, apps[1].name, apps[2].ns, apps[2].name), nil
+}
+
+// hungApp is one of the Deployments of a family whose control-plane
+// component hangs.
+type hungApp struct {
+	ns, name, image string
+	replicas        int
+}
+
+// hang stages what the families of a hung control-plane component share:
+// three Deployments in namespaces of their own and the fleet's routine;
+// then the component stops (SIGSTOP: its process lives and its
+// connections stay open, but it does nothing), automation rolls the first
+// Deployment to a new image (afterRoll runs then, with the pods it had),
+// and someone scales the second up. The truth names no change: the
+// rollout and the scale-up are decoys; extra.stall says when the
+// component stopped. It is still stopped when the evidence ends
+// (hack/cluster/down kills it). It returns the Deployments and the
+// scale-up's replicas.
+func (c *Cluster) hang(ctx context.Context, e *Expected, component string, afterRoll func(a hungApp, before map[string]bool) error) ([]hungApp, int, error) {
+	e.Nodes = Scale(c, e.Family)
+	fleet, err := c.Nodes(ctx, e.Nodes)
+	if err != nil {
+		return nil, 0, err
+	}
+	pid, err := componentPID(component)
+	if err != nil {
+		return nil, 0, err
+	}
+	spaces := []string{"serve", "search", "ml", "payments"}
+	perm := c.rng.Perm(len(spaces))
+	apps := []hungApp{{spaces[perm[0]], "frontend", "registry.example/frontend", c.Between(6, 14)},
+		{spaces[perm[1]], "worker", "registry.example/worker", c.Between(6, 14)},
+		{spaces[perm[2]], "cache", "registry.example/cache", c.Between(6, 14)}}
+	if err := c.Background(ctx); err != nil {
+		return nil, 0, err
+	}
+	for _, a := range apps {
+		if err := c.Deployment(ctx, routineActor, a.ns, a.name, a.replicas, Template{Image: a.image + ":5.1"}); err != nil {
+			return nil, 0, err
+		}
+	}
+	if err := c.Routine(ctx, fleet, c.Between(1, 3)); err != nil {
+		return nil, 0, err
+	}
+	Sleep(ctx, c.Dur(6*time.Second, 12*time.Second))
+	lastGood := Now()
+	Sleep(ctx, time.Second)
+	// The component hangs: nothing in the cluster says so.
+	stallStart := Now()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return nil, 0, fmt.Errorf("stop %s (pid %d): %w", component, pid, err)
+	}
+	Sleep(ctx, c.Dur(3*time.Second, 8*time.Second))
+	roller := routineActor
+	before, err := c.Pods(ctx, apps[0].ns, "app="+apps[0].name)
+	if err != nil {
+		return nil, 0, err
+	}
+	rollAt := Now()
+	if err := c.SetImage(ctx, roller, apps[0].ns, apps[0].name, "main", apps[0].image+":5.2"); err != nil {
+		return nil, 0, err
+	}
+	if err := afterRoll(apps[0], podNames(before)); err != nil {
+		return nil, 0, err
+	}
+	Sleep(ctx, c.Dur(3*time.Second, 8*time.Second))
+	scaler, scaleTo := c.DrawActor(), c.Between(18, 24)
+	scaleAt := Now()
+	if err := c.Scale(ctx, scaler, apps[1].ns, apps[1].name, scaleTo); err != nil {
+		return nil, 0, err
+	}
+	Sleep(ctx, c.Dur(30*time.Second, 45*time.Second))
+	e.Boundary = crashBoundary(lastGood, rollAt)
+	e.Decoys = []Change{
+		{Ref: "Deployment/" + apps[0].ns + "/" + apps[0].name, Dimension: "image.tag/main",
+			From: apps[0].image + ":5.1", To: apps[0].image + ":5.2", At: rollAt, Actor: &roller},
+		{Ref: "Deployment/" + apps[1].ns + "/" + apps[1].name, Dimension: "spec.replicas",
+			From: strconv.Itoa(apps[1].replicas), To: strconv.Itoa(scaleTo), At: scaleAt, Actor: &scaler},
+	}
+	// The evidence ends with the component still stopped.
+	e.extra("stall", map[string]any{"component": component, "start": stallStart, "end": Now()})
+	return apps, scaleTo, nil
 }
 
 // waitUnplaced waits until a pod of the selector that is not in before
