@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/faultline/faultline/analyze/gang"
 	"github.com/faultline/faultline/analyze/outcome"
@@ -177,32 +178,29 @@ func sharedFailure(units []*outcome.Unit, idle []outcome.SchedulerIdle, stalled 
 	return what
 }
 
-// idleController says which controller changes waited for (the user that
-// writes their status), and since when it has made no request.
-func idleController(sp outcome.ControllerIdle) string {
-	const clock = "15:04:05"
-	switch {
-	case sp.LastWork.IsZero():
-		return fmt.Sprintf("waiting for %s, which made no request in the evidence", sp.Controller)
-	case sp.Ongoing:
-		return fmt.Sprintf("waiting for %s, which has made no request since %s", sp.Controller, sp.LastWork.UTC().Format(clock))
-	}
-	return fmt.Sprintf("waiting for %s, which made no request from %s until %s", sp.Controller,
-		sp.LastWork.UTC().Format(clock), sp.Until.UTC().Format(clock))
-}
-
 // idleScheduler says which scheduler pods waited for, and since when it
 // has placed and judged none.
 func idleScheduler(sp outcome.SchedulerIdle) string {
+	return idleSince(sp.Scheduler, "placed and judged no pod", sp.LastWork, sp.Until, sp.Ongoing)
+}
+
+// idleController says which controller changes waited for (the user that
+// writes their status), and since when it has made no request.
+func idleController(sp outcome.ControllerIdle) string {
+	return idleSince(sp.Controller, "made no request", sp.LastWork, sp.Until, sp.Ongoing)
+}
+
+// idleSince says what waited for who, which did nothing (did) from its
+// last work until until, or since its last work when ongoing.
+func idleSince(who, did string, last, until time.Time, ongoing bool) string {
 	const clock = "15:04:05"
 	switch {
-	case sp.LastWork.IsZero():
-		return fmt.Sprintf("waiting for %s, which placed and judged no pod in the evidence", sp.Scheduler)
-	case sp.Ongoing:
-		return fmt.Sprintf("waiting for %s, which has placed and judged no pod since %s", sp.Scheduler, sp.LastWork.UTC().Format(clock))
+	case last.IsZero():
+		return fmt.Sprintf("waiting for %s, which %s in the evidence", who, did)
+	case ongoing:
+		return fmt.Sprintf("waiting for %s, which has %s since %s", who, did, last.UTC().Format(clock)) // "placed", "made": participles too
 	}
-	return fmt.Sprintf("waiting for %s, which placed and judged no pod from %s until %s", sp.Scheduler,
-		sp.LastWork.UTC().Format(clock), sp.Until.UTC().Format(clock))
+	return fmt.Sprintf("waiting for %s, which %s from %s until %s", who, did, last.UTC().Format(clock), until.UTC().Format(clock))
 }
 
 // pullHost is the registry a unit that failed pulling its image pulled

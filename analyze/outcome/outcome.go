@@ -818,7 +818,7 @@ func readStates(ctx context.Context, s Store) ([]Observation, []*Unit, *waits, *
 		if err != nil {
 			return nil, nil, nil, nil, fmt.Errorf("%s versions: %w", kind.resource, err)
 		}
-		status := slices.ContainsFunc(statusKinds, func(k struct{ group, resource, kind string }) bool { return k.resource == kind.resource })
+		status := statusKinds[kind.group+"/"+kind.resource]
 		if kind.kind == "Job" {
 			jobs = vs
 		}

@@ -229,29 +229,31 @@ func (ws *waits) readWork(ctx context.Context, s Store, end time.Time) error {
 		}
 	}
 	// The schedulers' work in the waits: the bindings and the scheduling
-	// events, the waiting pods' own among them, in time order; what the
-	// reads of their own records held is not read again.
-	within := spans(waiting, end)
-	work := pre.inside(within)
-	if err := ws.eachRecord(ctx, s, workFilter, pre.outside(within), func(r *timeline.Record) { work = append(work, r) }); err != nil {
-		return err
-	}
-	slices.SortStableFunc(work, func(a, b *timeline.Record) int { return a.Time.Compare(b.Time) })
+	// events, the waiting pods' own among them, in time order. What the
+	// reads of their own records held is not read again; the rest of the
+	// waits lies after it (it began at the first waiting pod's creation).
 	type anon struct {
 		user string
 		t    time.Time
 	}
 	var unknown []anon
-	for _, r := range work {
+	note := func(r *timeline.Record) {
 		w := ws.at(r.Object.Namespace, r.Object.Name, r.Time)
 		if w == nil {
 			unknown = append(unknown, anon{r.User, r.Time})
-			continue
+			return
 		}
 		ws.decide(w, r.Time, true)
 		if r.User != "" {
 			binds[r.User] = w.scheduler
 		}
+	}
+	within := spans(waiting, end)
+	for _, r := range pre.inside(within) {
+		note(r)
+	}
+	if err := ws.eachRecord(ctx, s, workFilter, pre.outside(within), note); err != nil {
+		return err
 	}
 	for _, a := range unknown {
 		if sched, ok := binds[a.user]; ok {

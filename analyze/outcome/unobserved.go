@@ -37,12 +37,9 @@ import (
 // not observe while it made no request at all.
 const NotObserved = "NotObserved"
 
-// statusKinds are the kinds read for their changes: the workloads the
-// controller-manager carries out, with their API group and resource.
-var statusKinds = []struct{ group, resource, kind string }{
-	{"apps", "deployments", "Deployment"}, {"apps", "replicasets", "ReplicaSet"},
-	{"apps", "statefulsets", "StatefulSet"}, {"apps", "daemonsets", "DaemonSet"},
-}
+// statusKinds are the kinds read for their changes (group/resource): the
+// workloads the controller-manager carries out.
+var statusKinds = map[string]bool{"apps/deployments": true, "apps/replicasets": true, "apps/statefulsets": true, "apps/daemonsets": true}
 
 // change is a change of one object not yet observed: the first
 // generation its controller had not observed, from when a version first
@@ -251,16 +248,19 @@ func silentOver(ctx context.Context, s Store, r string, writers []string, ps []*
 		within = append(within, [2]time.Time{p.since, p.until(end)})
 	}
 	within = mergeSpans(within)
-	// Its requests in the waits, and its last one before the first.
+	// Its requests in the waits (thinned: a busy controller makes many),
+	// and its last one before the first.
 	var work []time.Time
 	for _, sp := range within {
+		var th thinned
 		q := timeline.Query{Since: sp[0], Until: sp[1].Add(time.Nanosecond), Where: f, Fields: timeline.FieldUser}
 		for rec, err := range s.Records(ctx, q) {
 			if err != nil {
 				return nil, nil, err
 			}
-			work = append(work, rec.Time)
+			th.add(rec.Time)
 		}
+		work = append(work, th.times()...)
 	}
 	var before time.Time
 	for rec, err := range s.Records(ctx, timeline.Query{Until: within[0][0], Where: f, Limit: 1, Desc: true, Fields: timeline.FieldUser}) {
@@ -318,4 +318,51 @@ func silentOver(ctx context.Context, s Store, r string, writers []string, ps []*
 		idle = append(idle, *spans[k])
 	}
 	return obs, idle, nil
+}
+
+// thinned keeps, of the times of a stream of requests (in time order),
+// those that keep every span between them longer than schedulerIdle as
+// it is and make none that long where there was none: the first and the
+// last, both ends of every such span, and within a busy run a time at
+// least every schedulerIdle. So idleSpan and around answer on it as on
+// every time, and it holds about two times per schedulerIdle of a busy
+// run however many requests it had.
+type thinned struct {
+	kept           []time.Time
+	prev, lastKept time.Time // the last time added, the last kept
+	prevKept, seen bool
+}
+
+func (t *thinned) keep(at time.Time) {
+	t.kept = append(t.kept, at)
+	t.lastKept = at
+}
+
+func (t *thinned) add(at time.Time) {
+	if !t.seen {
+		t.seen = true
+		t.keep(at)
+		t.prev, t.prevKept = at, true
+		return
+	}
+	// An idle span keeps both its ends; a busy run keeps the time before
+	// this one where leaving it out would open a span that long between
+	// kept times.
+	gap := at.Sub(t.prev) > schedulerIdle
+	if (gap || at.Sub(t.lastKept) > schedulerIdle) && !t.prevKept {
+		t.keep(t.prev)
+	}
+	t.prev, t.prevKept = at, gap
+	if gap {
+		t.keep(at)
+	}
+}
+
+// times are the times kept, the last added among them.
+func (t *thinned) times() []time.Time {
+	if t.seen && !t.prevKept {
+		t.keep(t.prev)
+		t.prevKept = true
+	}
+	return t.kept
 }

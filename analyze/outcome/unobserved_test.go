@@ -3,6 +3,7 @@ package outcome
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -135,5 +136,61 @@ func TestChangesFollowGenerations(t *testing.T) {
 				t.Errorf("changes (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A busy controller's requests are thinned as they are read: idleSpan
+// and around answer on what is kept as on every request, and a busy run
+// keeps about two times per schedulerIdle.
+func TestThinnedAnswersAsEveryTime(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 500 {
+		var all []time.Time
+		at := t0
+		for range 1 + rng.IntN(400) {
+			switch rng.IntN(20) {
+			case 0:
+				at = at.Add(schedulerIdle + time.Duration(rng.Int64N(int64(time.Minute)))) // idle
+			case 1:
+				at = at.Add(schedulerIdle) // exactly the bound: not idle
+			default:
+				at = at.Add(time.Duration(rng.Int64N(int64(3 * time.Second))))
+			}
+			all = append(all, at)
+		}
+		var th thinned
+		for _, x := range all {
+			th.add(x)
+		}
+		kept := th.times()
+		if len(all) > 50 && len(kept) >= len(all) {
+			t.Fatalf("trial %d: kept %d of %d", trial, len(kept), len(all))
+		}
+		span := all[len(all)-1].Sub(t0) + 2*time.Minute
+		for range 20 {
+			from := t0.Add(-time.Minute + time.Duration(rng.Int64N(int64(span))))
+			to := from.Add(time.Duration(rng.Int64N(int64(span))))
+			f1, t1, ok1 := idleSpan(all, from, to)
+			f2, t2, ok2 := idleSpan(kept, from, to)
+			if ok1 != ok2 || ok1 && (!f1.Equal(f2) || !t1.Equal(t2)) {
+				t.Fatalf("trial %d [%v, %v]: every time %v %v %v, kept %v %v %v", trial, from.Sub(t0), to.Sub(t0), f1.Sub(t0), t1.Sub(t0), ok1, f2.Sub(t0), t2.Sub(t0), ok2)
+			}
+			if !ok1 {
+				continue
+			}
+			l1, n1, g1 := around(all, f1, t1)
+			l2, n2, g2 := around(kept, f2, t2)
+			if !l1.Equal(l2) || !n1.Equal(n2) || g1 != g2 {
+				t.Fatalf("trial %d: around every time %v %v %v, kept %v %v %v", trial, l1, n1, g1, l2, n2, g2)
+			}
+		}
+	}
+	// A busy hour, a request every 100 ms: about two times per 10 s.
+	var th thinned
+	for i := range 36000 {
+		th.add(t0.Add(time.Duration(i) * 100 * time.Millisecond))
+	}
+	if n := len(th.times()); n > 2*360+2 {
+		t.Errorf("a busy hour kept %d times, want at most %d", n, 2*360+2)
 	}
 }
