@@ -1,5 +1,7 @@
 package timeline
 
+import "encoding/json"
+
 // FieldSet is a set of record fields a read fills (Query.Fields). Every
 // record read has its ID, Time, Source, Object and Evidence (and Bad, from
 // the query); the fields of the set come on top, the others read as their
@@ -26,9 +28,13 @@ const (
 	FieldURI
 	FieldMessage
 	FieldExtra
+	// FieldPod is as much of Extra as Record.Pod reads: a read with it
+	// and without FieldExtra yields Extra as PodExtra(r.Pod()) makes it,
+	// a columnar store reading little more than the pod's name.
+	FieldPod
 
 	// AllFields is every field a read can leave out.
-	AllFields = FieldExtra<<1 - 1
+	AllFields = FieldPod<<1 - 1
 )
 
 // Has reports whether f fills every field of g: the zero set fills all.
@@ -41,6 +47,10 @@ func (f FieldSet) Has(g FieldSet) bool { return f == 0 || f&g == g }
 func (f FieldSet) Keep(r *Record) {
 	if f == 0 {
 		return
+	}
+	if f&FieldPod != 0 && f&FieldExtra == 0 {
+		r.Extra = PodExtra(r.Pod())
+		f |= FieldExtra
 	}
 	for _, c := range clears {
 		if f&c.field == 0 {
@@ -68,6 +78,19 @@ var clears = []struct {
 	{FieldURI, func(r *Record) { r.URI = "" }},
 	{FieldMessage, func(r *Record) { r.Message = "" }},
 	{FieldExtra, func(r *Record) { r.Extra = nil }},
+}
+
+// PodExtra is the Extra of a record read with FieldPod and without
+// FieldExtra, from Record.Pod of its whole Extra: nil when it names no
+// pod, else a JSON object of the pod alone, the same from every store.
+func PodExtra(pod string) []byte {
+	if pod == "" {
+		return nil
+	}
+	b, _ := json.Marshal(struct {
+		Pod string `json:"pod"`
+	}{pod})
+	return b
 }
 
 // filterNeeds maps each filter variable (Fields) to the record field it

@@ -1,6 +1,8 @@
 package timeline
 
 import (
+	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -62,5 +64,38 @@ func TestKeep(t *testing.T) {
 	want := Record{ID: 1, Code: 500, Extra: []byte(`{}`)}
 	if diff := cmp.Diff(want, r); diff != "" {
 		t.Errorf("code and extra (-want +got)\n%s", diff)
+	}
+}
+
+// TestKeepPod: a read with FieldPod and without FieldExtra keeps of extra
+// the pod alone, as PodExtra spells it, whatever else extra held.
+func TestKeepPod(t *testing.T) {
+	for _, tc := range []struct {
+		f           FieldSet
+		extra, want string
+	}{
+		{FieldCode | FieldPod, `{"annotations":{"a":"b"},"groups":["g"],"pod":"ns/p"}`, `{"pod":"ns/p"}`},
+		{FieldCode | FieldPod, `{"pod":"<a&b>","x":1}`, `{"pod":"\u003ca\u0026b\u003e"}`},
+		{FieldCode | FieldPod, `{"annotations":{"a":"b"}}`, ``},
+		{FieldCode | FieldPod, `{"pod":"ns/p"`, ``},
+		{FieldCode, `{"pod":"ns/p"}`, ``},
+		{FieldCode | FieldPod | FieldExtra, `{"x":1,"pod":"ns/p"}`, `{"x":1,"pod":"ns/p"}`},
+		{FieldPod, `{"pod":"ns/p"}`, `{"pod":"ns/p"}`},
+	} {
+		r := Record{Code: 500, Extra: []byte(tc.extra)}
+		want := r.Pod()
+		tc.f.Keep(&r)
+		if diff := cmp.Diff(tc.want, string(r.Extra)); diff != "" {
+			t.Errorf("%b of %s (-want +got)\n%s", tc.f, tc.extra, diff)
+		}
+		if tc.f&FieldPod != 0 && r.Pod() != want {
+			t.Errorf("%b of %s: Pod() = %q, want %q", tc.f, tc.extra, r.Pod(), want)
+		}
+		again := r
+		again.Extra = slices.Clone(r.Extra)
+		tc.f.Keep(&again)
+		if !bytes.Equal(again.Extra, r.Extra) {
+			t.Errorf("%b of %s: kept twice, %s, once %s", tc.f, tc.extra, again.Extra, r.Extra)
+		}
 	}
 }

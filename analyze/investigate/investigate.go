@@ -378,6 +378,7 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 	if first.IsZero() {
 		return nil, noRecords(ctx, s)
 	}
+	stored := last
 	if !opt.Since.IsZero() {
 		first = opt.Since
 	}
@@ -390,7 +391,7 @@ func Run(ctx context.Context, s Store, opt Options) (*Report, error) {
 		return nil, err
 	}
 
-	out, err := outcome.Read(ctx, s, outcome.Options{Bad: opt.Bad, Good: opt.Good, Since: opt.Since, Until: opt.Until})
+	out, err := outcome.Read(ctx, s, outcome.Options{Bad: opt.Bad, Good: opt.Good, Since: opt.Since, Until: opt.Until, Last: stored})
 	if err != nil {
 		return nil, err
 	}

@@ -612,8 +612,7 @@ func (s *Store) chunkQuery(q timeline.Query, c chunk, filter string, residual bo
 	case c.rows < c.rewrites:
 		cur = currentAt(s.db, chunkTable(c), rng, filter)
 	}
-	cols, _ := readColumns(q, residual)
-	return "SELECT " + cols + " FROM " + chunkTable(c) + " WHERE " + rng + " AND (" + filter + ") AND " + cur
+	return "SELECT " + readColumns(q, residual).cols + " FROM " + chunkTable(c) + " WHERE " + rng + " AND (" + filter + ") AND " + cur
 }
 
 // chunkTable is the table chunk c is read from.
@@ -715,11 +714,11 @@ func (s *Store) eachRecord(ctx context.Context, query string, q timeline.Query, 
 		return fmt.Errorf("query records: %w", s.shardErr(ctx, err))
 	}
 	defer rows.Close()
-	_, keep := readColumns(q, residual)
+	rd := readColumns(q, residual)
 	for rows.Next() {
 		r := &timeline.Record{}
 		var t int64
-		if err := scanRecord(rows, r, &t, pre...); err != nil {
+		if err := scanRecord(rows, rd, r, &t, pre...); err != nil {
 			return fmt.Errorf("read record: %w", err)
 		}
 		if scanned != nil {
@@ -731,7 +730,7 @@ func (s *Store) eachRecord(ctx context.Context, query string, q timeline.Query, 
 				continue
 			}
 		}
-		if keep {
+		if rd.keep {
 			q.Keep(r)
 		}
 		if !each(r, t) {
@@ -796,8 +795,7 @@ func versioned[T any](ctx context.Context, s *Store, q timeline.Query, c chunk, 
 	conv func(*timeline.Record, int64) (T, bool)) (read []version[T], more bool, err error) {
 	var key int64
 	var stages uint8
-	cols, _ := readColumns(q, residual)
-	query := "SELECT key, stages, " + cols + " FROM " + chunkTable(c) + " WHERE " + nsRange(c.lo, c.hi) + " AND (" + filter + ")"
+	query := "SELECT key, stages, " + readColumns(q, residual).cols + " FROM " + chunkTable(c) + " WHERE " + nsRange(c.lo, c.hi) + " AND (" + filter + ")"
 	if limit > 0 {
 		query += fmt.Sprintf(" LIMIT %d", limit+1)
 	}

@@ -216,7 +216,7 @@ func (b *batch) lookup(ctx context.Context, staged bool, keys []int64, lo, hi in
 	for rows.Next() {
 		rw := &row{r: &timeline.Record{}, held: true}
 		var rewrite uint8
-		if err := scanRecord(rows, rw.r, nil, &rw.key, &rewrite); err != nil {
+		if err := scanRecord(rows, allColumns, rw.r, nil, &rw.key, &rewrite); err != nil {
 			return fmt.Errorf("look up held records: %w", err)
 		}
 		rw.heldCopied = copiedRow(rw.r.Code, rewrite)

@@ -18,11 +18,11 @@ import (
 
 // recordColumns are the columns of a record row after its key, in the order
 // scanRecord reads them.
-var recordColumns = recordColumnsFor(0)
+var recordColumns = filtersql.SelectList(recordCols, 0)
 
 // recordCols are recordColumns, each with the field it fills (0: every
-// read reads it) and the constant of its type that stands in for it in a
-// read that leaves the field out: the server reads no column for it.
+// read reads it); a read that leaves a field out does not select its
+// column (readColumns).
 var recordCols = []filtersql.Column{
 	filtersql.Always("id"), filtersql.Always("time_ns"), filtersql.Always("source"), filtersql.Always("api_group"),
 	filtersql.Always("api_version"), filtersql.Always("resource"), filtersql.Always("subresource"), filtersql.Always("kind"),
@@ -44,33 +44,91 @@ var recordCols = []filtersql.Column{
 	filtersql.Always("run_id"), filtersql.Always("line"),
 }
 
-// recordColumnsFor is recordColumns with the fields f leaves out (see
-// timeline.FieldSet) replaced by constants.
-func recordColumnsFor(f timeline.FieldSet) string { return filtersql.SelectList(recordCols, f) }
+// podCols are recordCols with extra read for Record.Pod alone
+// (timeline.FieldPod): podExtraSQL.
+var podCols = func() []filtersql.Column {
+	cols := slices.Clone(recordCols)
+	for i, c := range cols {
+		if c.Field == timeline.FieldExtra {
+			cols[i].Expr = podExtraSQL
+		}
+	}
+	return cols
+}()
 
-// readColumns are the columns a read of q selects (see timeline.FieldSet):
-// those of q.Fields; those q.Where reads when rows must still be matched
-// with it (residual); and q.FieldsWhere's, on the rows its filter keeps,
-// in SQL when the filter has a complete SQL form. keep reports that the
-// records read must still be cleared in Go (Query.Keep): their fields
-// were read whole, for the residual filter or for q.FieldsWhere's.
-func readColumns(q timeline.Query, residual bool) (cols string, keep bool) {
+// podExtraSQL is extra as a read for Record.Pod alone needs it: the
+// failed requests' extra (their annotations and groups) took most of the
+// bytes the client decodes in investigate's read of them, 36 MB on each
+// shard of the 10 M-line benchmark log. Pod reads the same from it as from
+// the whole, and timeline.FieldSet.Keep makes both PodExtra:
+//   - empty, when no key can fold to "pod": no "pod" in any case and no
+//     \u escape (encoding/json matches keys case-insensitively, and only
+//     "s" and "k" have folds outside ASCII);
+//   - {"pod":"V"}, when extra is the audit ingester's form: a JSON object
+//     of strings, arrays of strings, objects of strings and integers, no
+//     space, whose last member is "pod" with V in printable ASCII and no
+//     quote or backslash. The pattern accepts valid JSON alone, so V is
+//     the last key that folds to "pod" (encoding/json keeps the last),
+//     and the text after the last `"pod":"` is `V"}`;
+//   - else extra whole.
+//
+// Each shard took 30-40 ms more for it on that log (multiIf evaluates
+// every branch), against 36 MB fewer bytes to decode. A submatch
+// (extract) took 130 ms more.
+var podExtraSQL = func() string {
+	const str = `"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"`
+	const val = `(?:` + str + `|\[(?:` + str + `(?:,` + str + `)*)?\]|\{(?:` + str + `:` + str + `(?:,` + str + `:` + str + `)*)?\}|-?(?:0|[1-9][0-9]*))`
+	const doc = `^\{(?:` + str + `:` + val + `,)*"pod":"([ !#-\[\]-~]*)"\}$`
+	return "multiIf(positionCaseInsensitive(extra, " + quote("pod") + ") = 0 AND position(extra, " + quote(`\u`) + ") = 0, '', " +
+		"match(extra, " + quote(doc) + "), concat(" + quote(`{"pod":"`) + ", splitByString(" + quote(`"pod":"`) + ", extra)[-1]), extra)"
+}()
+
+// recordRead is how a read of records selects its columns (readColumns):
+// cols, the select list, reads the fields f whole and more on the rows
+// where q.FieldsWhere's filter holds (filtersql.Selected), and scanRecord
+// scans them; keep says the records read must still be cleared in Go
+// (Query.Keep): their fields were read whole, for the residual filter or
+// for q.FieldsWhere's.
+type recordRead struct {
+	cols    string
+	f, more timeline.FieldSet
+	keep    bool
+}
+
+// allColumns is the read of every column.
+var allColumns = recordRead{cols: recordColumns}
+
+// readColumns is how a read of q selects its columns (see
+// timeline.FieldSet): those of q.Fields; those q.Where reads when rows
+// must still be matched with it (residual); and q.FieldsWhere's, on the
+// rows its filter keeps, in SQL when the filter has a complete SQL form.
+// The columns of the other fields are not selected at all.
+func readColumns(q timeline.Query, residual bool) recordRead {
 	f, more, keep := filtersql.PlanFields(q, residual)
-	if more == 0 {
-		return recordColumnsFor(f), keep
+	cols := recordCols
+	if filtersql.PodOnly(q, residual) {
+		cols = podCols
 	}
 	w := q.FieldsWhere
-	if cond, complete := compileWhere(w.Where.Expr()); complete && cond != "" {
-		cols, _ = filtersql.SelectListWhere(recordCols, f, more, "("+cond+")")
-		return cols, keep
+	cond := ""
+	if more != 0 {
+		c, complete := compileWhere(w.Where.Expr())
+		if complete && c != "" {
+			cond = "(" + c + ")"
+		} else {
+			f, more, keep = f|more|w.Where.Needs(), 0, true
+			if f.Has(timeline.FieldExtra) && w.Where.Needs()&timeline.FieldExtra != 0 {
+				cols = recordCols // the filter reads the extra Keep matches
+			}
+		}
 	}
-	return recordColumnsFor(f | more | w.Where.Needs()), true
+	return recordRead{cols: filtersql.Selected(cols, f, more, cond), f: f, more: more, keep: keep}
 }
 
 // scanRecord reads a row of the columns that pre scan into (the lookup's
-// key and rewrite), then recordColumns; the time column goes to ns too
-// when ns is not nil.
-func scanRecord(rows driver.Rows, r *timeline.Record, ns *int64, pre ...any) error {
+// key and rewrite), then those of rd; the time column goes to ns too when
+// ns is not nil.
+func scanRecord(rows driver.Rows, rd recordRead, r *timeline.Record, ns *int64, pre ...any) error {
 	var (
 		t, lat     int64
 		code       int32
@@ -78,9 +136,9 @@ func scanRecord(rows driver.Rows, r *timeline.Record, ns *int64, pre ...any) err
 		source, ex string
 	)
 	o := &r.Object
-	dst := []any{&r.ID, &t, &source, &o.Group, &o.Version, &o.Resource, &o.Subresource, &o.Kind, &o.Namespace, &o.Name,
-		&o.UID, &r.Verb, &r.Reason, &r.User, &r.UserAgent, &r.SourceIP, &code, &r.Type, &r.Level, &lat, &stages,
-		&r.AuditID, &r.URI, &r.Message, &ex, &r.Evidence.Run, &r.Evidence.Line}
+	dst := filtersql.Scanned(recordCols, rd.f, rd.more, []any{&r.ID, &t, &source, &o.Group, &o.Version, &o.Resource,
+		&o.Subresource, &o.Kind, &o.Namespace, &o.Name, &o.UID, &r.Verb, &r.Reason, &r.User, &r.UserAgent, &r.SourceIP,
+		&code, &r.Type, &r.Level, &lat, &stages, &r.AuditID, &r.URI, &r.Message, &ex, &r.Evidence.Run, &r.Evidence.Line})
 	if len(pre) > 0 {
 		dst = append(pre, dst...)
 	}

@@ -293,6 +293,12 @@ func TestFields(t *testing.T) {
 	timelinetest.CheckFields(t, s, timelinetest.ReadAll(t, s))
 }
 
+// TestPodField: timelinetest.CheckPodField, on the server's reading of
+// extra for the pod alone (podExtraSQL).
+func TestPodField(t *testing.T) {
+	timelinetest.CheckPodField(t, clickhousetest.New(t))
+}
+
 // TestStringOrderOnServer compares every ordering of the short strings of
 // the bytes 0, 1, 'a' and 0xff, as the server answers it (compareSQL) over
 // a column and a literal, and over two columns, with Go's order, which is

@@ -171,3 +171,42 @@ func TestBadIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestReadColumnsPodOnly: a read that asks extra for the pod alone
+// (timeline.FieldPod) reads podExtraSQL in its place, and one that reads
+// extra for anything else (the field itself, a filter matched in Go that
+// reads annotations) reads extra whole.
+func TestReadColumnsPodOnly(t *testing.T) {
+	f := func(expr string) *timeline.Filter {
+		t.Helper()
+		flt, err := timeline.CompileFilter(expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return flt
+	}
+	for _, tc := range []struct {
+		name     string
+		q        timeline.Query
+		residual bool
+		pod      bool
+	}{
+		{"pod", timeline.Query{Fields: timeline.FieldCode | timeline.FieldPod}, false, true},
+		{"pod where", timeline.Query{Fields: timeline.FieldCode,
+			FieldsWhere: &timeline.FieldsWhere{Fields: timeline.FieldPod, Where: f("code == 429")}}, false, true},
+		{"pod and extra", timeline.Query{Fields: timeline.FieldPod | timeline.FieldExtra}, false, false},
+		{"extra where", timeline.Query{Fields: timeline.FieldPod,
+			FieldsWhere: &timeline.FieldsWhere{Fields: timeline.FieldExtra, Where: f("code == 429")}}, false, false},
+		{"every field", timeline.Query{}, false, false},
+		{"residual on annotations", timeline.Query{Where: f(`annotations["x"] == "y"`), Fields: timeline.FieldPod}, true, false},
+		{"residual on code", timeline.Query{Where: f(`code == 1`), Fields: timeline.FieldPod}, true, true},
+	} {
+		cols := readColumns(tc.q, tc.residual).cols
+		if got := strings.Contains(cols, podExtraSQL); got != tc.pod {
+			t.Errorf("%s: reads the pod alone = %v, want %v: %s", tc.name, got, tc.pod, cols)
+		}
+		if got := strings.Contains(cols, ", extra,") || strings.Contains(cols, "THEN extra ELSE"); got == tc.pod && tc.q.Fields != 0 {
+			t.Errorf("%s: reads extra whole = %v: %s", tc.name, got, cols)
+		}
+	}
+}

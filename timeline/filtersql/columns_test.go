@@ -35,3 +35,25 @@ func TestSelectListWhere(t *testing.T) {
 		t.Errorf("n = %d, want 1", n)
 	}
 }
+
+func TestSelected(t *testing.T) {
+	cols := []Column{{"id", 0, ""}, {"code", timeline.FieldCode, "0"}, {"verb", timeline.FieldVerb, "''"}, {"extra", timeline.FieldExtra, "NULL"}}
+	for _, tc := range []struct {
+		f, more timeline.FieldSet
+		want    string
+		scanned []any
+	}{
+		{0, 0, "id, code, verb, extra", []any{"id", "code", "verb", "extra"}},
+		{timeline.AllFields, 0, "id, code, verb, extra", []any{"id", "code", "verb", "extra"}},
+		{timeline.FieldCode, 0, "id, code", []any{"id", "code"}},
+		{timeline.FieldCode, timeline.FieldExtra, "id, code, CASE WHEN code = 403 THEN extra ELSE NULL END", []any{"id", "code", "extra"}},
+		{timeline.FieldVerb, timeline.FieldExtra, "id, verb, CASE WHEN code = 403 THEN extra ELSE NULL END", []any{"id", "verb", "extra"}},
+	} {
+		if diff := cmp.Diff(tc.want, Selected(cols, tc.f, tc.more, "code = 403")); diff != "" {
+			t.Errorf("fields %b, %b: list (-want +got)\n%s", tc.f, tc.more, diff)
+		}
+		if diff := cmp.Diff(tc.scanned, Scanned(cols, tc.f, tc.more, []any{"id", "code", "verb", "extra"})); diff != "" {
+			t.Errorf("fields %b, %b: scanned (-want +got)\n%s", tc.f, tc.more, diff)
+		}
+	}
+}

@@ -22,3 +22,8 @@ func TestFields(t *testing.T) {
 func TestGaps(t *testing.T) {
 	timelinetest.CheckGaps(t, openTest(t))
 }
+
+// TestPodField: timelinetest.CheckPodField.
+func TestPodField(t *testing.T) {
+	timelinetest.CheckPodField(t, openTest(t))
+}
