@@ -1,6 +1,9 @@
 package timeline
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // FieldSet is a set of record fields a read fills (Query.Fields). Every
 // record read has its ID, Time, Source, Object and Evidence (and Bad, from
@@ -86,6 +89,9 @@ var clears = []struct {
 func PodExtra(pod string) []byte {
 	if pod == "" {
 		return nil
+	}
+	if plainASCII(pod) && !strings.ContainsAny(pod, "<>&") {
+		return []byte(`{"pod":"` + pod + `"}`) // as json.Marshal spells it
 	}
 	b, _ := json.Marshal(struct {
 		Pod string `json:"pod"`

@@ -2,6 +2,7 @@ package timeline
 
 import (
 	"bytes"
+	"encoding/json"
 	"slices"
 	"testing"
 
@@ -96,6 +97,21 @@ func TestKeepPod(t *testing.T) {
 		tc.f.Keep(&again)
 		if !bytes.Equal(again.Extra, r.Extra) {
 			t.Errorf("%b of %s: kept twice, %s, once %s", tc.f, tc.extra, again.Extra, r.Extra)
+		}
+	}
+}
+
+// TestPodExtraIsJSON: PodExtra spells every pod as encoding/json does.
+func TestPodExtraIsJSON(t *testing.T) {
+	for _, pod := range []string{"ns/p", "a b", "<a&b>", `a"b`, `a\b`, "ünï", "\x01", "\u2028", "~!#$%'()*+,-./:;=?@[]^_`{|}", "\xff"} {
+		want, err := json.Marshal(struct {
+			Pod string `json:"pod"`
+		}{pod})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := PodExtra(pod); !bytes.Equal(got, want) {
+			t.Errorf("PodExtra(%q) = %s, want %s", pod, got, want)
 		}
 	}
 }

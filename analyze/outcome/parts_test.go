@@ -48,7 +48,7 @@ func TestWindowParts(t *testing.T) {
 	}
 }
 
-// noBounds hides a store's Bounds: badRecords reads it in one part.
+// noBounds hides a store's Bounds: readBad reads it in one part.
 type noBounds struct{ m *timelinetest.Mem }
 
 func (n noBounds) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeline.Record, error] {
@@ -87,14 +87,14 @@ func TestBadRecordsInParts(t *testing.T) {
 		add(edge, 503, "", "")
 	}
 	for _, opt := range []Options{{}, {Since: t0.Add(3 * time.Second)}, {Since: t0.Add(2 * time.Second), Until: t0.Add(20 * time.Second)}} {
-		want, err := badRecords(context.Background(), noBounds{m}, opt, nil, nil)
+		want, err := readBadRecords(noBounds{m}, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if _, ok := Store(noBounds{m}).(bounder); ok {
 			t.Fatal("noBounds has Bounds")
 		}
-		got, err := badRecords(context.Background(), m, opt, nil, nil)
+		got, err := readBadRecords(m, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,12 +155,20 @@ func TestBadRecordsOnManyCores(t *testing.T) {
 	// A read waiting for a connection gives up with its context.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	got, err := badRecords(ctx, s, Options{}, nil, nil)
+	b, err := readBad(ctx, s, Options{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 400 {
+	if got := b.appendTo(nil); len(got) != 400 {
 		t.Errorf("%d bad records, want 400", len(got))
+	}
+	// And beside the reads of object states (Read).
+	out, err := Read(ctx, s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Bad) != 400 {
+		t.Errorf("Read: %d bad observations, want 400", len(out.Bad))
 	}
 }
 
@@ -186,12 +194,12 @@ func TestPlannerReadsWhole(t *testing.T) {
 		m.Add(&timeline.Record{ID: int64(i + 1), Time: t0.Add(time.Duration(i) * time.Second), Source: timeline.SourceAudit, Code: 500,
 			Object: timeline.ObjectRef{Resource: "pods", Namespace: "ml", Name: "w"}})
 	}
-	want, err := badRecords(context.Background(), m, Options{}, nil, nil)
+	want, err := readBadRecords(m, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &planned{Mem: m}
-	got, err := badRecords(context.Background(), p, Options{}, nil, nil)
+	got, err := readBadRecords(p, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,4 +210,13 @@ func TestPlannerReadsWhole(t *testing.T) {
 	if n := p.reads.Load(); n != queries {
 		t.Errorf("%d reads of records, want %d (one a query)", n, queries)
 	}
+}
+
+// readBadRecords is readBad's observations, in the order Read has them.
+func readBadRecords(s Store, opt Options) ([]Observation, error) {
+	b, err := readBad(context.Background(), s, opt, nil)
+	if err != nil {
+		return nil, err
+	}
+	return b.appendTo(nil), nil
 }

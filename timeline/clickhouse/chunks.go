@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/filtersql"
 )
 
 // A read of records without a LIMIT is cut by time into chunks of about
@@ -715,10 +716,10 @@ func (s *Store) eachRecord(ctx context.Context, query string, q timeline.Query, 
 	}
 	defer rows.Close()
 	rd := readColumns(q, residual)
+	sc := newRecordScan(rd, pre...)
 	for rows.Next() {
-		r := &timeline.Record{}
-		var t int64
-		if err := scanRecord(rows, rd, r, &t, pre...); err != nil {
+		r, t, err := sc.scan(rows)
+		if err != nil {
 			return fmt.Errorf("read record: %w", err)
 		}
 		if scanned != nil {
@@ -732,6 +733,8 @@ func (s *Store) eachRecord(ctx context.Context, query string, q timeline.Query, 
 		}
 		if rd.keep {
 			q.Keep(r)
+		} else if rd.pod {
+			filtersql.KeepPod(r)
 		}
 		if !each(r, t) {
 			return errStop

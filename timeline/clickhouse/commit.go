@@ -213,12 +213,17 @@ func (b *batch) lookup(ctx context.Context, staged bool, keys []int64, lo, hi in
 		return fmt.Errorf("look up held records: %w", b.s.shardErr(ctx, err))
 	}
 	defer rows.Close()
+	var (
+		key     int64
+		rewrite uint8
+	)
+	sc := newRecordScan(allColumns, &key, &rewrite)
 	for rows.Next() {
-		rw := &row{r: &timeline.Record{}, held: true}
-		var rewrite uint8
-		if err := scanRecord(rows, allColumns, rw.r, nil, &rw.key, &rewrite); err != nil {
+		r, _, err := sc.scan(rows)
+		if err != nil {
 			return fmt.Errorf("look up held records: %w", err)
 		}
+		rw := &row{r: r, key: key, held: true}
 		rw.heldCopied = copiedRow(rw.r.Code, rewrite)
 		if b.known(rw.r, rw.key) == nil {
 			b.put(rw)

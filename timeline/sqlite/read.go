@@ -132,13 +132,14 @@ func (s *Store) strOf(ctx context.Context, id int64) (string, error) {
 // recordQuery builds the SQL for q. residual reports whether rows must still
 // be checked with q.Where.Match, because part of the filter has no SQL form.
 func recordQuery(q timeline.Query) (query string, args []any, residual bool) {
-	query, args, residual, _ = recordRead(q)
+	query, args, residual, _, _ = recordRead(q)
 	return query, args, residual
 }
 
 // recordRead is recordQuery, and whether the records it reads must still
-// be cleared in Go (Query.Keep; see readColumns).
-func recordRead(q timeline.Query) (query string, args []any, residual, keep bool) {
+// be cleared in Go (Query.Keep; see readColumns), or else have their extra
+// made the pod's alone (filtersql.PodOnly, KeepPod).
+func recordRead(q timeline.Query) (query string, args []any, residual, keep, pod bool) {
 	var where []string
 	if !q.Since.IsZero() {
 		where = append(where, "r.time_ns >= ?")
@@ -189,7 +190,7 @@ func recordRead(q timeline.Query) (query string, args []any, residual, keep bool
 		// ids alone come from the time index, in microseconds.
 		cond = fmt.Sprintf(" WHERE r.id IN (SELECT r.id FROM record r%s%s LIMIT %d)", cond, order, q.Limit)
 	}
-	return "SELECT " + cols + " FROM record r" + cond + order, args, residual, keep
+	return "SELECT " + cols + " FROM record r" + cond + order, args, residual, keep, filtersql.PodOnly(q, residual)
 }
 
 // readColumns are the columns a read of q selects (see timeline.FieldSet),
@@ -221,7 +222,7 @@ func readColumns(q timeline.Query, residual bool) (cols string, args []any, keep
 // fails at run time (a missing annotation key, say) does not match.
 func (s *Store) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeline.Record, error] {
 	return func(yield func(*timeline.Record, error) bool) {
-		query, args, residual, keep := recordRead(q)
+		query, args, residual, keep, pod := recordRead(q)
 		rows, err := s.db.QueryContext(ctx, query, args...)
 		if err != nil {
 			yield(nil, fmt.Errorf("query records: %w", err))
@@ -243,6 +244,8 @@ func (s *Store) Records(ctx context.Context, q timeline.Query) iter.Seq2[*timeli
 			}
 			if keep {
 				q.Keep(r)
+			} else if pod {
+				filtersql.KeepPod(r)
 			}
 			if !yield(r, nil) {
 				return
