@@ -350,7 +350,8 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 		<-done // nothing outlives the read
 		return nil, err
 	}
-	if <-done; opt.StatesOnly {
+	<-done
+	if opt.StatesOnly {
 		sortObs(out.Bad)
 		return out, nil
 	}

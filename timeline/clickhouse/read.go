@@ -60,7 +60,7 @@ var podCols = func() []filtersql.Column {
 // failed requests' extra (their annotations and groups) took most of the
 // bytes the client decodes in investigate's read of them, 36 MB on each
 // shard of the 10 M-line benchmark log. Pod reads the same from it as from
-// the whole, and timeline.FieldSet.Keep makes both PodExtra:
+// the whole, and the reader makes both PodExtra (filtersql.KeepPod):
 //   - empty, when no key can fold to "pod": no "pod" in any case and no
 //     \u escape (encoding/json matches keys case-insensitively, and only
 //     "s" and "k" have folds outside ASCII);
@@ -72,7 +72,7 @@ var podCols = func() []filtersql.Column {
 //     and the text after the last `"pod":"` is `V"}`;
 //   - else extra whole.
 //
-// Each shard took 30-40 ms more for it on that log (multiIf evaluates
+// Each shard took 45-75 ms more for it on that log (multiIf evaluates
 // every branch), against 36 MB fewer bytes to decode. A submatch
 // (extract) took 130 ms more.
 var podExtraSQL = func() string {
