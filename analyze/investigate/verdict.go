@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/faultline/faultline/analyze/gang"
 	"github.com/faultline/faultline/analyze/outcome"
@@ -181,26 +180,27 @@ func sharedFailure(units []*outcome.Unit, idle []outcome.SchedulerIdle, stalled 
 // idleScheduler says which scheduler pods waited for, and since when it
 // has placed and judged none.
 func idleScheduler(sp outcome.SchedulerIdle) string {
-	return idleSince(sp.Scheduler, "placed and judged no pod", sp.LastWork, sp.Until, sp.Ongoing)
+	return idleSince(sp.Scheduler, "placed and judged no pod", sp.IdleSpan)
 }
 
 // idleController says which controller changes waited for (the user that
 // writes their status), and since when it has made no request.
 func idleController(sp outcome.ControllerIdle) string {
-	return idleSince(sp.Controller, "made no request", sp.LastWork, sp.Until, sp.Ongoing)
+	return idleSince(sp.Controller, "made no request", sp.IdleSpan)
 }
 
-// idleSince says what waited for who, which did nothing (did) from its
-// last work until until, or since its last work when ongoing.
-func idleSince(who, did string, last, until time.Time, ongoing bool) string {
+// idleSince says what waited for who, which did nothing (did) through
+// the span: from its last work until the span's end, or since its last
+// work when ongoing.
+func idleSince(who, did string, sp outcome.IdleSpan) string {
 	const clock = "15:04:05"
 	switch {
-	case last.IsZero():
+	case sp.LastWork.IsZero():
 		return fmt.Sprintf("waiting for %s, which %s in the evidence", who, did)
-	case ongoing:
-		return fmt.Sprintf("waiting for %s, which has %s since %s", who, did, last.UTC().Format(clock)) // "placed", "made": participles too
+	case sp.Ongoing:
+		return fmt.Sprintf("waiting for %s, which has %s since %s", who, did, sp.LastWork.UTC().Format(clock)) // "placed", "made": participles too
 	}
-	return fmt.Sprintf("waiting for %s, which %s from %s until %s", who, did, last.UTC().Format(clock), until.UTC().Format(clock))
+	return fmt.Sprintf("waiting for %s, which %s from %s until %s", who, did, sp.LastWork.UTC().Format(clock), sp.Until.UTC().Format(clock))
 }
 
 // pullHost is the registry a unit that failed pulling its image pulled

@@ -141,7 +141,7 @@ func TestSharedFailure(t *testing.T) {
 		return unit(name, "ImagePullBackOff", `Back-off pulling image "`+image+`": dial tcp: i/o timeout`)
 	}
 	at := func(s int) time.Time { return time.Date(2026, 5, 1, 10, 0, s, 0, time.UTC) }
-	hung := []outcome.SchedulerIdle{{Scheduler: "default-scheduler", LastWork: at(5), From: at(20), Until: at(59), Ongoing: true, Pods: 2}}
+	hung := []outcome.SchedulerIdle{{Scheduler: "default-scheduler", IdleSpan: outcome.IdleSpan{LastWork: at(5), From: at(20), Until: at(59), Ongoing: true}, Pods: 2}}
 	tests := []struct {
 		name  string
 		units []*outcome.Unit
@@ -151,10 +151,10 @@ func TestSharedFailure(t *testing.T) {
 		{"no scheduler", []*outcome.Unit{unit("a", outcome.NotScheduled, ""), unit("b", outcome.NotScheduled, "")}, hung,
 			"2 of 2 bad units failed alike: NotScheduled (as Pod/ml/a), waiting for default-scheduler, which has placed and judged no pod since 10:00:05: look at that scheduler (does it run? its log), which no change here explains"},
 		{"a scheduler that came back", []*outcome.Unit{unit("a", outcome.NotScheduled, ""), unit("b", outcome.NotScheduled, "")},
-			[]outcome.SchedulerIdle{{Scheduler: "default-scheduler", LastWork: at(5), From: at(20), Until: at(50), Pods: 2}},
+			[]outcome.SchedulerIdle{{Scheduler: "default-scheduler", IdleSpan: outcome.IdleSpan{LastWork: at(5), From: at(20), Until: at(50)}, Pods: 2}},
 			"2 of 2 bad units failed alike: NotScheduled (as Pod/ml/a), waiting for default-scheduler, which placed and judged no pod from 10:00:05 until 10:00:50: look at that scheduler (does it run? its log), which no change here explains"},
 		{"a scheduler never seen at work", []*outcome.Unit{unit("a", outcome.NotScheduled, ""), unit("b", outcome.NotScheduled, "")},
-			[]outcome.SchedulerIdle{{Scheduler: "volcano", From: at(20), Until: at(59), Ongoing: true, Pods: 2}},
+			[]outcome.SchedulerIdle{{Scheduler: "volcano", IdleSpan: outcome.IdleSpan{From: at(20), Until: at(59), Ongoing: true}, Pods: 2}},
 			"2 of 2 bad units failed alike: NotScheduled (as Pod/ml/a), waiting for volcano, which placed and judged no pod in the evidence: look at that scheduler (does it run? its log), which no change here explains"},
 		{"crashes while a scheduler idles", []*outcome.Unit{unit("a", "Error", "exit 1"), unit("b", "Error", "exit 1")}, hung,
 			"2 of 2 bad units failed alike: Error (as Pod/ml/a)"},
@@ -194,11 +194,11 @@ func TestSharedFailureController(t *testing.T) {
 		sp   outcome.ControllerIdle
 		want string
 	}{
-		{"still silent", outcome.ControllerIdle{Controller: ctl, Resource: "deployments.apps", LastWork: at(5), From: at(20), Until: at(59), Ongoing: true, Objects: 2},
+		{"still silent", outcome.ControllerIdle{Controller: ctl, Resource: "deployments.apps", IdleSpan: outcome.IdleSpan{LastWork: at(5), From: at(20), Until: at(59), Ongoing: true}, Objects: 2},
 			lead + "which has made no request since 10:00:05" + look},
-		{"came back", outcome.ControllerIdle{Controller: ctl, Resource: "deployments.apps", LastWork: at(5), From: at(20), Until: at(50), Objects: 2},
+		{"came back", outcome.ControllerIdle{Controller: ctl, Resource: "deployments.apps", IdleSpan: outcome.IdleSpan{LastWork: at(5), From: at(20), Until: at(50)}, Objects: 2},
 			lead + "which made no request from 10:00:05 until 10:00:50" + look},
-		{"never seen at work", outcome.ControllerIdle{Controller: ctl, Resource: "deployments.apps", From: at(20), Until: at(59), Ongoing: true, Objects: 2},
+		{"never seen at work", outcome.ControllerIdle{Controller: ctl, Resource: "deployments.apps", IdleSpan: outcome.IdleSpan{From: at(20), Until: at(59), Ongoing: true}, Objects: 2},
 			lead + "which made no request in the evidence" + look},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -212,7 +212,7 @@ func TestSharedFailureController(t *testing.T) {
 	u.Reason = "Error"
 	v := badUnit("ml", "d", 0, 10)
 	v.Reason = "Error"
-	sp := []outcome.ControllerIdle{{Controller: ctl, Resource: "deployments.apps", LastWork: at(5), From: at(20), Until: at(59), Ongoing: true}}
+	sp := []outcome.ControllerIdle{{Controller: ctl, Resource: "deployments.apps", IdleSpan: outcome.IdleSpan{LastWork: at(5), From: at(20), Until: at(59), Ongoing: true}}}
 	if got, want := sharedFailure([]*outcome.Unit{u, v}, nil, sp), "2 of 2 bad units failed alike: Error (as Pod/ml/c)"; got != want {
 		t.Errorf("sharedFailure:\n got %q\nwant %q", got, want)
 	}

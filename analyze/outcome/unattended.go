@@ -521,17 +521,42 @@ type SchedulerIdle struct {
 	// Scheduler is the name pods ask for (spec.schedulerName):
 	// default-scheduler is the kube-scheduler's.
 	Scheduler string `json:"scheduler"`
-	// LastWork is its last placement or verdict before the span; zero
-	// when the evidence shows it at work before the span never.
+	// Its work is its placements and verdicts; a wait, a pod's from its
+	// creation.
+	IdleSpan
+	// Pods is how many pods waited through it.
+	Pods int `json:"pods"`
+}
+
+// IdleSpan is a span in which a component did no work while work waited
+// for it (SchedulerIdle, ControllerIdle).
+type IdleSpan struct {
+	// LastWork is its last work before the span; zero when the evidence
+	// shows it at work before the span never.
 	LastWork time.Time `json:"lastWork,omitzero"`
-	// From is when the first pod that waited through it was created, and
-	// Until when the span ended: its next placement or verdict, else the
-	// end of the evidence (Ongoing).
+	// From is when the first wait through it began, and Until when the
+	// span ended: its next work, else the end of the evidence (Ongoing).
 	From    time.Time `json:"from"`
 	Until   time.Time `json:"until"`
 	Ongoing bool      `json:"ongoing,omitempty"`
-	// Pods is how many pods waited through it.
-	Pods int `json:"pods"`
+}
+
+// idleAround is the idle span of the sorted work that holds [from, to),
+// bounded by the work around it (around) or, ongoing, by end, for a wait
+// that began at since.
+func idleAround(work []time.Time, from, to, since, end time.Time) IdleSpan {
+	last, until, ongoing := around(work, from, to)
+	if ongoing {
+		until = end
+	}
+	return IdleSpan{LastWork: last, From: since, Until: until, Ongoing: ongoing}
+}
+
+// waited widens the span to a wait that began at since.
+func (sp *IdleSpan) waited(since time.Time) {
+	if since.Before(sp.From) {
+		sp.From = since
+	}
 }
 
 // unattended are the NotScheduled observations of the pods that waited,
@@ -556,28 +581,18 @@ func (ws *waits) unattended(end time.Time) ([]Observation, []SchedulerIdle) {
 		work := ws.work[w.scheduler]
 		from, to, _ := idleSpan(work, w.created, until)
 		// The span is bounded by the scheduler's work around it.
-		k := spanKey{scheduler: w.scheduler}
-		var ongoing bool
-		k.last, k.until, ongoing = around(work, from, to)
+		span := idleAround(work, from, to, w.created, end)
+		k := spanKey{w.scheduler, span.LastWork, span.Until}
 		sp := spans[k]
 		if sp == nil {
-			sp = &SchedulerIdle{Scheduler: w.scheduler, LastWork: k.last, From: w.created, Until: k.until, Ongoing: ongoing}
-			if ongoing {
-				sp.Until = end
-			}
+			sp = &SchedulerIdle{Scheduler: w.scheduler, IdleSpan: span}
 			spans[k] = sp
 			keys = append(keys, k)
 		}
 		sp.Pods++
-		if w.created.Before(sp.From) {
-			sp.From = w.created
-		}
-		msg := "no node and no verdict for " + until.Sub(w.created).Round(time.Second).String() + " from " + w.scheduler
-		if k.last.IsZero() {
-			msg += ", which placed and judged no pod in the evidence before " + stamp(to)
-		} else {
-			msg += ", which placed and judged no pod from " + stamp(k.last) + " to " + stamp(to)
-		}
+		sp.waited(w.created)
+		msg := "no node and no verdict for " + until.Sub(w.created).Round(time.Second).String() + " from " + w.scheduler +
+			didNothing("placed and judged no pod", k.last, to)
 		if w.ended.IsZero() {
 			msg += " (still waiting when the evidence ends)"
 		}
@@ -592,6 +607,15 @@ func (ws *waits) unattended(end time.Time) ([]Observation, []SchedulerIdle) {
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// didNothing says of a component that did nothing (did) until to since
+// its last work (zero: none in the evidence).
+func didNothing(did string, last, to time.Time) string {
+	if last.IsZero() {
+		return ", which " + did + " in the evidence before " + stamp(to)
+	}
+	return ", which " + did + " from " + stamp(last) + " to " + stamp(to)
+}
 
 // searchTime is the index of the first of ts (sorted) at or after t.
 func searchTime(ts []time.Time, t time.Time) int {

@@ -102,8 +102,8 @@ func TestUnattended(t *testing.T) {
 	// late's placement (50.2 s). volcano's never worked.
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	wantIdle := []SchedulerIdle{
-		{Scheduler: "volcano", From: at(3), Until: at(60), Ongoing: true, Pods: 1},
-		{Scheduler: "default-scheduler", LastWork: at(35), From: at(22), Until: at(50.2), Pods: 2},
+		{Scheduler: "volcano", IdleSpan: IdleSpan{From: at(3), Until: at(60), Ongoing: true}, Pods: 1},
+		{Scheduler: "default-scheduler", IdleSpan: IdleSpan{LastWork: at(35), From: at(22), Until: at(50.2)}, Pods: 2},
 	}
 	if diff := cmp.Diff(wantIdle, out.Idle); diff != "" {
 		t.Errorf("idle spans (-want +got):\n%s", diff)
@@ -227,8 +227,8 @@ func TestUnattendedFromRecords(t *testing.T) {
 			// The bindings of pods the versions do not show are the default
 			// scheduler's, whose pods their requester binds: not volcano's.
 			want := []SchedulerIdle{
-				{Scheduler: "volcano", From: at(12), Until: at(60), Ongoing: true, Pods: 1},
-				{Scheduler: "default-scheduler", LastWork: at(35), From: at(14), Until: at(56), Pods: 3},
+				{Scheduler: "volcano", IdleSpan: IdleSpan{From: at(12), Until: at(60), Ongoing: true}, Pods: 1},
+				{Scheduler: "default-scheduler", IdleSpan: IdleSpan{LastWork: at(35), From: at(14), Until: at(56)}, Pods: 3},
 			}
 			if diff := cmp.Diff(want, out.Idle); diff != "" {
 				t.Errorf("idle spans (-want +got):\n%s", diff)

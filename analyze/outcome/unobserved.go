@@ -145,15 +145,8 @@ type ControllerIdle struct {
 	Controller string `json:"controller"`
 	// Resource is the kind of objects that waited (deployments.apps).
 	Resource string `json:"resource"`
-	// LastWork is its last request before the span; zero when the
-	// evidence shows none before it.
-	LastWork time.Time `json:"lastWork,omitzero"`
-	// From is when the first change that waited through it was made,
-	// and Until when the span ended: its next request, else the end of
-	// the evidence (Ongoing).
-	From    time.Time `json:"from"`
-	Until   time.Time `json:"until"`
-	Ongoing bool      `json:"ongoing,omitempty"`
+	// Its work is any request; a wait, a change's from when it was made.
+	IdleSpan
 	// Objects is how many objects' changes waited through it.
 	Objects int `json:"objects"`
 }
@@ -284,29 +277,18 @@ func silentOver(ctx context.Context, s Store, r string, writers []string, ps []*
 		if !ok {
 			continue
 		}
-		k := spanKey{}
-		var ongoing bool
-		k.last, k.until, ongoing = around(work, from, to)
+		span := idleAround(work, from, to, p.since, end)
+		k := spanKey{span.LastWork, span.Until}
 		sp := spans[k]
 		if sp == nil {
-			sp = &ControllerIdle{Controller: name, Resource: r, LastWork: k.last, From: p.since, Until: k.until, Ongoing: ongoing}
-			if ongoing {
-				sp.Until = end
-			}
+			sp = &ControllerIdle{Controller: name, Resource: r, IdleSpan: span}
 			spans[k] = sp
 			keys = append(keys, k)
 		}
 		sp.Objects++
-		if p.since.Before(sp.From) {
-			sp.From = p.since
-		}
+		sp.waited(p.since)
 		msg := "generation " + strconv.FormatInt(p.gen, 10) + " not observed for " + until.Sub(p.since).Round(time.Second).String() +
-			" by " + name
-		if k.last.IsZero() {
-			msg += ", which made no request in the evidence before " + stamp(to)
-		} else {
-			msg += ", which made no request from " + stamp(k.last) + " to " + stamp(to)
-		}
+			" by " + name + didNothing("made no request", k.last, to)
 		if p.observed.IsZero() {
 			msg += " (still not observed when the evidence ends)"
 		}

@@ -78,7 +78,7 @@ func TestUnobserved(t *testing.T) {
 	if diff := cmp.Diff([]string{"Deployment/ml/stuck@20s", "Deployment/ml/new@40s"}, got); diff != "" {
 		t.Errorf("NotObserved (-want +got):\n%s", diff)
 	}
-	want := []ControllerIdle{{Controller: deployCtl, Resource: "deployments.apps", LastWork: at(18), From: at(20), Until: at(60), Ongoing: true, Objects: 2}}
+	want := []ControllerIdle{{Controller: deployCtl, Resource: "deployments.apps", IdleSpan: IdleSpan{LastWork: at(18), From: at(20), Until: at(60), Ongoing: true}, Objects: 2}}
 	if diff := cmp.Diff(want, out.Stalled); diff != "" {
 		t.Errorf("stalled controllers (-want +got):\n%s", diff)
 	}

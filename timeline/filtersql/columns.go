@@ -43,7 +43,7 @@ func Selected(cols []Column, f, more timeline.FieldSet, cond string) string {
 }
 
 // Scanned is the destinations, from dst (one for each of cols), of the
-// columns Selected lists for f and more.
+// columns Selected lists for f and more, in dst's own array.
 func Scanned(cols []Column, f, more timeline.FieldSet, dst []any) []any {
 	if f == 0 {
 		return dst
