@@ -21,6 +21,8 @@ func TestFind(t *testing.T) {
 			u.BadAt, u.Reason, u.ExitCode = t0, "OOMKilled", 137
 		case i == 3: // shed before the first death: refused, not dead
 			u.BadAt, u.Reason, u.Refused, u.LastGood = t0.Add(-time.Second), "HTTP 429", true, t0.Add(-time.Minute)
+		case i == 4: // its eviction refused before the first death: not dead either
+			u.BadAt, u.Reason, u.Target, u.LastGood = t0.Add(-2*time.Second), "HTTP 429", "create pods/eviction by ops", t0.Add(-time.Minute)
 		case i < 12: // the cascade
 			u.BadAt, u.Reason, u.ExitCode = t0.Add(time.Duration(2+i)*time.Second), "Error", 1
 		default: // torn down by the controller
@@ -37,7 +39,7 @@ func TestFind(t *testing.T) {
 	want := []Finding{{
 		Owner: "Job/train", Ranks: 16,
 		First: Rank{Ref: "Pod/ml/train-5", Rank: "5", At: t0, Reason: "OOMKilled", ExitCode: 137},
-		Lead:  2 * time.Second, Cascade: 10, CascadeReasons: map[string]int{"Error": 10}, Terminated: 4, Distinct: true,
+		Lead:  2 * time.Second, Cascade: 9, CascadeReasons: map[string]int{"Error": 9}, Terminated: 4, Distinct: true,
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Find (-want +got):\n%s", diff)

@@ -234,6 +234,9 @@ type Suspect struct {
 	// throttles: a write to an API Priority and Fairness object
 	// (throttle.go).
 	throttles bool
+	// budget: a write to a PodDisruptionBudget whose namespace's pods
+	// then had evictions refused (budget.go).
+	budget bool
 	// validates: a write to the CustomResourceDefinition of a resource
 	// whose writes were then refused as invalid (schema.go).
 	validates bool
@@ -271,6 +274,9 @@ type Suspect struct {
 	// nodeAt is when each node ("Node/NAME") made the change, when nodes
 	// made it one after another (a drain).
 	nodeAt map[string]time.Time
+	// goodNodeAt is when the same act made the change on the nodes of
+	// good units in scope (addOnGoodNodes): counted by the support only.
+	goodNodeAt map[string]time.Time
 	// Kind is "change" (an object's identity changed in time) or
 	// "difference" (the bad slice differs from its counterexample).
 	Kind string `json:"kind"`
@@ -519,7 +525,26 @@ func findBoundary(ctx context.Context, s Store, all *outcome.Outcomes, rep *Repo
 // inScope is step 2: the units in scope, those that went bad from
 // firstBad on and those that stayed good, counted into n; and members,
 // every unit but the noise (bad before firstBad), for the gangs.
+//
+// When every unit that went bad from firstBad on went bad by a refused
+// operation of a client from outside it (outcome.Unit.Target: a drain's
+// evictions), the units in scope are those the operations were tried on:
+// the pods nobody acted on say nothing of why the operation failed. When
+// some went bad of themselves, the refused operations' targets are left
+// out: what failed the pods is the question, and no pod failed of the
+// operation.
 func inScope(out *outcome.Outcomes, firstBad time.Time, n *UnitCounts) (units, members []*outcome.Unit) {
+	targets, others := false, false
+	for _, u := range out.Units {
+		if u.Bad() && !u.BadAt.Before(firstBad) {
+			if u.Target != "" {
+				targets = true
+			} else {
+				others = true
+			}
+		}
+	}
+	onlyTargets := targets && !others
 	for _, u := range out.Units {
 		if !u.Bad() || !u.BadAt.Before(firstBad) {
 			members = append(members, u)
@@ -527,6 +552,8 @@ func inScope(out *outcome.Outcomes, firstBad time.Time, n *UnitCounts) (units, m
 		switch {
 		case u.Bad() && u.BadAt.Before(firstBad):
 			n.Noise++
+		case (onlyTargets && u.Target == "") || (!onlyTargets && u.Target != "" && u.Bad()):
+			// Outside the scope, and not counted in it.
 		case u.Bad():
 			units = append(units, u)
 			n.Bad++
@@ -688,7 +715,7 @@ func findSlice(ctx context.Context, units []*outcome.Unit, ids []map[string]iden
 	}
 	keep = separating(redundant(keep), units, ids, slice.MaxDims)
 	cube := &slice.Cube{Dims: keep, Measure: slice.Ratio}
-	nbad := 0
+	nbad, weighted := 0, false
 	for i, u := range units {
 		leaf := slice.Leaf{Values: make([]string, len(keep)), Total: 1}
 		for j, d := range keep {
@@ -697,6 +724,13 @@ func findSlice(ctx context.Context, units []*outcome.Unit, ids []map[string]iden
 		if u.Bad() {
 			leaf.Bad = 1
 			nbad++
+			if u.Target != "" && u.Refusals > 1 {
+				// Each retry of a refused operation is the apiserver's
+				// decision asked again: a refusal that holds is evidence
+				// as much as another pod refused once.
+				leaf.Bad, leaf.Total = float64(u.Refusals), float64(u.Refusals)
+				weighted = true
+			}
 		}
 		cube.Leaves = append(cube.Leaves, leaf)
 	}
@@ -712,8 +746,21 @@ func findSlice(ctx context.Context, units []*outcome.Unit, ids []map[string]iden
 	}
 	c := res.Causes[0]
 	where, equivalents := nameSlice(units, ids, keep, map[string]string(c.Where))
-	return &Slice{Where: where, Equivalents: equivalents, Bad: int(c.Bad), Total: int(c.Total),
-		Coverage: c.Coverage, Precision: c.Precision, Others: res.Causes[1:]}, nil
+	sl := &Slice{Where: where, Equivalents: equivalents, Bad: int(c.Bad), Total: int(c.Total),
+		Coverage: c.Coverage, Precision: c.Precision, Others: res.Causes[1:]}
+	if weighted {
+		// The slice's size is in units, whatever the search weighed.
+		sl.Bad, sl.Total = 0, 0
+		for i, u := range units {
+			if matches(ids[i], map[string]string(c.Where)) {
+				sl.Total++
+				if u.Bad() {
+					sl.Bad++
+				}
+			}
+		}
+	}
+	return sl, nil
 }
 
 func matches(id map[string]identity.Dimension, where map[string]string) bool {

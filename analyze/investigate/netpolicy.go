@@ -139,11 +139,18 @@ func netPolicySuspects(ctx context.Context, s Store, units []*outcome.Unit, ids 
 // undoNetPolicy undoes a write to a network policy: the pods it cut off
 // connect again once a policy created is gone (or allows what they need).
 func undoNetPolicy(top Suspect) Action {
-	kind, ns, name := splitRef(top.Ref)
-	a := Action{Action: "rollback", Target: top.Ref,
-		Why: "undo the write, so the pods can connect again (its previous content is not in the evidence)"}
+	return undoWrite(top, "remove it, or allow the connections the pods need, so they can connect again",
+		"undo the write, so the pods can connect again (its previous content is not in the evidence)")
+}
+
+// undoWrite undoes a write whose content the audit log does not hold: an
+// object created is deleted (created says why), any other write is set
+// back by hand (written says why).
+func undoWrite(top Suspect, created, written string) Action {
+	a := Action{Action: "rollback", Target: top.Ref, Why: written}
 	if top.Dimension == "created" {
-		a.Why = "remove it, or allow the connections the pods need, so they can connect again"
+		kind, ns, name := splitRef(top.Ref)
+		a.Why = created
 		a.Command, a.Verify = objectCommand("delete", kind, ns, name), objectCommand("get", kind, ns, name)
 	}
 	return a

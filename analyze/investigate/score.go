@@ -241,7 +241,10 @@ func loadShaped(units []*outcome.Unit) (bool, int) {
 // supportOfNodeChange counts who a change of nodes' state reached: a bad
 // unit on one of the nodes when the change came while it ran, before it
 // went bad (a NoExecute taint, a cordon and drain act on running pods); a
-// good unit that started on one of them after it.
+// good unit on one of them, or on a node the same act changed
+// (goodNodeAt), seen good at or after the change: one that started there
+// after it, or that it found running and that stood good after it
+// (addOnGoodNodes).
 func (p population) supportOfNodeChange(units []*outcome.Unit, ids []map[string]identity.Dimension, sp *Suspect) support {
 	set := map[string]bool{}
 	for _, r := range sp.refs {
@@ -266,7 +269,11 @@ func (p population) supportOfNodeChange(units []*outcome.Unit, ids []map[string]
 		}
 	}
 	for _, i := range p.good {
-		if at, on := when(i); on && units[i].Created.After(at) {
+		at, on := when(i)
+		if !on {
+			at, on = sp.goodNodeAt["Node/"+ids[i]["node"].Value]
+		}
+		if on && (units[i].Created.After(at) || !units[i].LastGood.Before(at)) {
 			s.goodHold++
 		}
 	}

@@ -80,6 +80,9 @@ func gather(ctx context.Context, s Store, units []*outcome.Unit, ids []map[strin
 	}
 	cs := &candidates{byKey: map[candidateKey]*Suspect{}}
 	cs.addChanges(changes)
+	if err := cs.addOnGoodNodes(ctx, s, units, ids, refs, firstBad, since, until); err != nil {
+		return nil, nil, err
+	}
 	cs.addDifferences(rep.Counterexample, units, ids, ownerOf(typ, rep.ns))
 	out := cs.list()
 	more, err := otherSuspects(ctx, s, units, ids, rep, firstBad, since, until)
@@ -210,6 +213,87 @@ func (cs *candidates) addChanges(changes []identity.ObjectChange) {
 		}
 	}
 }
+
+// addOnGoodNodes notes, on each change of nodes' state gathered from the
+// bad units' nodes (a taint, a cordon: supportOfNodeChange), the same
+// change made in the same act on the nodes the good units in scope ran
+// on. A change reaches the units on a node whether they went bad or not:
+// a good unit it found running, or that started after it, holds it as a
+// bad one does (a cordon before a drain reaches every pod of the drained
+// nodes, those evicted without trouble too). The same act is the span of
+// the change on the bad units' nodes, widened by actSlack: one client's
+// writes to a batch of nodes land within it, where the same change made
+// again seconds apart (a decoy cordon first, then a drain) is another.
+// Only the support counts these nodes: the change's own objects, time
+// and scope stay those that reached bad units.
+func (cs *candidates) addOnGoodNodes(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension,
+	refs []identity.Ref, firstBad, since, until time.Time) error {
+	want := map[candidateKey]*Suspect{}
+	for _, k := range cs.order {
+		if sp := cs.byKey[k]; (k.dim == "node.taints" || k.dim == "node.unschedulable") && len(sp.nodeAt) > 0 {
+			want[k] = sp
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	have := map[identity.Ref]bool{}
+	for _, r := range refs {
+		have[r] = true
+	}
+	var more []identity.Ref
+	for i, u := range units {
+		r := identity.Ref{Kind: "Node", Name: ids[i]["node"].Value}
+		if u.Good() && r.Name != "" && !have[r] {
+			have[r] = true
+			more = append(more, r)
+		}
+	}
+	if len(more) == 0 {
+		return nil
+	}
+	changes, err := changesBefore(ctx, s, more, firstBad, since, until)
+	if err != nil {
+		return err
+	}
+	for _, c := range changes {
+		sp := want[candidateKey{c.Dimension, c.From, c.To}]
+		if sp == nil {
+			continue
+		}
+		if !inAct(sp.nodeAt, c.When) {
+			continue // another act
+		}
+		if sp.goodNodeAt == nil {
+			sp.goodNodeAt = map[string]time.Time{}
+		}
+		if t, ok := sp.goodNodeAt[c.Ref]; !ok || c.When.Before(t) {
+			sp.goodNodeAt[c.Ref] = c.When
+		}
+	}
+	return nil
+}
+
+// inAct says whether t lies within the span of the node changes at,
+// widened by actSlack.
+func inAct(at map[string]time.Time, t time.Time) bool {
+	var first, last time.Time
+	for _, x := range at {
+		if first.IsZero() || x.Before(first) {
+			first = x
+		}
+		if x.After(last) {
+			last = x
+		}
+	}
+	return !t.Before(first.Add(-actSlack)) && !t.After(last.Add(actSlack))
+}
+
+// actSlack is how far outside the span of a change on the bad units'
+// nodes the same change on another node is still the same act: more than
+// one client's round trips between back-to-back writes, less than the
+// seconds between two acts a person or a script makes one after another.
+const actSlack = time.Second
 
 // addDifferences adds the differences from the counterexample ce, in
 // content (not names), not already seen changing in time; owner, when
@@ -362,6 +446,11 @@ func otherSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []ma
 		return nil, err
 	}
 	out = append(out, preemptors...)
+	budgets, err := budgetSuspects(ctx, s, units, ids, where, since, until.Add(time.Second))
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, budgets...)
 	quota, err := quotaSuspects(ctx, s, units, ids, where, since, until.Add(time.Second))
 	if err != nil {
 		return nil, err
@@ -802,6 +891,8 @@ func undo(rep *Report, top Suspect) []Action {
 		return []Action{undoNetPolicy(top)}
 	case top.throttles:
 		return []Action{undoFlowControl(top)}
+	case top.budget:
+		return []Action{undoBudget(top)}
 	case top.validates:
 		return []Action{undoSchema(top)}
 	case top.service:

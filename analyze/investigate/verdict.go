@@ -39,7 +39,7 @@ func decide(rep *Report) {
 		switch top.Dimension {
 		case "created":
 			what = top.Ref + " arrived" // a workload, and its load
-			if top.admits != "" || top.netpol || top.throttles {
+			if top.admits != "" || top.netpol || top.throttles || top.budget {
 				what = top.Ref + " was created" // a rule of what may run, or reach
 			}
 		case "restart":

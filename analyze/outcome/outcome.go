@@ -119,6 +119,9 @@ type Observation struct {
 	// terminated as it failed (a deadline passed, its backoff limit
 	// reached) is failed by its Job's word, whatever its own state.
 	CountedBy string `json:"countedBy,omitempty"`
+	// Target is the operation (Unit.Target) of a request from outside the
+	// pod that was refused: the pod it named is the unit.
+	Target string `json:"target,omitempty"`
 }
 
 // Ref is "Kind/namespace/name" of the object observed.
@@ -162,6 +165,18 @@ type Unit struct {
 	// failed of itself: its controller terminated it (a deadline passed,
 	// the Job failed), so it is no rank that died either.
 	Killed bool `json:"killed,omitempty"`
+	// Target is the operation of a client from outside the pod (a
+	// person, or automation such as a drain) that acted on the pod, as
+	// "VERB pods/SUBRESOURCE by USER": refused, when the unit went bad by
+	// it (an eviction a disruption budget refused), or answered. The pod
+	// itself may have run on: the failure is the client's operation on
+	// it, so it is no rank that died either, and the units such an
+	// operation was tried on are the population it is judged in (a pod
+	// it evicted stayed good for it, though deleted).
+	Target string `json:"target,omitempty"`
+	// Refusals counts the refusals of Target on the unit: each retry of
+	// the operation is the apiserver's decision asked again, later.
+	Refusals int `json:"-"`
 	// Source is the kind of evidence the unit was first seen bad in.
 	Source timeline.SourceKind `json:"-"`
 	// Evidence is where the first bad (else the last good) state was read.
@@ -176,7 +191,7 @@ func (u *Unit) Bad() bool { return !u.BadAt.IsZero() }
 // not deleted before it completed: a pod torn down by its controller
 // mid-incident has no known fate.
 func (u *Unit) Good() bool {
-	return u.BadAt.IsZero() && !u.LastGood.IsZero() && (u.Deleted.IsZero() || u.Completed)
+	return u.BadAt.IsZero() && !u.LastGood.IsZero() && (u.Deleted.IsZero() || u.Completed || u.Target != "")
 }
 
 // Store is what outcomes are read from.
@@ -365,6 +380,9 @@ func Read(ctx context.Context, s Store, opt Options) (*Outcomes, error) {
 	if out.Units, err = expandUnborn(ctx, s, fold(units, out.Bad, out.Good)); err != nil {
 		return nil, err
 	}
+	if err := readTargets(ctx, s, out, opt); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -487,6 +505,8 @@ func readBad(ctx context.Context, s Store, opt Options, bad *timeline.Filter) (*
 			if byClient(r.Code) {
 				if pod := r.Pod(); pod != "" {
 					o.By = "Pod/" + pod
+				} else {
+					o.Target = targetOp(r)
 				}
 			}
 			g.add(o)
@@ -675,8 +695,8 @@ func (g *gather[T]) each(f func(*T)) {
 // benchmark log).
 var (
 	badFields   = timeline.FieldReason | timeline.FieldMessage | timeline.FieldCode
-	denialExtra = &timeline.FieldsWhere{Fields: timeline.FieldExtra, Where: mustFilter(byClientCodes + ` || source == "event"`)}
-	requestsPod = &timeline.FieldsWhere{Fields: timeline.FieldPod, Where: mustFilter(byClientCodes)}
+	denialExtra = &timeline.FieldsWhere{Fields: timeline.FieldExtra | targetFields, Where: mustFilter(byClientCodes + ` || source == "event"`)}
+	requestsPod = &timeline.FieldsWhere{Fields: timeline.FieldPod | targetFields, Where: mustFilter(byClientCodes)}
 	eventsExtra = &timeline.FieldsWhere{Fields: timeline.FieldExtra, Where: mustFilter(`source == "event"`)}
 )
 
@@ -747,6 +767,17 @@ func foldBad(units []*Unit, byRef map[string]*Unit, o *Observation) []*Unit {
 	u := byRef[o.Ref()]
 	if u == nil && o.By != "" {
 		u = byRef[o.By] // the pod's own request failed
+	}
+	if u == nil && o.Target != "" {
+		// Another client's operation on the pod was refused.
+		if u = byRef["Pod/"+o.Object.Namespace+"/"+o.Object.Name]; u != nil {
+			if u.BadAt.IsZero() {
+				u.Target = o.Target
+			}
+			if u.Target == o.Target {
+				u.Refusals++
+			}
+		}
 	}
 	if u == nil && o.Reason == NotObserved {
 		// What was never begun: the object's change is the unit.

@@ -1,0 +1,194 @@
+package investigate
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/faultline/faultline/analyze/identity"
+	"github.com/faultline/faultline/analyze/outcome"
+	"github.com/faultline/faultline/timeline"
+	"github.com/faultline/faultline/timeline/timelinetest"
+)
+
+// The writes to a namespace's disruption budgets that can have refused a
+// drain's evictions there: made before the first refusal, and after the
+// drain's last eviction answered there (less budgetPropagation); a write
+// to another namespace's budget, a deletion and a write after the first
+// refusal are none. Each reaches the units refused there.
+func TestBudgetSuspects(t *testing.T) {
+	const drain = "platform-automation"
+	op := "create pods/eviction by " + drain
+	evict := func(sec float64, code int, ns, name string) *timeline.Record {
+		return &timeline.Record{Time: at(sec), Source: timeline.SourceAudit, Verb: "create", Code: code, User: drain,
+			Object: timeline.ObjectRef{Resource: "pods", Subresource: "eviction", Namespace: ns, Name: name}}
+	}
+	budget := func(sec float64, verb, ns, name string) *timeline.Record {
+		return &timeline.Record{Time: at(sec), Source: timeline.SourceAudit, Verb: verb, Code: 200, User: "alice@example.com",
+			Object: timeline.ObjectRef{Group: "policy", Resource: "poddisruptionbudgets", Namespace: ns, Name: name}}
+	}
+	refused := func(ns, name string) *outcome.Unit {
+		return &outcome.Unit{Ref: "Pod/" + ns + "/" + name, Namespace: ns, Name: name, BadAt: at(100), Target: op, Refusals: 3,
+			Message: "Cannot evict pod as it would violate the pod's disruption budget."}
+	}
+	a, b := refused("serve", "a"), refused("batch", "b")
+	good := &outcome.Unit{Ref: "Pod/search/c", Namespace: "search", Name: "c", LastGood: at(90), Target: op}
+	units := []*outcome.Unit{a, b, good}
+	ids := []map[string]identity.Dimension{{}, {}, {}}
+	s := (&timelinetest.Mem{}).Add(
+		budget(10, "create", "serve", "early"),   // serve: no eviction answered before: a suspect
+		budget(20, "create", "search", "other"),  // another namespace
+		budget(30, "delete", "serve", "deleted"), // a deletion refuses nothing
+		budget(40, "create", "batch", "before"),  // before batch's last answered eviction (60 s), less 5 s
+		evict(60, 201, "batch", "x"),
+		budget(58, "patch", "batch", "late"), // within budgetPropagation of it: a suspect
+		budget(70, "update", "serve", "main"),
+		evict(100, 429, "serve", "a"), evict(100, 429, "batch", "b"),
+		budget(110, "create", "serve", "after"), // after the first refusal
+	)
+	sps, err := budgetSuspects(context.Background(), s, units, ids, map[string]string{}, at(0), at(200))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		Ref, Dimension string
+		Reached        []string
+	}
+	var gots []got
+	for _, sp := range sps {
+		g := got{Ref: sp.Ref, Dimension: sp.Dimension}
+		for _, u := range units {
+			if sp.reached[u] {
+				g.Reached = append(g.Reached, u.Ref)
+			}
+		}
+		if !sp.budget {
+			t.Errorf("%s is not marked a budget's write", sp.Ref)
+		}
+		gots = append(gots, g)
+	}
+	want := []got{
+		{"PodDisruptionBudget/batch/late", "spec", []string{"Pod/batch/b"}},
+		{"PodDisruptionBudget/serve/early", "created", []string{"Pod/serve/a"}},
+		{"PodDisruptionBudget/serve/main", "spec", []string{"Pod/serve/a"}},
+	}
+	if diff := cmp.Diff(want, gots); diff != "" {
+		t.Errorf("suspects (-want +got):\n%s", diff)
+	}
+}
+
+// A refused eviction for a budget is no rollback of a workload's arrival:
+// the mitigation removes or corrects the budget.
+func TestUndoBudget(t *testing.T) {
+	a := undoBudget(Suspect{Ref: "PodDisruptionBudget/serve/main", Dimension: "created"})
+	if diff := cmp.Diff(Action{Action: "rollback", Target: "PodDisruptionBudget/serve/main",
+		Why:     "remove it, or correct it to allow at least one pod down (maxUnavailable: 1), so the refused evictions go through and the drain finishes",
+		Command: "kubectl delete poddisruptionbudget/main -n serve", Verify: "kubectl get poddisruptionbudget/main -n serve"}, a); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// When every unit that went bad went bad by a refused operation from
+// outside it, the units in scope are those the operations were tried on;
+// when some went bad of themselves, the operations' bad targets are left
+// out, as before such units existed.
+func TestInScopeTargets(t *testing.T) {
+	op := "create pods/eviction by platform-automation"
+	target := &outcome.Unit{Ref: "Pod/ml/t", BadAt: at(50), Target: op}
+	evicted := &outcome.Unit{Ref: "Pod/ml/e", LastGood: at(40), Target: op}
+	idle := &outcome.Unit{Ref: "Pod/ml/i", LastGood: at(10)}
+	crashed := &outcome.Unit{Ref: "Pod/ml/c", BadAt: at(60), LastGood: at(10)}
+	noise := &outcome.Unit{Ref: "Pod/ml/n", BadAt: at(1)}
+	refs := func(us []*outcome.Unit) []string {
+		var out []string
+		for _, u := range us {
+			out = append(out, u.Ref)
+		}
+		return out
+	}
+	tests := []struct {
+		name  string
+		units []*outcome.Unit
+		want  []string
+		n     UnitCounts
+	}{
+		{"only targets went bad", []*outcome.Unit{target, evicted, idle, noise}, []string{"Pod/ml/t", "Pod/ml/e"}, UnitCounts{Bad: 1, Good: 1, Noise: 1}},
+		{"a pod failed of itself", []*outcome.Unit{target, evicted, idle, crashed, noise}, []string{"Pod/ml/e", "Pod/ml/i", "Pod/ml/c"},
+			UnitCounts{Bad: 1, Good: 2, Noise: 1}},
+		{"no target", []*outcome.Unit{idle, crashed}, []string{"Pod/ml/i", "Pod/ml/c"}, UnitCounts{Bad: 1, Good: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var n UnitCounts
+			units, _ := inScope(&outcome.Outcomes{Units: tt.units}, at(20), &n)
+			if diff := cmp.Diff(tt.want, refs(units)); diff != "" {
+				t.Errorf("units in scope (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.n, n); diff != "" {
+				t.Errorf("counts (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A change of nodes' state reaches the good units on its nodes seen good
+// at or after it, as it reaches the bad ones it found running: a cordon
+// that reached every pod of a drain, those evicted without trouble too,
+// does not tell them apart.
+func TestSupportOfNodeChangeGoodHold(t *testing.T) {
+	node := func(n string) map[string]identity.Dimension {
+		return map[string]identity.Dimension{"node": {Name: "node", Value: n}}
+	}
+	bad := &outcome.Unit{Created: at(0), BadAt: at(50)}
+	foundRunning := &outcome.Unit{Created: at(0), LastGood: at(45)} // seen good after the cordon
+	startedAfter := &outcome.Unit{Created: at(60), LastGood: at(65)}
+	before := &outcome.Unit{Created: at(0), LastGood: at(5)} // last seen good before it
+	elsewhere := &outcome.Unit{Created: at(0), LastGood: at(45)}
+	units := []*outcome.Unit{bad, foundRunning, startedAfter, before, elsewhere}
+	ids := []map[string]identity.Dimension{node("n1"), node("n2"), node("n2"), node("n3"), node("n4")}
+	sp := &Suspect{Dimension: "node.unschedulable", To: "true", Kind: "change", At: at(40), refs: []string{"Node/n1", "Node/n2", "Node/n3"}}
+	p := population{bad: []int{0}, good: []int{1, 2, 3, 4}}
+	got := p.supportOfNodeChange(units, ids, sp)
+	if diff := cmp.Diff(support{badHold: 1, bad: 1, goodHold: 2, good: 4}, got, cmp.AllowUnexported(support{})); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// Three pods of one Deployment had every eviction of a drain refused, ten
+// times each; the one other pod it tried was evicted at once. Three units
+// against one are too few for a slice; the thirty refusals held against
+// one answer are not. The slice is sized in units all the same.
+func TestSliceWeighsRetries(t *testing.T) {
+	op := "create pods/eviction by platform-automation"
+	id := func(owner, node string) map[string]identity.Dimension {
+		return map[string]identity.Dimension{"owner/Deployment": {Name: "owner/Deployment", Value: owner}, "node": {Name: "node", Value: node}}
+	}
+	run := func(refusals int) *Slice {
+		t.Helper()
+		var units []*outcome.Unit
+		for range 3 {
+			units = append(units, &outcome.Unit{BadAt: at(50), Target: op, Refusals: refusals})
+		}
+		units = append(units, &outcome.Unit{LastGood: at(50), Target: op})
+		ids := []map[string]identity.Dimension{id("gateway", "n1"), id("gateway", "n2"), id("gateway", "n3"), id("ranker", "n4")}
+		sl, err := findSlice(context.Background(), units, ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sl
+	}
+	if sl := run(1); sl != nil {
+		t.Errorf("one refusal each: slice %v, want none (3 units against 1)", sl.Where)
+	}
+	sl := run(10)
+	if sl == nil {
+		t.Fatal("ten refusals each: no slice")
+	}
+	if diff := cmp.Diff(map[string]string{"owner/Deployment": "gateway"}, sl.Where); diff != "" {
+		t.Errorf("slice (-want +got):\n%s", diff)
+	}
+	if sl.Bad != 3 || sl.Total != 3 {
+		t.Errorf("slice of %d bad of %d, want 3 of 3 units", sl.Bad, sl.Total)
+	}
+}

@@ -1,0 +1,122 @@
+package outcome
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+// Operations on a pod from outside it. A person or automation acts on
+// pods too: a drain evicts them, an operator deletes or patches them.
+// When the apiserver refuses such a write, the client failed, but the
+// client is no pod and no unit; the pod its request named is what the
+// refusal is about (an eviction a disruption budget refuses, a delete a
+// webhook refuses), and the pod may run on. Such a pod is a unit gone bad
+// by the operation (Unit.Target). The pods the same client's same
+// operation was answered on are its known-good population: a pod a drain
+// evicted was deleted, yet it stayed good for the drain. The pods nobody
+// acted on say nothing about the operation, and the investigation leaves
+// them out of its scope when every unit that went bad went bad this way.
+//
+// The cluster's own machinery is left out: a node's kubelet writing its
+// pods' status, and the control plane's controllers. Their refused writes
+// (a kubelet's status patch shed while the apiserver is overloaded) say
+// what the apiserver could not serve, and other evidence weighs that.
+
+// targetFields are the fields a refused request's operation is read from.
+const targetFields = timeline.FieldVerb | timeline.FieldUser
+
+// targetOp is the operation of a refused write that named a pod, made by
+// a client from outside the pod and outside the cluster's machinery, as
+// "VERB pods[/SUBRESOURCE] by USER"; "" for any other request.
+func targetOp(r *timeline.Record) string {
+	if r.Object.Group != "" || r.Object.Resource != "pods" || r.Object.Name == "" || r.Object.Namespace == "" ||
+		!writeVerb(r.Verb) || r.User == "" || machinery(r.User) {
+		return ""
+	}
+	res := "pods"
+	if r.Object.Subresource != "" {
+		res += "/" + r.Object.Subresource
+	}
+	return r.Verb + " " + res + " by " + r.User
+}
+
+// TargetFilter is a filter of the requests of the operation op (as
+// targetOp spells it) on any pod: the same client, verb and subresource.
+func TargetFilter(op string) string {
+	verbRes, user, _ := strings.Cut(op, " by ")
+	verb, res, _ := strings.Cut(verbRes, " ")
+	_, sub, _ := strings.Cut(res, "/")
+	return fmt.Sprintf(`user == %q && verb == %q && group == "" && resource == "pods" && subresource == %q`, user, verb, sub)
+}
+
+func writeVerb(v string) bool {
+	return v == "create" || v == "update" || v == "patch" || v == "delete"
+}
+
+// machinery says whether user is the cluster's own: a node, a control
+// plane component, or a ServiceAccount of kube-system (its controllers).
+func machinery(user string) bool {
+	return strings.HasPrefix(user, "system:node:") || strings.HasPrefix(user, "system:kube-") ||
+		strings.HasPrefix(user, "system:serviceaccount:kube-system:") || user == "system:apiserver"
+}
+
+// readTargets marks, for each operation that went bad on a pod (Target),
+// the other pods it was answered on in the window: its population. A pod
+// the operation was refused on, then answered on when retried, did not
+// fail it: the client waited (a budget allows one pod down at a time, and
+// the next only once the first runs again elsewhere).
+func readTargets(ctx context.Context, s Store, out *Outcomes, opt Options) error {
+	units := out.Units
+	byRef := map[string]*Unit{}
+	ops := map[string]bool{}
+	for _, u := range units {
+		byRef[u.Ref] = u
+		if u.Target != "" && u.Bad() {
+			ops[u.Target] = true
+		}
+	}
+	keys := make([]string, 0, len(ops))
+	for op := range ops {
+		keys = append(keys, op)
+	}
+	sort.Strings(keys)
+	waited := map[string]bool{}
+	for _, op := range keys {
+		f, err := timeline.CompileFilter(TargetFilter(op) + ` && code > 0 && code < 400`)
+		if err != nil {
+			return err
+		}
+		for r, err := range s.Records(ctx, timeline.Query{Since: opt.Since, Until: opt.Until, Where: f, Fields: timeline.FieldCode}) {
+			if err != nil {
+				return fmt.Errorf("answered %s: %w", op, err)
+			}
+			u := byRef["Pod/"+r.Object.Namespace+"/"+r.Object.Name]
+			switch {
+			case u == nil:
+			case !u.Bad():
+				// Answered: the pod stood good for the client then.
+				u.Target = op
+				if r.Time.After(u.LastGood) {
+					u.LastGood = r.Time
+				}
+			case u.Target == op && r.Time.After(u.BadAt):
+				u.BadAt, u.Reason, u.Message, u.Source, u.RecordID, u.Refusals = time.Time{}, "", "", "", 0, 0
+				u.LastGood, u.Evidence = r.Time, r.Evidence
+				waited[u.Ref] = true
+			}
+		}
+	}
+	if len(waited) > 0 {
+		// The refusals the client waited out are no failure either.
+		out.Bad = slices.DeleteFunc(out.Bad, func(o Observation) bool {
+			return o.Target != "" && waited["Pod/"+o.Object.Namespace+"/"+o.Object.Name]
+		})
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package outcome
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/faultline/faultline/timeline"
+)
+
+// A drain evicts the pods of a node: the evictions a disruption budget
+// refuses make their pods units gone bad by the operation; the pods it
+// evicted are its good population, deleted or not; a pod refused once,
+// then evicted on a retry, was waited for, not failed; the cluster's own
+// machinery's refused writes, a read and a pod's own request make no
+// target.
+func TestReadTargets(t *testing.T) {
+	ready := `{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}`
+	const drain = "platform-automation"
+	evict := func(id int64, secs, code int, user, name string) *timeline.Record {
+		return &timeline.Record{ID: id, Time: t0.Add(time.Duration(secs) * time.Second), Source: timeline.SourceAudit, Verb: "create", Code: code, User: user,
+			Object:  timeline.ObjectRef{Resource: "pods", Subresource: "eviction", Namespace: "ml", Name: name},
+			Message: "Cannot evict pod as it would violate the pod's disruption budget."}
+	}
+	kubelet := evict(20, 40, 500, "system:node:gpu-1", "e")
+	kubelet.Verb, kubelet.Object.Subresource = "patch", "status"
+	read := evict(21, 41, 429, drain, "f")
+	read.Verb, read.Object.Subresource = "get", ""
+	own := evict(22, 42, 429, "system:serviceaccount:ml:x", "g")
+	own.Extra = []byte(`{"pod":"ml/g"}`)
+	deleted := pod("b", "ub", 60, ready)
+	deleted.Content = []byte(`{"metadata":{"creationTimestamp":"2026-05-01T10:00:00Z","deletionTimestamp":"2026-05-01T10:01:00Z"},"status":` + ready + `}`)
+	s := &fakeStore{
+		versions: []timeline.ObjectVersion{pod("a", "ua", 1, ready), pod("b", "ub", 2, ready), deleted, pod("c", "uc", 3, ready),
+			pod("d", "ud", 4, ready), pod("e", "ue", 5, ready), pod("f", "uf", 6, ready), pod("g", "ug", 7, ready)},
+		records: []*timeline.Record{
+			evict(10, 30, 429, drain, "a"), evict(11, 35, 429, drain, "a"), evict(12, 40, 429, drain, "a"),
+			evict(13, 30, 201, drain, "b"),
+			evict(14, 30, 429, drain, "c"), evict(15, 35, 201, drain, "c"),
+			kubelet, read, own,
+		},
+	}
+	out, err := Read(context.Background(), s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type unit struct {
+		Target    string
+		Bad, Good bool
+		Refusals  int
+	}
+	got := map[string]unit{}
+	for _, u := range out.Units {
+		got[u.Ref] = unit{u.Target, u.Bad(), u.Good(), u.Refusals}
+	}
+	op := "create pods/eviction by " + drain
+	want := map[string]unit{
+		"Pod/ml/a": {Target: op, Bad: true, Refusals: 3},
+		"Pod/ml/b": {Target: op, Good: true},
+		"Pod/ml/c": {Target: op, Good: true},
+		"Pod/ml/d": {Good: true},
+		"Pod/ml/e": {Good: true},
+		"Pod/ml/f": {Good: true},
+		"Pod/ml/g": {Bad: true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("units (-want +got):\n%s", diff)
+	}
+	// The refusal waited out is no bad observation either.
+	for _, o := range out.Bad {
+		if o.RecordID == 14 {
+			t.Errorf("the refusal of c, evicted on a retry, is still bad: %+v", o)
+		}
+	}
+}
