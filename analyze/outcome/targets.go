@@ -81,35 +81,42 @@ func readTargets(ctx context.Context, s Store, out *Outcomes, opt Options) error
 			ops[u.Target] = true
 		}
 	}
+	if len(ops) == 0 {
+		return nil
+	}
+	// One read for every operation: a read of the window is a scan on a
+	// store without an index of users.
 	keys := make([]string, 0, len(ops))
 	for op := range ops {
-		keys = append(keys, op)
+		keys = append(keys, "("+TargetFilter(op)+")")
 	}
 	sort.Strings(keys)
+	f, err := timeline.CompileFilter("(" + strings.Join(keys, " || ") + `) && code > 0 && code < 400`)
+	if err != nil {
+		return err
+	}
 	waited := map[string]bool{}
-	for _, op := range keys {
-		f, err := timeline.CompileFilter(TargetFilter(op) + ` && code > 0 && code < 400`)
+	q := timeline.Query{Since: opt.Since, Until: opt.Until, Where: f, Fields: timeline.FieldCode | targetFields}
+	for r, err := range s.Records(ctx, q) {
 		if err != nil {
-			return err
+			return fmt.Errorf("operations answered on pods: %w", err)
 		}
-		for r, err := range s.Records(ctx, timeline.Query{Since: opt.Since, Until: opt.Until, Where: f, Fields: timeline.FieldCode}) {
-			if err != nil {
-				return fmt.Errorf("answered %s: %w", op, err)
-			}
-			u := byRef["Pod/"+r.Object.Namespace+"/"+r.Object.Name]
-			switch {
-			case u == nil:
-			case !u.Bad():
-				// Answered: the pod stood good for the client then.
+		op := targetOp(r) // one of ops: the filter reads no other
+		u := byRef["Pod/"+r.Object.Namespace+"/"+r.Object.Name]
+		switch {
+		case u == nil:
+		case !u.Bad():
+			// Answered: the pod stood good for the client then.
+			if u.Target == "" {
 				u.Target = op
-				if r.Time.After(u.LastGood) {
-					u.LastGood = r.Time
-				}
-			case u.Target == op && r.Time.After(u.BadAt):
-				u.BadAt, u.Reason, u.Message, u.Source, u.RecordID, u.Refusals = time.Time{}, "", "", "", 0, 0
-				u.LastGood, u.Evidence = r.Time, r.Evidence
-				waited[u.Ref] = true
 			}
+			if r.Time.After(u.LastGood) {
+				u.LastGood = r.Time
+			}
+		case u.Target == op && r.Time.After(u.BadAt):
+			u.BadAt, u.Reason, u.Message, u.Source, u.RecordID, u.Refusals = time.Time{}, "", "", "", 0, 0
+			u.LastGood, u.Evidence = r.Time, r.Evidence
+			waited[u.Ref] = true
 		}
 	}
 	if len(waited) > 0 {

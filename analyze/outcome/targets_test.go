@@ -13,7 +13,8 @@ import (
 // A drain evicts the pods of a node: the evictions a disruption budget
 // refuses make their pods units gone bad by the operation; the pods it
 // evicted are its good population, deleted or not; a pod refused once,
-// then evicted on a retry, was waited for, not failed; the cluster's own
+// then evicted on a retry, was waited for, not failed; another client's
+// operation is judged apart, in the same read; the cluster's own
 // machinery's refused writes, a read and a pod's own request make no
 // target.
 func TestReadTargets(t *testing.T) {
@@ -23,6 +24,11 @@ func TestReadTargets(t *testing.T) {
 		return &timeline.Record{ID: id, Time: t0.Add(time.Duration(secs) * time.Second), Source: timeline.SourceAudit, Verb: "create", Code: code, User: user,
 			Object:  timeline.ObjectRef{Resource: "pods", Subresource: "eviction", Namespace: "ml", Name: name},
 			Message: "Cannot evict pod as it would violate the pod's disruption budget."}
+	}
+	del := func(id int64, secs, code int, name string) *timeline.Record {
+		r := evict(id, secs, code, "bob@example.com", name)
+		r.Verb, r.Object.Subresource, r.Message = "delete", "", ""
+		return r
 	}
 	kubelet := evict(20, 40, 500, "system:node:gpu-1", "e")
 	kubelet.Verb, kubelet.Object.Subresource = "patch", "status"
@@ -40,6 +46,8 @@ func TestReadTargets(t *testing.T) {
 			evict(13, 30, 201, drain, "b"),
 			evict(14, 30, 429, drain, "c"), evict(15, 35, 201, drain, "c"),
 			kubelet, read, own,
+			del(16, 44, 503, "d"), del(17, 45, 200, "f"),
+			evict(18, 46, 201, "carol@example.com", "e"), // an operation that went bad nowhere
 		},
 	}
 	out, err := Read(context.Background(), s, Options{})
@@ -60,9 +68,9 @@ func TestReadTargets(t *testing.T) {
 		"Pod/ml/a": {Target: op, Bad: true, Refusals: 3},
 		"Pod/ml/b": {Target: op, Good: true},
 		"Pod/ml/c": {Target: op, Good: true},
-		"Pod/ml/d": {Good: true},
+		"Pod/ml/d": {Target: "delete pods by bob@example.com", Bad: true, Refusals: 1},
 		"Pod/ml/e": {Good: true},
-		"Pod/ml/f": {Good: true},
+		"Pod/ml/f": {Target: "delete pods by bob@example.com", Good: true},
 		"Pod/ml/g": {Bad: true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
