@@ -189,7 +189,9 @@ func (u *Unit) Bad() bool { return !u.BadAt.IsZero() }
 
 // Good reports whether the unit was seen good, never went bad, and was
 // not deleted before it completed: a pod torn down by its controller
-// mid-incident has no known fate.
+// mid-incident has no known fate. A pod an operation from outside it was
+// answered on (Target: a drain evicted it) stood good for that operation,
+// deleted or not.
 func (u *Unit) Good() bool {
 	return u.BadAt.IsZero() && !u.LastGood.IsZero() && (u.Deleted.IsZero() || u.Completed || u.Target != "")
 }

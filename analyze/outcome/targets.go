@@ -31,7 +31,8 @@ import (
 // targetFields are the fields a refused request's operation is read from.
 const targetFields = timeline.FieldVerb | timeline.FieldUser
 
-// targetOp is the operation of a refused write that named a pod, made by
+// targetOp is the operation of a write that named a pod (refused, or
+// answered), made by
 // a client from outside the pod and outside the cluster's machinery, as
 // "VERB pods[/SUBRESOURCE] by USER"; "" for any other request.
 func targetOp(r *timeline.Record) string {
