@@ -32,9 +32,9 @@ import (
 const targetFields = timeline.FieldVerb | timeline.FieldUser
 
 // targetOp is the operation of a write that named a pod (refused, or
-// answered), made by
-// a client from outside the pod and outside the cluster's machinery, as
-// "VERB pods[/SUBRESOURCE] by USER"; "" for any other request.
+// answered), made by a client from outside the pod and outside the
+// cluster's machinery, as "VERB pods[/SUBRESOURCE] by USER"; "" for any
+// other request.
 func targetOp(r *timeline.Record) string {
 	if r.Object.Group != "" || r.Object.Resource != "pods" || r.Object.Name == "" || r.Object.Namespace == "" ||
 		!writeVerb(r.Verb) || r.User == "" || machinery(r.User) {
