@@ -359,16 +359,20 @@ func nameByte(b byte) bool {
 // its last-known-good content.
 func undoAdmission(top Suspect) Action {
 	kind, ns, name := splitRef(top.Ref)
-	why := "undo the write, so the refused pods are admitted (its previous content is not in the evidence)"
+	goThrough := "the refused pods are admitted"
+	if verbRes, _, ok := strings.Cut(top.refusedOp, " by "); ok {
+		goThrough = "the refused " + verbRes + " requests go through"
+	}
+	why := "undo the write, so " + goThrough + " (its previous content is not in the evidence)"
 	switch {
 	case top.mutates && top.Dimension == "created":
 		why = "remove it (or correct it), then restart the workload, so its new pods are created as their template asks"
 	case top.mutates:
 		why = "undo the write, then restart the workload, so its new pods are created as their template asks (its previous content is not in the evidence)"
 	case top.Dimension == "created" && strings.HasSuffix(kind, "WebhookConfiguration"):
-		why = "remove it, or make it fail open (failurePolicy: Ignore) until what it calls answers, so the refused pods are admitted"
+		why = "remove it, or make it fail open (failurePolicy: Ignore) until what it calls answers, so " + goThrough
 	case top.Dimension == "created":
-		why = "remove it (or correct it), so the refused pods are admitted"
+		why = "remove it (or correct it), so " + goThrough
 	}
 	a := Action{Action: "rollback", Target: top.Ref, Why: why}
 	switch {

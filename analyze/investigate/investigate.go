@@ -235,8 +235,12 @@ type Suspect struct {
 	// (throttle.go).
 	throttles bool
 	// budget: a write to a PodDisruptionBudget whose namespace's pods
-	// then had evictions refused (budget.go).
+	// then had evictions refused (operations.go).
 	budget bool
+	// refusedOp is the operation on pods from outside them (an eviction)
+	// refused after a write to a budget or an admission configuration
+	// (operations.go).
+	refusedOp string
 	// validates: a write to the CustomResourceDefinition of a resource
 	// whose writes were then refused as invalid (schema.go).
 	validates bool

@@ -446,11 +446,11 @@ func otherSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []ma
 		return nil, err
 	}
 	out = append(out, preemptors...)
-	budgets, err := budgetSuspects(ctx, s, units, ids, where, since, until.Add(time.Second))
+	operations, err := operationSuspects(ctx, s, units, ids, where, since, until.Add(time.Second))
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, budgets...)
+	out = append(out, operations...)
 	quota, err := quotaSuspects(ctx, s, units, ids, where, since, until.Add(time.Second))
 	if err != nil {
 		return nil, err

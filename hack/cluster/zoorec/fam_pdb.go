@@ -88,45 +88,10 @@ func runPDBDrainStall(ctx context.Context, c *Cluster, e *Expected) (string, err
 	// The batch: two or three nodes running the budgeted pods, one running
 	// exactly one of the neighbour's (its budget allows one down at a
 	// time) and none of the others', and one or two more of neither.
-	held, err := c.Running(ctx, ns, "app="+name)
+	batch, err := c.drainBatch(ctx, ns, name, other, neighbour)
 	if err != nil {
 		return "", err
 	}
-	free, err := c.Running(ctx, other, "app="+neighbour)
-	if err != nil {
-		return "", err
-	}
-	heldOn, freeOn := countOn(held), countOn(free)
-	var heldNodes, freeNodes []string
-	for n := range heldOn {
-		if freeOn[n] == 0 {
-			heldNodes = append(heldNodes, n)
-		}
-	}
-	for n, k := range freeOn {
-		if k == 1 && heldOn[n] == 0 {
-			freeNodes = append(freeNodes, n)
-		}
-	}
-	sort.Strings(heldNodes)
-	sort.Strings(freeNodes)
-	if len(heldNodes) < 2 || len(freeNodes) < 1 {
-		return "", fmt.Errorf("the pods of %s/%s and %s/%s share too many nodes: draw another seed", ns, name, other, neighbour)
-	}
-	c.rng.Shuffle(len(heldNodes), func(i, j int) { heldNodes[i], heldNodes[j] = heldNodes[j], heldNodes[i] })
-	batch := append(heldNodes[:min(len(heldNodes), c.Between(2, 3))], Pick(c, freeNodes))
-	all, err := c.Admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return "", err
-	}
-	for _, i := range c.rng.Perm(len(all.Items)) {
-		n := all.Items[i].Name
-		if len(batch) >= 5 || heldOn[n] > 0 || freeOn[n] > 0 || c.Intn(2) == 0 {
-			continue
-		}
-		batch = append(batch, n)
-	}
-	sort.Strings(batch)
 
 	lastGood := Now()
 	Sleep(ctx, time.Second)
@@ -209,8 +174,9 @@ type drained struct {
 }
 
 // drain drains the nodes side by side as the drainer: each is cordoned,
-// then each of its pods evicted; a refused eviction (429) is retried every
-// 5 s until the deadline, after which the node is left cordoned.
+// then each of its pods evicted; a refused eviction (refusedEviction) is
+// retried every 5 s until the deadline, after which the node is left
+// cordoned.
 func (c *Cluster) drain(ctx context.Context, nodes []string, deadline time.Duration) *drained {
 	d := &drained{firstRefused: map[string]time.Time{}, refused: map[string]int{}, evicted: map[string]int{}}
 	cs := c.As(drainer)
@@ -266,7 +232,7 @@ func (c *Cluster) evictUntil(ctx context.Context, pods interface {
 		switch {
 		case err == nil || apierrors.IsNotFound(err):
 			d.evicted[p.Namespace]++
-		case apierrors.IsTooManyRequests(err):
+		case refusedEviction(err):
 			d.refused[p.Namespace]++
 			if first := d.firstRefused[p.Namespace]; first.IsZero() || at.Before(first) {
 				d.firstRefused[p.Namespace] = at
@@ -278,11 +244,18 @@ func (c *Cluster) evictUntil(ctx context.Context, pods interface {
 		if err == nil || apierrors.IsNotFound(err) {
 			return true
 		}
-		if !apierrors.IsTooManyRequests(err) || time.Now().Add(5*time.Second).After(end) {
+		if !refusedEviction(err) || time.Now().Add(5*time.Second).After(end) {
 			return false
 		}
 		Sleep(ctx, 5*time.Second)
 	}
+}
+
+// refusedEviction says whether the apiserver refused an eviction in a way
+// the drain tries again: a budget (429), or a server error (a webhook that
+// could not be called, 500).
+func refusedEviction(err error) bool {
+	return apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err)
 }
 
 // countOn counts the pods on each node.

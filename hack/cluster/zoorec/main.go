@@ -54,7 +54,7 @@ var familyOrder = []string{
 	"config-key", "secret-rotation", "digest-drift", "node-change", "taint-evict", "node-failure",
 	"gang-rank-death", "list-storm", "watch-restart-storm", "get-fanout", "rbac-break",
 	"scheduling-break", "canary-partial", "overlap", "control", "gpu-xid-rank-death", "dns-storm", "admission-break",
-	"preemption", "netpol-break", "registry-outage", "limits-oom", "config-deleted", "disk-pressure", "probe-break", "agent-rollout", "sa-deleted", "quota-exhausted", "limitrange-default", "env-flag", "storageclass-deleted", "affinity-break", "init-break", "apf-misconfig", "service-break", "job-deadline", "backend-scaled-down", "psa-enforce", "pull-secret-rotated", "etcd-stall", "crd-tightened", "config-hot-reload", "crd-deleted", "priorityclass-deleted", "scheduler-hang", "scheduler-name", "controller-hang", "pdb-drain-stall",
+	"preemption", "netpol-break", "registry-outage", "limits-oom", "config-deleted", "disk-pressure", "probe-break", "agent-rollout", "sa-deleted", "quota-exhausted", "limitrange-default", "env-flag", "storageclass-deleted", "affinity-break", "init-break", "apf-misconfig", "service-break", "job-deadline", "backend-scaled-down", "psa-enforce", "pull-secret-rotated", "etcd-stall", "crd-tightened", "config-hot-reload", "crd-deleted", "priorityclass-deleted", "scheduler-hang", "scheduler-name", "controller-hang", "pdb-drain-stall", "eviction-webhook",
 }
 
 // Scale draws the fleet's size: 200 to 600 nodes, and 1,000 to 1,200 for

@@ -47,7 +47,7 @@ func TestBudgetSuspects(t *testing.T) {
 		evict(100, 429, "serve", "a"), evict(100, 429, "batch", "b"),
 		budget(110, "create", "serve", "after"), // after the first refusal
 	)
-	sps, err := budgetSuspects(context.Background(), s, units, ids, map[string]string{}, at(0), at(200))
+	sps, err := operationSuspects(context.Background(), s, units, ids, map[string]string{}, at(0), at(200))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,5 +190,63 @@ func TestSliceWeighsRetries(t *testing.T) {
 	}
 	if sl.Bad != 3 || sl.Total != 3 {
 		t.Errorf("slice of %d bad of %d, want 3 of 3 units", sl.Bad, sl.Total)
+	}
+}
+
+// An eviction refused by a webhook that could not be called: the writes
+// to admission configurations before it are suspects, those it names
+// alone when it names one; a budget's write refused none of it. An
+// eviction refused for a budget was refused by no webhook.
+func TestOperationSuspectsAdmission(t *testing.T) {
+	const drain = "platform-automation"
+	op := "create pods/eviction by " + drain
+	evict := func(sec float64, code int, ns, name string) *timeline.Record {
+		return &timeline.Record{Time: at(sec), Source: timeline.SourceAudit, Verb: "create", Code: code, User: drain,
+			Object: timeline.ObjectRef{Resource: "pods", Subresource: "eviction", Namespace: ns, Name: name}}
+	}
+	write := func(sec float64, group, resource, ns, name string) *timeline.Record {
+		return &timeline.Record{Time: at(sec), Source: timeline.SourceAudit, Verb: "create", Code: 201, User: "alice@example.com",
+			Object: timeline.ObjectRef{Group: group, Resource: resource, Namespace: ns, Name: name}}
+	}
+	hooked := &outcome.Unit{Ref: "Pod/serve/a", Namespace: "serve", Name: "a", BadAt: at(100), Target: op, Refusals: 2,
+		Message: `Internal error occurred: failed calling webhook "guard.policy.example.com": failed to call webhook: connection refused`}
+	budgeted := &outcome.Unit{Ref: "Pod/batch/b", Namespace: "batch", Name: "b", BadAt: at(100), Target: op, Refusals: 2,
+		Message: "Cannot evict pod as it would violate the pod's disruption budget."}
+	units := []*outcome.Unit{hooked, budgeted}
+	ids := []map[string]identity.Dimension{{}, {}}
+	s := (&timelinetest.Mem{}).Add(
+		write(10, "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "guard"),
+		write(20, "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "audit"), // named by no refusal
+		write(30, "policy", "poddisruptionbudgets", "serve", "a"),                                 // refused nothing there
+		write(40, "policy", "poddisruptionbudgets", "batch", "b"),
+		evict(100, 500, "serve", "a"), evict(100, 429, "batch", "b"),
+	)
+	sps, err := operationSuspects(context.Background(), s, units, ids, map[string]string{}, at(0), at(200))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{} // a write that reached no refused unit is no suspect
+	for _, sp := range sps {
+		got[sp.Ref] = nil
+		for _, u := range units {
+			if sp.reached[u] {
+				got[sp.Ref] = append(got[sp.Ref], u.Ref)
+			}
+		}
+	}
+	want := map[string][]string{
+		"PodDisruptionBudget/batch/b":          {"Pod/batch/b"},
+		"ValidatingWebhookConfiguration/guard": {"Pod/serve/a"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("reached (-want +got):\n%s", diff)
+	}
+	for _, sp := range sps {
+		if sp.Ref == "ValidatingWebhookConfiguration/guard" {
+			a := undoAdmission(*sp)
+			if want := "remove it, or make it fail open (failurePolicy: Ignore) until what it calls answers, so the refused create pods/eviction requests go through"; a.Why != want {
+				t.Errorf("mitigation %q, want %q", a.Why, want)
+			}
+		}
 	}
 }
