@@ -201,6 +201,7 @@ func admissionSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids 
 	}
 	reach(out, units, ids)
 	for _, sp := range out {
+		sp.named = namedByAll(sp)
 		n := 0
 		for u := range sp.reached {
 			if u.Bad() {

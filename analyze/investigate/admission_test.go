@@ -66,6 +66,11 @@ func TestAdmissionSuspects(t *testing.T) {
 	if diff := cmp.Diff(want, briefsOf(got, units)); diff != "" {
 		t.Errorf("admission suspects (-want +got)\n%s", diff)
 	}
+	for _, sp := range got {
+		if sp.named != (sp.Ref == "ValidatingWebhookConfiguration/guard") {
+			t.Errorf("%s named %v: only the webhook the refusals name is", sp.Ref, sp.named)
+		}
+	}
 	sps := scoreSuspects(got, scoring{units: units, ids: ids, pop: populationOf(units, "ml"), firstBad: at(30)})
 	if len(sps) == 0 || sps[0].Ref != "ValidatingWebhookConfiguration/guard" || sps[0].Confidence < Confident {
 		t.Errorf("suspects %+v: want the named webhook first, confident", sps)

@@ -237,6 +237,10 @@ type Suspect struct {
 	// budget: a write to a PodDisruptionBudget whose namespace's pods
 	// then had evictions refused (operations.go).
 	budget bool
+	// named: every refusal the write reached names the object it wrote
+	// (mentions), as the apiserver attributes a refusal to the webhook or
+	// policy that made it (admission.go, operations.go).
+	named bool
 	// refusedOp is the operation on pods from outside them (an eviction)
 	// refused after a write to a budget or an admission configuration
 	// (operations.go).
@@ -532,18 +536,21 @@ func findBoundary(ctx context.Context, s Store, all *outcome.Outcomes, rep *Repo
 //
 // When every unit that went bad from firstBad on went bad by a refused
 // operation of a client from outside it (outcome.Unit.Target: a drain's
-// evictions), the units in scope are those the operations were tried on:
-// the pods nobody acted on say nothing of why the operation failed. When
-// some went bad of themselves, the refused operations' targets are left
-// out: what failed the pods is the question, and no pod failed of the
-// operation.
+// evictions), or by the same operation's answer (a pod the drain did
+// evict), the units in scope are those the operations were tried on: the
+// pods nobody acted on say nothing of why the operation failed, and a
+// pod it evicted stood good for it (in scope as such; its own story, for
+// the gangs, is unchanged). When some went bad of themselves, the refused
+// operations' targets are left out: what failed the pods is the
+// question, and no pod failed of the operation.
 func inScope(out *outcome.Outcomes, firstBad time.Time, n *UnitCounts) (units, members []*outcome.Unit) {
 	targets, others := false, false
 	for _, u := range out.Units {
 		if u.Bad() && !u.BadAt.Before(firstBad) {
-			if u.Target != "" {
+			switch {
+			case u.Target != "" && u.AnsweredAt.IsZero():
 				targets = true
-			} else {
+			case u.Target == "":
 				others = true
 			}
 		}
@@ -553,11 +560,19 @@ func inScope(out *outcome.Outcomes, firstBad time.Time, n *UnitCounts) (units, m
 		if !u.Bad() || !u.BadAt.Before(firstBad) {
 			members = append(members, u)
 		}
+		refused := u.Target != "" && u.AnsweredAt.IsZero()
 		switch {
 		case u.Bad() && u.BadAt.Before(firstBad):
 			n.Noise++
-		case (onlyTargets && u.Target == "") || (!onlyTargets && u.Target != "" && u.Bad()):
+		case (onlyTargets && u.Target == "") || (!onlyTargets && refused && u.Bad()):
 			// Outside the scope, and not counted in it.
+		case onlyTargets && u.Bad() && !refused:
+			// Evicted by the operation's answer: good for the
+			// operation, seen so when it was answered.
+			c := *u
+			c.BadAt, c.Reason, c.Message, c.LastGood = time.Time{}, "", "", u.AnsweredAt
+			units = append(units, &c)
+			n.Good++
 		case u.Bad():
 			units = append(units, u)
 			n.Bad++

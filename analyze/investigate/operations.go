@@ -118,6 +118,7 @@ func operationSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids 
 		if len(sp.reached) == 0 {
 			continue // its kind, or name, refused none of them
 		}
+		sp.named = namedByAll(sp)
 		what := "requests"
 		if verbRes, _, ok := strings.Cut(sp.refusedOp, " by "); ok {
 			what = verbRes + " requests"
@@ -193,4 +194,20 @@ func refusedFor(msg string, written []*Suspect) []*Suspect {
 func undoBudget(top Suspect) Action {
 	return undoWrite(top, "remove it, or correct it to allow at least one pod down (maxUnavailable: 1), so the refused evictions go through and the drain finishes",
 		"undo the write, so the refused evictions go through (its previous content is not in the evidence); a budget must allow at least one pod down for a drain to finish")
+}
+
+// namedByAll says whether every bad unit the write reached was refused in
+// words that name the object it wrote.
+func namedByAll(sp *Suspect) bool {
+	n := 0
+	for u := range sp.reached {
+		if !u.Bad() {
+			continue
+		}
+		if !mentions(u.Message, sp.admits) {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }

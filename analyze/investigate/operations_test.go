@@ -100,6 +100,8 @@ func TestInScopeTargets(t *testing.T) {
 	idle := &outcome.Unit{Ref: "Pod/ml/i", LastGood: at(10)}
 	crashed := &outcome.Unit{Ref: "Pod/ml/c", BadAt: at(60), LastGood: at(10)}
 	noise := &outcome.Unit{Ref: "Pod/ml/n", BadAt: at(1)}
+	// Evicted by the operation's answer: bad for its own story.
+	answered := &outcome.Unit{Ref: "Pod/ml/a", BadAt: at(45), Reason: "Evicted", LastGood: at(10), Target: op, AnsweredAt: at(44)}
 	refs := func(us []*outcome.Unit) []string {
 		var out []string
 		for _, u := range us {
@@ -117,6 +119,9 @@ func TestInScopeTargets(t *testing.T) {
 		{"a pod failed of itself", []*outcome.Unit{target, evicted, idle, crashed, noise}, []string{"Pod/ml/e", "Pod/ml/i", "Pod/ml/c"},
 			UnitCounts{Bad: 1, Good: 2, Noise: 1}},
 		{"no target", []*outcome.Unit{idle, crashed}, []string{"Pod/ml/i", "Pod/ml/c"}, UnitCounts{Bad: 1, Good: 1}},
+		{"a pod the operation evicted is good for it", []*outcome.Unit{target, answered, idle}, []string{"Pod/ml/t", "Pod/ml/a"}, UnitCounts{Bad: 1, Good: 1}},
+		{"and itself when another pod failed of itself", []*outcome.Unit{target, answered, crashed}, []string{"Pod/ml/a", "Pod/ml/c"}, UnitCounts{Bad: 2}},
+		{"no refusal in the window: the eviction is the pod's own story", []*outcome.Unit{answered, idle}, []string{"Pod/ml/a", "Pod/ml/i"}, UnitCounts{Bad: 1, Good: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,6 +132,14 @@ func TestInScopeTargets(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.n, n); diff != "" {
 				t.Errorf("counts (-want +got):\n%s", diff)
+			}
+			for _, u := range units {
+				if u.Ref == "Pod/ml/a" && u.Bad() != (tt.n.Bad == 2 || tt.name[:2] == "no") {
+					t.Errorf("the evicted pod in scope: bad %v", u.Bad())
+				}
+			}
+			if !answered.Bad() {
+				t.Error("the scope changed the evicted pod's own story")
 			}
 		})
 	}
@@ -242,11 +255,70 @@ func TestOperationSuspectsAdmission(t *testing.T) {
 		t.Errorf("reached (-want +got):\n%s", diff)
 	}
 	for _, sp := range sps {
+		if sp.named != (sp.Ref == "ValidatingWebhookConfiguration/guard") {
+			t.Errorf("%s named %v: only the webhook the refusal names is", sp.Ref, sp.named)
+		}
 		if sp.Ref == "ValidatingWebhookConfiguration/guard" {
 			a := undoAdmission(*sp)
 			if want := "remove it, or make it fail open (failurePolicy: Ignore) until what it calls answers, so the refused create pods/eviction requests go through"; a.Why != want {
 				t.Errorf("mitigation %q, want %q", a.Why, want)
 			}
+		}
+	}
+}
+
+// Two pods refused against one evicted: a webhook created before them is
+// no surer than the split, unless every refusal names it; then the
+// apiserver's attribution stands in for the contrast, and only how few
+// bad units show it discounts it.
+func TestNamedCreationConfidence(t *testing.T) {
+	op := "create pods/eviction by platform-automation"
+	msg := `Internal error occurred: failed calling webhook "guard.policy.example.com": connection refused`
+	a := &outcome.Unit{Ref: "Pod/serve/a", Namespace: "serve", BadAt: at(100), Target: op, Message: msg}
+	b := &outcome.Unit{Ref: "Pod/serve/b", Namespace: "serve", BadAt: at(100), Target: op, Message: msg}
+	good := &outcome.Unit{Ref: "Pod/search/c", Namespace: "search", LastGood: at(100), Target: op, AnsweredAt: at(100)}
+	units := []*outcome.Unit{a, b, good}
+	ids := []map[string]identity.Dimension{{}, {}, {}}
+	score := func(named bool) float64 {
+		t.Helper()
+		sp := &Suspect{Ref: "ValidatingWebhookConfiguration/guard", Dimension: "created", To: "created", At: at(50), Kind: "change",
+			admits: "guard", named: named, reached: map[*outcome.Unit]bool{a: true, b: true}}
+		in := scoring{units: units, ids: ids, pop: populationOf(units, "serve"), firstBad: at(100)}
+		out := scoreSuspects([]*Suspect{sp}, in)
+		if len(out) != 1 {
+			t.Fatalf("%d suspects", len(out))
+		}
+		return out[0].Confidence
+	}
+	if got := score(false); got >= Confident {
+		t.Errorf("unnamed: confidence %.3f, want below %v", got, Confident)
+	}
+	if got := score(true); got != round3(2.0/3) {
+		t.Errorf("named: confidence %.3f, want %.3f", got, round3(2.0/3))
+	}
+}
+
+// A write is named when every bad unit it reached was refused in words
+// that name its object, and by at least one.
+func TestNamedByAll(t *testing.T) {
+	naming := &outcome.Unit{BadAt: at(1), Message: `failed calling webhook "guard.policy.example.com"`}
+	other := &outcome.Unit{BadAt: at(1), Message: `failed calling webhook "audit.policy.example.com"`}
+	good := &outcome.Unit{LastGood: at(1)}
+	for _, tt := range []struct {
+		name    string
+		reached []*outcome.Unit
+		want    bool
+	}{
+		{"every refusal names it", []*outcome.Unit{naming, good}, true},
+		{"one refusal names another", []*outcome.Unit{naming, other}, false},
+		{"no bad unit", []*outcome.Unit{good}, false},
+	} {
+		sp := &Suspect{admits: "guard", reached: map[*outcome.Unit]bool{}}
+		for _, u := range tt.reached {
+			sp.reached[u] = true
+		}
+		if got := namedByAll(sp); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

@@ -581,6 +581,14 @@ func (in scoring) weighLoad(all []*scored, contentExplains bool) []*scored {
 		if x.sp.restart == nil {
 			x.base = x.sup.confidence(0)
 		}
+		if n := float64(x.sup.bad); x.sp.named && x.sp.Dimension == "created" && x.sup.strength()*n/(n+1) > x.base {
+			// The apiserver attributed every refusal to the object this
+			// write created, which did not exist before it: the split is
+			// its own word, not a chance the contrast must rule out.
+			// What stays is how few bad units show it.
+			x.base = x.sup.strength() * n / (n + 1)
+			x.why = x.sup.reason(0) + "; but every refusal names it, and it was created before them: the apiserver's own attribution, not a chance"
+		}
 		if x.sp.restartOnly {
 			x.base = 0
 			x.sp.Why += "; but its template changed only to restart its pods (kubectl.kubernetes.io/restartedAt): nothing they run with changed"

@@ -177,6 +177,11 @@ type Unit struct {
 	// Refusals counts the refusals of Target on the unit: each retry of
 	// the operation is the apiserver's decision asked again, later.
 	Refusals int `json:"-"`
+	// AnsweredAt is when Target was answered on the unit (zero: it was
+	// not). A pod evicted by that answer went bad by it (Evicted,
+	// EvictionByEvictionAPI), and stood good for the operation all the
+	// same: it did what the client asked.
+	AnsweredAt time.Time `json:"-"`
 	// Source is the kind of evidence the unit was first seen bad in.
 	Source timeline.SourceKind `json:"-"`
 	// Evidence is where the first bad (else the last good) state was read.

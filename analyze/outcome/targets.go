@@ -47,6 +47,12 @@ func targetOp(r *timeline.Record) string {
 	return r.Verb + " " + res + " by " + r.User
 }
 
+// evictedBy says whether the unit went bad by an eviction, which the
+// operation op is: the Eviction API marked it so (a pod is evicted once).
+func evictedBy(u *Unit, op string) bool {
+	return strings.HasPrefix(op, "create pods/eviction by ") && u.Reason == "Evicted" && strings.Contains(u.Message, "EvictionByEvictionAPI")
+}
+
 // TargetFilter is a filter of the requests of the operation op (as
 // targetOp spells it) on any pod: the same client, verb and subresource.
 func TargetFilter(op string) string {
@@ -109,14 +115,18 @@ func readTargets(ctx context.Context, s Store, out *Outcomes, opt Options) error
 		case !u.Bad():
 			// Answered: the pod stood good for the client then.
 			if u.Target == "" {
-				u.Target = op
+				u.Target, u.AnsweredAt = op, r.Time
 			}
 			if r.Time.After(u.LastGood) {
 				u.LastGood = r.Time
 			}
+		case u.Target == "" && evictedBy(u, op):
+			// Evicted by this answer: bad for its own story, answered
+			// for the operation's.
+			u.Target, u.AnsweredAt = op, r.Time
 		case u.Target == op && r.Time.After(u.BadAt):
 			u.BadAt, u.Reason, u.Message, u.Source, u.RecordID, u.Refusals = time.Time{}, "", "", "", 0, 0
-			u.LastGood, u.Evidence = r.Time, r.Evidence
+			u.LastGood, u.Evidence, u.AnsweredAt = r.Time, r.Evidence, r.Time
 			waited[u.Ref] = true
 		}
 	}

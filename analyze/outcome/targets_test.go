@@ -2,6 +2,7 @@ package outcome
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,11 +37,15 @@ func TestReadTargets(t *testing.T) {
 	read.Verb, read.Object.Subresource = "get", ""
 	own := evict(22, 42, 429, "system:serviceaccount:ml:x", "g")
 	own.Extra = []byte(`{"pod":"ml/g"}`)
+	// h: the drain evicted it, and the Eviction API marked it so.
+	evictedStatus := `{"phase":"Running","conditions":[{"type":"DisruptionTarget","status":"True","reason":"EvictionByEvictionAPI","message":"Eviction API: evicting"}]}`
 	deleted := pod("b", "ub", 60, ready)
 	deleted.Content = []byte(`{"metadata":{"creationTimestamp":"2026-05-01T10:00:00Z","deletionTimestamp":"2026-05-01T10:01:00Z"},"status":` + ready + `}`)
 	s := &fakeStore{
 		versions: []timeline.ObjectVersion{pod("a", "ua", 1, ready), pod("b", "ub", 2, ready), deleted, pod("c", "uc", 3, ready),
-			pod("d", "ud", 4, ready), pod("e", "ue", 5, ready), pod("f", "uf", 6, ready), pod("g", "ug", 7, ready)},
+			pod("d", "ud", 4, ready), pod("e", "ue", 5, ready), pod("f", "uf", 6, ready), pod("g", "ug", 7, ready),
+			pod("h", "uh", 8, ready), pod("h", "uh", 31, evictedStatus),
+			pod("k", "uk", 9, ready), pod("k", "uk", 31, strings.ReplaceAll(evictedStatus, "EvictionByEvictionAPI", "DeletionByTaintManager"))},
 		records: []*timeline.Record{
 			evict(10, 30, 429, drain, "a"), evict(11, 35, 429, drain, "a"), evict(12, 40, 429, drain, "a"),
 			evict(13, 30, 201, drain, "b"),
@@ -48,6 +53,8 @@ func TestReadTargets(t *testing.T) {
 			kubelet, read, own,
 			del(16, 44, 503, "d"), del(17, 45, 200, "f"),
 			evict(18, 46, 201, "carol@example.com", "e"), // an operation that went bad nowhere
+			evict(19, 30, 201, drain, "h"),
+			evict(23, 30, 201, drain, "k"), // answered, but a taint evicted it
 		},
 	}
 	out, err := Read(context.Background(), s, Options{})
@@ -58,19 +65,26 @@ func TestReadTargets(t *testing.T) {
 		Target    string
 		Bad, Good bool
 		Refusals  int
+		Answered  time.Duration
 	}
 	got := map[string]unit{}
 	for _, u := range out.Units {
-		got[u.Ref] = unit{u.Target, u.Bad(), u.Good(), u.Refusals}
+		x := unit{u.Target, u.Bad(), u.Good(), u.Refusals, 0}
+		if !u.AnsweredAt.IsZero() {
+			x.Answered = u.AnsweredAt.Sub(t0)
+		}
+		got[u.Ref] = x
 	}
 	op := "create pods/eviction by " + drain
 	want := map[string]unit{
 		"Pod/ml/a": {Target: op, Bad: true, Refusals: 3},
-		"Pod/ml/b": {Target: op, Good: true},
-		"Pod/ml/c": {Target: op, Good: true},
+		"Pod/ml/b": {Target: op, Good: true, Answered: 30 * time.Second},
+		"Pod/ml/c": {Target: op, Good: true, Answered: 35 * time.Second},
 		"Pod/ml/d": {Target: "delete pods by bob@example.com", Bad: true, Refusals: 1},
 		"Pod/ml/e": {Good: true},
-		"Pod/ml/f": {Target: "delete pods by bob@example.com", Good: true},
+		"Pod/ml/f": {Target: "delete pods by bob@example.com", Good: true, Answered: 45 * time.Second},
+		"Pod/ml/h": {Target: op, Bad: true, Answered: 30 * time.Second}, // bad for its own story
+		"Pod/ml/k": {Bad: true},
 		"Pod/ml/g": {Bad: true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
