@@ -102,7 +102,7 @@ func readTargets(ctx context.Context, s Store, out *Outcomes, opt Options) error
 	if err != nil {
 		return err
 	}
-	waited := map[string]bool{}
+	waited := map[string]string{} // pod -> the operation it waited out
 	q := timeline.Query{Since: opt.Since, Until: opt.Until, Where: f, Fields: timeline.FieldCode | targetFields}
 	for r, err := range s.Records(ctx, q) {
 		if err != nil {
@@ -127,13 +127,14 @@ func readTargets(ctx context.Context, s Store, out *Outcomes, opt Options) error
 		case u.Target == op && r.Time.After(u.BadAt):
 			u.BadAt, u.Reason, u.Message, u.Source, u.RecordID, u.Refusals = time.Time{}, "", "", "", 0, 0
 			u.LastGood, u.Evidence, u.AnsweredAt = r.Time, r.Evidence, r.Time
-			waited[u.Ref] = true
+			waited[u.Ref] = op
 		}
 	}
 	if len(waited) > 0 {
-		// The refusals the client waited out are no failure either.
+		// The refusals the client waited out are no failure either
+		// (another client's, on the same pod, still are).
 		out.Bad = slices.DeleteFunc(out.Bad, func(o Observation) bool {
-			return o.Target != "" && waited["Pod/"+o.Object.Namespace+"/"+o.Object.Name]
+			return o.Target != "" && waited["Pod/"+o.Object.Namespace+"/"+o.Object.Name] == o.Target
 		})
 	}
 	return nil

@@ -55,6 +55,7 @@ func TestReadTargets(t *testing.T) {
 			evict(18, 46, 201, "carol@example.com", "e"), // an operation that went bad nowhere
 			evict(19, 30, 201, drain, "h"),
 			evict(23, 30, 201, drain, "k"), // answered, but a taint evicted it
+			del(24, 36, 503, "c"),          // another client's refusal on c, which the drain waited out: still bad
 		},
 	}
 	out, err := Read(context.Background(), s, Options{})
@@ -90,10 +91,13 @@ func TestReadTargets(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("units (-want +got):\n%s", diff)
 	}
-	// The refusal waited out is no bad observation either.
+	// The refusal waited out is no bad observation either; another
+	// client's on the same pod still is.
+	kept := map[int64]bool{}
 	for _, o := range out.Bad {
-		if o.RecordID == 14 {
-			t.Errorf("the refusal of c, evicted on a retry, is still bad: %+v", o)
-		}
+		kept[o.RecordID] = true
+	}
+	if kept[14] || !kept[24] {
+		t.Errorf("bad observations of c: the drain's waited out kept %v, bob's kept %v; want false, true", kept[14], kept[24])
 	}
 }
