@@ -132,7 +132,7 @@ func Find(units []*outcome.Unit, rankOf func(u *outcome.Unit) string) []Finding 
 		terminated := 0
 		for _, u := range members {
 			switch {
-			case u.Bad() && !u.Refused && !u.Killed && u.Target == "":
+			case u.Bad() && !u.Refused && !u.Killed && u.Target.IsZero():
 				// A rank whose request was refused did not die of it, nor
 				// did one its Job terminated, nor one another client's
 				// operation on it was refused for.

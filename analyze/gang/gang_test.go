@@ -22,7 +22,7 @@ func TestFind(t *testing.T) {
 		case i == 3: // shed before the first death: refused, not dead
 			u.BadAt, u.Reason, u.Refused, u.LastGood = t0.Add(-time.Second), "HTTP 429", true, t0.Add(-time.Minute)
 		case i == 4: // its eviction refused before the first death: not dead either
-			u.BadAt, u.Reason, u.Target, u.LastGood = t0.Add(-2*time.Second), "HTTP 429", "create pods/eviction by ops", t0.Add(-time.Minute)
+			u.BadAt, u.Reason, u.Target, u.LastGood = t0.Add(-2*time.Second), "HTTP 429", outcome.Operation{Verb: "create", Subresource: "eviction", User: "ops"}, t0.Add(-time.Minute)
 		case i < 12: // the cascade
 			u.BadAt, u.Reason, u.ExitCode = t0.Add(time.Duration(2+i)*time.Second), "Error", 1
 		default: // torn down by the controller

@@ -224,6 +224,19 @@ func writeSuspect(r *timeline.Record, ref, updated string) *Suspect {
 		reached: map[*outcome.Unit]bool{}, verb: r.Verb}
 }
 
+// undoWrite undoes a write whose content the audit log does not hold: an
+// object created is deleted (created says why), any other write is set
+// back by hand (written says why).
+func undoWrite(top Suspect, created, written string) Action {
+	a := Action{Action: "rollback", Target: top.Ref, Why: written}
+	if top.Dimension == "created" {
+		kind, ns, name := splitRef(top.Ref)
+		a.Why = created
+		a.Command, a.Verify = objectCommand("delete", kind, ns, name), objectCommand("get", kind, ns, name)
+	}
+	return a
+}
+
 // pastTense is an audit verb as done: "updated", "patched", "deleted".
 func pastTense(verb string) string {
 	switch verb {

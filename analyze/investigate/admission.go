@@ -361,8 +361,8 @@ func nameByte(b byte) bool {
 func undoAdmission(top Suspect) Action {
 	kind, ns, name := splitRef(top.Ref)
 	goThrough := "the refused pods are admitted"
-	if verbRes, _, ok := strings.Cut(top.refusedOp, " by "); ok {
-		goThrough = "the refused " + verbRes + " requests go through"
+	if !top.refusedOp.IsZero() {
+		goThrough = "the refused " + top.refusedOp.What() + " requests go through"
 	}
 	why := "undo the write, so " + goThrough + " (its previous content is not in the evidence)"
 	switch {

@@ -244,7 +244,7 @@ type Suspect struct {
 	// refusedOp is the operation on pods from outside them (an eviction)
 	// refused after a write to a budget or an admission configuration
 	// (operations.go).
-	refusedOp string
+	refusedOp outcome.Operation
 	// validates: a write to the CustomResourceDefinition of a resource
 	// whose writes were then refused as invalid (schema.go).
 	validates bool
@@ -548,9 +548,9 @@ func inScope(out *outcome.Outcomes, firstBad time.Time, n *UnitCounts) (units, m
 	for _, u := range out.Units {
 		if u.Bad() && !u.BadAt.Before(firstBad) {
 			switch {
-			case u.Target != "" && u.AnsweredAt.IsZero():
+			case !u.Target.IsZero() && u.AnsweredAt.IsZero():
 				targets = true
-			case u.Target == "":
+			case u.Target.IsZero():
 				others = true
 			}
 		}
@@ -560,11 +560,11 @@ func inScope(out *outcome.Outcomes, firstBad time.Time, n *UnitCounts) (units, m
 		if !u.Bad() || !u.BadAt.Before(firstBad) {
 			members = append(members, u)
 		}
-		refused := u.Target != "" && u.AnsweredAt.IsZero()
+		refused := !u.Target.IsZero() && u.AnsweredAt.IsZero()
 		switch {
 		case u.Bad() && u.BadAt.Before(firstBad):
 			n.Noise++
-		case (onlyTargets && u.Target == "") || (!onlyTargets && refused && u.Bad()):
+		case (onlyTargets && u.Target.IsZero()) || (!onlyTargets && refused && u.Bad()):
 			// Outside the scope, and not counted in it.
 		case onlyTargets && u.Bad() && !refused:
 			// Evicted by the operation's answer: good for the
@@ -743,7 +743,7 @@ func findSlice(ctx context.Context, units []*outcome.Unit, ids []map[string]iden
 		if u.Bad() {
 			leaf.Bad = 1
 			nbad++
-			if u.Target != "" && u.Refusals > 1 {
+			if !u.Target.IsZero() && u.Refusals > 1 {
 				// Each retry of a refused operation is the apiserver's
 				// decision asked again: a refusal that holds is evidence
 				// as much as another pod refused once.

@@ -142,16 +142,3 @@ func undoNetPolicy(top Suspect) Action {
 	return undoWrite(top, "remove it, or allow the connections the pods need, so they can connect again",
 		"undo the write, so the pods can connect again (its previous content is not in the evidence)")
 }
-
-// undoWrite undoes a write whose content the audit log does not hold: an
-// object created is deleted (created says why), any other write is set
-// back by hand (written says why).
-func undoWrite(top Suspect, created, written string) Action {
-	a := Action{Action: "rollback", Target: top.Ref, Why: written}
-	if top.Dimension == "created" {
-		kind, ns, name := splitRef(top.Ref)
-		a.Why = created
-		a.Command, a.Verify = objectCommand("delete", kind, ns, name), objectCommand("get", kind, ns, name)
-	}
-	return a
-}

@@ -58,10 +58,13 @@ const operationPropagation = admissionPropagation
 // refused (outcome.Unit.Target).
 func operationSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids []map[string]identity.Dimension,
 	where map[string]string, since, until time.Time) ([]*Suspect, error) {
-	type key struct{ ns, op string }
+	type key struct {
+		ns string
+		op outcome.Operation
+	}
 	refused := map[key][]*outcome.Unit{}
 	for i, u := range units {
-		if u.Bad() && u.Target != "" && matches(ids[i], where) {
+		if u.Bad() && !u.Target.IsZero() && matches(ids[i], where) {
 			k := key{u.Namespace, u.Target}
 			refused[k] = append(refused[k], u)
 		}
@@ -70,11 +73,11 @@ func operationSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids 
 	for k := range refused {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].ns+keys[i].op < keys[j].ns+keys[j].op })
+	sort.Slice(keys, func(i, j int) bool { return keys[i].ns+keys[i].op.String() < keys[j].ns+keys[j].op.String() })
 	byKey := map[string]*Suspect{}
 	var out []*Suspect
 	for _, k := range keys {
-		op := outcome.TargetFilter(k.op) + fmt.Sprintf(` && ns == %q`, k.ns)
+		op := k.op.Filter() + fmt.Sprintf(` && ns == %q`, k.ns)
 		first, err := firstRecord(ctx, s, op+` && code >= 400 && !(code in [404, 409])`, since, until, false)
 		if err != nil {
 			return nil, err
@@ -119,12 +122,8 @@ func operationSuspects(ctx context.Context, s Store, units []*outcome.Unit, ids 
 			continue // its kind, or name, refused none of them
 		}
 		sp.named = namedByAll(sp)
-		what := "requests"
-		if verbRes, _, ok := strings.Cut(sp.refusedOp, " by "); ok {
-			what = verbRes + " requests"
-		}
-		sp.Why = fmt.Sprintf("%s by %s, then %s on %d pods it governs were refused (its content is not in the evidence)",
-			pastTense(sp.verb), sp.By, what, len(sp.reached))
+		sp.Why = fmt.Sprintf("%s by %s, then %s requests on %d pods it governs were refused (its content is not in the evidence)",
+			pastTense(sp.verb), sp.By, sp.refusedOp.What(), len(sp.reached))
 		kept = append(kept, sp)
 	}
 	return kept, nil
@@ -148,7 +147,7 @@ func operationWrites(ns string) string {
 
 // operationWrite is the suspect of one write to a budget or an admission
 // configuration, before the operation op was refused.
-func operationWrite(r *timeline.Record, op string) *Suspect {
+func operationWrite(r *timeline.Record, op outcome.Operation) *Suspect {
 	var sp *Suspect
 	if r.Object.Resource == "poddisruptionbudgets" {
 		sp = writeSuspect(r, identity.Ref{Kind: "PodDisruptionBudget", Namespace: r.Object.Namespace, Name: r.Object.Name}.String(), "spec")

@@ -19,7 +19,7 @@ import (
 // refusal are none. Each reaches the units refused there.
 func TestBudgetSuspects(t *testing.T) {
 	const drain = "platform-automation"
-	op := "create pods/eviction by " + drain
+	op := outcome.Operation{Verb: "create", Subresource: "eviction", User: drain}
 	evict := func(sec float64, code int, ns, name string) *timeline.Record {
 		return &timeline.Record{Time: at(sec), Source: timeline.SourceAudit, Verb: "create", Code: code, User: drain,
 			Object: timeline.ObjectRef{Resource: "pods", Subresource: "eviction", Namespace: ns, Name: name}}
@@ -94,7 +94,7 @@ func TestUndoBudget(t *testing.T) {
 // when some went bad of themselves, the operations' bad targets are left
 // out, as before such units existed.
 func TestInScopeTargets(t *testing.T) {
-	op := "create pods/eviction by platform-automation"
+	op := outcome.Operation{Verb: "create", Subresource: "eviction", User: "platform-automation"}
 	target := &outcome.Unit{Ref: "Pod/ml/t", BadAt: at(50), Target: op}
 	evicted := &outcome.Unit{Ref: "Pod/ml/e", LastGood: at(40), Target: op}
 	idle := &outcome.Unit{Ref: "Pod/ml/i", LastGood: at(10)}
@@ -173,7 +173,7 @@ func TestSupportOfNodeChangeGoodHold(t *testing.T) {
 // against one are too few for a slice; the thirty refusals held against
 // one answer are not. The slice is sized in units all the same.
 func TestSliceWeighsRetries(t *testing.T) {
-	op := "create pods/eviction by platform-automation"
+	op := outcome.Operation{Verb: "create", Subresource: "eviction", User: "platform-automation"}
 	id := func(owner, node string) map[string]identity.Dimension {
 		return map[string]identity.Dimension{"owner/Deployment": {Name: "owner/Deployment", Value: owner}, "node": {Name: "node", Value: node}}
 	}
@@ -212,7 +212,7 @@ func TestSliceWeighsRetries(t *testing.T) {
 // eviction refused for a budget was refused by no webhook.
 func TestOperationSuspectsAdmission(t *testing.T) {
 	const drain = "platform-automation"
-	op := "create pods/eviction by " + drain
+	op := outcome.Operation{Verb: "create", Subresource: "eviction", User: drain}
 	evict := func(sec float64, code int, ns, name string) *timeline.Record {
 		return &timeline.Record{Time: at(sec), Source: timeline.SourceAudit, Verb: "create", Code: code, User: drain,
 			Object: timeline.ObjectRef{Resource: "pods", Subresource: "eviction", Namespace: ns, Name: name}}
@@ -272,7 +272,7 @@ func TestOperationSuspectsAdmission(t *testing.T) {
 // apiserver's attribution stands in for the contrast, and only how few
 // bad units show it discounts it.
 func TestNamedCreationConfidence(t *testing.T) {
-	op := "create pods/eviction by platform-automation"
+	op := outcome.Operation{Verb: "create", Subresource: "eviction", User: "platform-automation"}
 	msg := `Internal error occurred: failed calling webhook "guard.policy.example.com": connection refused`
 	a := &outcome.Unit{Ref: "Pod/serve/a", Namespace: "serve", BadAt: at(100), Target: op, Message: msg}
 	b := &outcome.Unit{Ref: "Pod/serve/b", Namespace: "serve", BadAt: at(100), Target: op, Message: msg}

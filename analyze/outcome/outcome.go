@@ -121,7 +121,7 @@ type Observation struct {
 	CountedBy string `json:"countedBy,omitempty"`
 	// Target is the operation (Unit.Target) of a request from outside the
 	// pod that was refused: the pod it named is the unit.
-	Target string `json:"target,omitempty"`
+	Target Operation `json:"target,omitzero"`
 }
 
 // Ref is "Kind/namespace/name" of the object observed.
@@ -167,13 +167,13 @@ type Unit struct {
 	Killed bool `json:"killed,omitempty"`
 	// Target is the operation of a client from outside the pod (a
 	// person, or automation such as a drain) that acted on the pod, as
-	// "VERB pods/SUBRESOURCE by USER": refused, when the unit went bad by
+	// "VERB pods/SUBRESOURCE by USER" in JSON: refused, when the unit went bad by
 	// it (an eviction a disruption budget refused), or answered. The pod
 	// itself may have run on: the failure is the client's operation on
 	// it, so it is no rank that died either, and the units such an
 	// operation was tried on are the population it is judged in (a pod
 	// it evicted stayed good for it, though deleted).
-	Target string `json:"target,omitempty"`
+	Target Operation `json:"target,omitzero"`
 	// Refusals counts the refusals of Target on the unit: each retry of
 	// the operation is the apiserver's decision asked again, later.
 	Refusals int `json:"-"`
@@ -198,7 +198,7 @@ func (u *Unit) Bad() bool { return !u.BadAt.IsZero() }
 // answered on (Target: a drain evicted it) stood good for that operation,
 // deleted or not.
 func (u *Unit) Good() bool {
-	return u.BadAt.IsZero() && !u.LastGood.IsZero() && (u.Deleted.IsZero() || u.Completed || u.Target != "")
+	return u.BadAt.IsZero() && !u.LastGood.IsZero() && (u.Deleted.IsZero() || u.Completed || !u.Target.IsZero())
 }
 
 // Store is what outcomes are read from.
@@ -775,7 +775,7 @@ func foldBad(units []*Unit, byRef map[string]*Unit, o *Observation) []*Unit {
 	if u == nil && o.By != "" {
 		u = byRef[o.By] // the pod's own request failed
 	}
-	if u == nil && o.Target != "" {
+	if u == nil && !o.Target.IsZero() {
 		// Another client's operation on the pod was refused.
 		if u = byRef["Pod/"+o.Object.Namespace+"/"+o.Object.Name]; u != nil {
 			if u.BadAt.IsZero() {

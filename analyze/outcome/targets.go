@@ -31,35 +31,55 @@ import (
 // targetFields are the fields a refused request's operation is read from.
 const targetFields = timeline.FieldVerb | timeline.FieldUser
 
-// targetOp is the operation of a write that named a pod (refused, or
-// answered), made by a client from outside the pod and outside the
-// cluster's machinery, as "VERB pods[/SUBRESOURCE] by USER"; "" for any
-// other request.
-func targetOp(r *timeline.Record) string {
-	if r.Object.Group != "" || r.Object.Resource != "pods" || r.Object.Name == "" || r.Object.Namespace == "" ||
-		!writeVerb(r.Verb) || r.User == "" || machinery(r.User) {
+// Operation is a write to pods by a client from outside them: its verb,
+// the subresource it wrote ("" for the pod itself) and its user.
+type Operation struct {
+	Verb, Subresource, User string
+}
+
+// IsZero says whether op is no operation.
+func (op Operation) IsZero() bool { return op == Operation{} }
+
+// What is "VERB pods[/SUBRESOURCE]".
+func (op Operation) What() string {
+	if op.Subresource == "" {
+		return op.Verb + " pods"
+	}
+	return op.Verb + " pods/" + op.Subresource
+}
+
+// String is "VERB pods[/SUBRESOURCE] by USER"; "" for no operation.
+func (op Operation) String() string {
+	if op.IsZero() {
 		return ""
 	}
-	res := "pods"
-	if r.Object.Subresource != "" {
-		res += "/" + r.Object.Subresource
+	return op.What() + " by " + op.User
+}
+
+// MarshalText spells op as String does.
+func (op Operation) MarshalText() ([]byte, error) { return []byte(op.String()), nil }
+
+// Filter is a filter of op's requests on any pod: the same client, verb
+// and subresource.
+func (op Operation) Filter() string {
+	return fmt.Sprintf(`user == %q && verb == %q && group == "" && resource == "pods" && subresource == %q`, op.User, op.Verb, op.Subresource)
+}
+
+// targetOp is the operation of a write that named a pod (refused, or
+// answered), made by a client from outside the pod and outside the
+// cluster's machinery; zero for any other request.
+func targetOp(r *timeline.Record) Operation {
+	if r.Object.Group != "" || r.Object.Resource != "pods" || r.Object.Name == "" || r.Object.Namespace == "" ||
+		!writeVerb(r.Verb) || r.User == "" || machinery(r.User) {
+		return Operation{}
 	}
-	return r.Verb + " " + res + " by " + r.User
+	return Operation{Verb: r.Verb, Subresource: r.Object.Subresource, User: r.User}
 }
 
 // evictedBy says whether the unit went bad by an eviction, which the
 // operation op is: the Eviction API marked it so (a pod is evicted once).
-func evictedBy(u *Unit, op string) bool {
-	return strings.HasPrefix(op, "create pods/eviction by ") && u.Reason == "Evicted" && strings.Contains(u.Message, "EvictionByEvictionAPI")
-}
-
-// TargetFilter is a filter of the requests of the operation op (as
-// targetOp spells it) on any pod: the same client, verb and subresource.
-func TargetFilter(op string) string {
-	verbRes, user, _ := strings.Cut(op, " by ")
-	verb, res, _ := strings.Cut(verbRes, " ")
-	_, sub, _ := strings.Cut(res, "/")
-	return fmt.Sprintf(`user == %q && verb == %q && group == "" && resource == "pods" && subresource == %q`, user, verb, sub)
+func evictedBy(u *Unit, op Operation) bool {
+	return op.Verb == "create" && op.Subresource == "eviction" && u.Reason == "Evicted" && strings.Contains(u.Message, "EvictionByEvictionAPI")
 }
 
 func writeVerb(v string) bool {
@@ -81,10 +101,10 @@ func machinery(user string) bool {
 func readTargets(ctx context.Context, s Store, out *Outcomes, opt Options) error {
 	units := out.Units
 	byRef := map[string]*Unit{}
-	ops := map[string]bool{}
+	ops := map[Operation]bool{}
 	for _, u := range units {
 		byRef[u.Ref] = u
-		if u.Target != "" && u.Bad() {
+		if !u.Target.IsZero() && u.Bad() {
 			ops[u.Target] = true
 		}
 	}
@@ -95,14 +115,14 @@ func readTargets(ctx context.Context, s Store, out *Outcomes, opt Options) error
 	// store without an index of users.
 	keys := make([]string, 0, len(ops))
 	for op := range ops {
-		keys = append(keys, "("+TargetFilter(op)+")")
+		keys = append(keys, "("+op.Filter()+")")
 	}
 	sort.Strings(keys)
 	f, err := timeline.CompileFilter("(" + strings.Join(keys, " || ") + `) && code > 0 && code < 400`)
 	if err != nil {
 		return err
 	}
-	waited := map[string]string{} // pod -> the operation it waited out
+	waited := map[string]Operation{} // pod -> the operation it waited out
 	q := timeline.Query{Since: opt.Since, Until: opt.Until, Where: f, Fields: timeline.FieldCode | targetFields}
 	for r, err := range s.Records(ctx, q) {
 		if err != nil {
@@ -114,13 +134,13 @@ func readTargets(ctx context.Context, s Store, out *Outcomes, opt Options) error
 		case u == nil:
 		case !u.Bad():
 			// Answered: the pod stood good for the client then.
-			if u.Target == "" {
+			if u.Target.IsZero() {
 				u.Target, u.AnsweredAt = op, r.Time
 			}
 			if r.Time.After(u.LastGood) {
 				u.LastGood = r.Time
 			}
-		case u.Target == "" && evictedBy(u, op):
+		case u.Target.IsZero() && evictedBy(u, op):
 			// Evicted by this answer: bad for its own story, answered
 			// for the operation's.
 			u.Target, u.AnsweredAt = op, r.Time
@@ -134,7 +154,7 @@ func readTargets(ctx context.Context, s Store, out *Outcomes, opt Options) error
 		// The refusals the client waited out are no failure either
 		// (another client's, on the same pod, still are).
 		out.Bad = slices.DeleteFunc(out.Bad, func(o Observation) bool {
-			return o.Target != "" && waited["Pod/"+o.Object.Namespace+"/"+o.Object.Name] == o.Target
+			return !o.Target.IsZero() && waited["Pod/"+o.Object.Namespace+"/"+o.Object.Name] == o.Target
 		})
 	}
 	return nil

@@ -2,6 +2,7 @@ package outcome
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +71,7 @@ func TestReadTargets(t *testing.T) {
 	}
 	got := map[string]unit{}
 	for _, u := range out.Units {
-		x := unit{u.Target, u.Bad(), u.Good(), u.Refusals, 0}
+		x := unit{u.Target.String(), u.Bad(), u.Good(), u.Refusals, 0}
 		if !u.AnsweredAt.IsZero() {
 			x.Answered = u.AnsweredAt.Sub(t0)
 		}
@@ -99,5 +100,25 @@ func TestReadTargets(t *testing.T) {
 	}
 	if kept[14] || !kept[24] {
 		t.Errorf("bad observations of c: the drain's waited out kept %v, bob's kept %v; want false, true", kept[14], kept[24])
+	}
+}
+
+// An operation is spelt "VERB pods[/SUBRESOURCE] by USER" in JSON, and
+// left out when there is none.
+func TestOperationJSON(t *testing.T) {
+	u := Unit{Ref: "Pod/ml/a", Target: Operation{Verb: "create", Subresource: "eviction", User: "ops"}}
+	b, err := json.Marshal(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"target":"create pods/eviction by ops"`) {
+		t.Errorf("JSON %s: no target spelt as before", b)
+	}
+	b, err = json.Marshal(Unit{Ref: "Pod/ml/b", Target: Operation{Verb: "delete", User: "bob"}})
+	if err != nil || !strings.Contains(string(b), `"target":"delete pods by bob"`) {
+		t.Errorf("JSON %s, %v: want delete pods by bob", b, err)
+	}
+	if b, _ = json.Marshal(Unit{Ref: "Pod/ml/c"}); strings.Contains(string(b), "target") {
+		t.Errorf("JSON %s: a unit no operation acted on has a target", b)
 	}
 }

@@ -36,16 +36,10 @@ func evictionWebhook(name string, namespaces []string, policy admissionv1.Failur
 }
 
 func runEvictionWebhook(ctx context.Context, c *Cluster, e *Expected) (string, error) {
-	e.Nodes = Scale(c, e.Family)
-	if _, err := c.Nodes(ctx, e.Nodes); err != nil {
+	ns, other, name, neighbour, err := drainSetting(ctx, c, e)
+	if err != nil {
 		return "", err
 	}
-	spaces := []string{"serve", "search", "inference", "ml"}
-	perm := c.rng.Perm(len(spaces))
-	ns, other := spaces[perm[0]], spaces[perm[1]]
-	apps := []string{"ranker", "embedder", "tokenizer", "gateway", "feature-store"}
-	aperm := c.rng.Perm(len(apps))
-	name, neighbour := apps[aperm[0]], apps[aperm[1]]
 	guard := Pick(c, []string{"workload-guard", "eviction-policy", "disruption-guard"})
 	decoy := Pick(c, []string{"eviction-audit", "drain-logger"})
 	if err := c.Background(ctx); err != nil {
@@ -74,32 +68,12 @@ func runEvictionWebhook(ctx context.Context, c *Cluster, e *Expected) (string, e
 	e.Changes = []Change{{Ref: ref, Dimension: "created", At: at, Actor: &actor}}
 	Sleep(ctx, c.Dur(10*time.Second, 20*time.Second))
 
-	batch, err := c.drainBatch(ctx, ns, name, other, neighbour)
+	batch, d, err := c.drainTruth(ctx, e, ns, name, other, neighbour)
 	if err != nil {
 		return "", err
 	}
-	lastGood := Now()
-	Sleep(ctx, time.Second)
-	d := c.drain(ctx, batch, c.Dur(45*time.Second, 70*time.Second))
-	firstBad := d.firstRefused[ns]
-	if firstBad.IsZero() {
-		return "", fmt.Errorf("no eviction of %s/%s was refused", ns, name)
-	}
-	if !d.firstRefused[other].IsZero() || d.evicted[other] != 1 {
-		return "", fmt.Errorf("%s/%s: %d evicted, first refused at %v: draw another seed", other, neighbour, d.evicted[other], d.firstRefused[other])
-	}
-	Sleep(ctx, c.Dur(5*time.Second, 10*time.Second))
-	e.Boundary = crashBoundary(lastGood, firstBad)
-	if err := c.newReplicaSetSlice(ctx, e, ns, name); err != nil {
-		return "", err
-	}
 	e.SliceEquivalents = append(e.SliceEquivalents, map[string]string{"namespace": ns})
-	e.CounterexampleDiffersIn = []string{"owner/Deployment", "owner/ReplicaSet", "owner.podTemplateHash", "namespace"}
 	e.Mitigation = []Action{{Action: "rollback", Target: ref}}
-	e.extra("batch", batch)
-	e.extra("undrained", d.undrained)
-	e.extra("refused", d.refused)
-	e.extra("evicted", d.evicted)
 	return fmt.Sprintf(`A node upgrade stalls.
 
 ## What on-call saw

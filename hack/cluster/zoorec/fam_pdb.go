@@ -40,17 +40,26 @@ func init() {
 // with a client of its own.
 var drainer = Actor{User: "platform-automation", UserAgent: "node-upgrader/0.8.2 (linux/amd64) client-go/v0.37.2"}
 
-func runPDBDrainStall(ctx context.Context, c *Cluster, e *Expected) (string, error) {
+// drainSetting draws the fleet and the two services a drain family
+// sets up: ns/name, whose evictions will be refused, and its neighbour
+// other/neighbour, whose pod on the batch will be evicted.
+func drainSetting(ctx context.Context, c *Cluster, e *Expected) (ns, other, name, neighbour string, err error) {
 	e.Nodes = Scale(c, e.Family)
 	if _, err := c.Nodes(ctx, e.Nodes); err != nil {
-		return "", err
+		return "", "", "", "", err
 	}
 	spaces := []string{"serve", "search", "inference", "ml"}
 	perm := c.rng.Perm(len(spaces))
-	ns, other := spaces[perm[0]], spaces[perm[1]]
 	apps := []string{"ranker", "embedder", "tokenizer", "gateway", "feature-store"}
 	aperm := c.rng.Perm(len(apps))
-	name, neighbour := apps[aperm[0]], apps[aperm[1]]
+	return spaces[perm[0]], spaces[perm[1]], apps[aperm[0]], apps[aperm[1]], nil
+}
+
+func runPDBDrainStall(ctx context.Context, c *Cluster, e *Expected) (string, error) {
+	ns, other, name, neighbour, err := drainSetting(ctx, c, e)
+	if err != nil {
+		return "", err
+	}
 	replicas := c.Between(6, 14)
 	if err := c.Background(ctx); err != nil {
 		return "", err
@@ -88,37 +97,12 @@ func runPDBDrainStall(ctx context.Context, c *Cluster, e *Expected) (string, err
 	// The batch: two or three nodes running the budgeted pods, one running
 	// exactly one of the neighbour's (its budget allows one down at a
 	// time) and none of the others', and one or two more of neither.
-	batch, err := c.drainBatch(ctx, ns, name, other, neighbour)
+	batch, d, err := c.drainTruth(ctx, e, ns, name, other, neighbour)
 	if err != nil {
 		return "", err
 	}
-
-	lastGood := Now()
-	Sleep(ctx, time.Second)
-	deadline := c.Dur(45*time.Second, 70*time.Second)
-	d := c.drain(ctx, batch, deadline)
-	firstBad := d.firstRefused[ns]
-	if firstBad.IsZero() {
-		return "", fmt.Errorf("no eviction of %s/%s was refused", ns, name)
-	}
-	if !d.firstRefused[other].IsZero() {
-		return "", fmt.Errorf("an eviction of %s/%s was refused at %s: draw another seed", other, neighbour, d.firstRefused[other].Format(time.RFC3339Nano))
-	}
-	if d.evicted[other] != 1 {
-		return "", fmt.Errorf("%d pods of %s/%s were evicted, want 1", d.evicted[other], other, neighbour)
-	}
-	Sleep(ctx, c.Dur(5*time.Second, 10*time.Second))
-	e.Boundary = crashBoundary(lastGood, firstBad)
-	if err := c.newReplicaSetSlice(ctx, e, ns, name); err != nil {
-		return "", err
-	}
-	e.CounterexampleDiffersIn = []string{"owner/Deployment", "owner/ReplicaSet", "owner.podTemplateHash", "namespace"}
 	e.Mitigation = []Action{{Action: "rollback", Target: "PodDisruptionBudget/" + ns + "/" + name}}
 	e.extra("budget", how)
-	e.extra("batch", batch)
-	e.extra("undrained", d.undrained)
-	e.extra("refused", d.refused)
-	e.extra("evicted", d.evicted)
 	return fmt.Sprintf(`A node upgrade stalls.
 
 ## What on-call saw
@@ -161,6 +145,41 @@ func (c *Cluster) budgetsObserved(ctx context.Context, budgets map[string]string
 		}
 		return true, nil
 	})
+}
+
+// drainTruth drains a batch of nodes (drainBatch) as the drainer, from
+// just after the last good instant, and writes the truth the drain
+// families share: the boundary (the first eviction of ns refused), the
+// slice (the pods of ns/name), the dimensions a counterexample differs
+// in, and what the drain did. Every eviction of other/neighbour's must
+// have gone through, one pod of it evicted: a seed where it did not is
+// drawn again.
+func (c *Cluster) drainTruth(ctx context.Context, e *Expected, ns, name, other, neighbour string) ([]string, *drained, error) {
+	batch, err := c.drainBatch(ctx, ns, name, other, neighbour)
+	if err != nil {
+		return nil, nil, err
+	}
+	lastGood := Now()
+	Sleep(ctx, time.Second)
+	d := c.drain(ctx, batch, c.Dur(45*time.Second, 70*time.Second))
+	firstBad := d.firstRefused[ns]
+	if firstBad.IsZero() {
+		return nil, nil, fmt.Errorf("no eviction of %s/%s was refused", ns, name)
+	}
+	if !d.firstRefused[other].IsZero() || d.evicted[other] != 1 {
+		return nil, nil, fmt.Errorf("%s/%s: %d evicted, first refused at %v: draw another seed", other, neighbour, d.evicted[other], d.firstRefused[other])
+	}
+	Sleep(ctx, c.Dur(5*time.Second, 10*time.Second))
+	e.Boundary = crashBoundary(lastGood, firstBad)
+	if err := c.newReplicaSetSlice(ctx, e, ns, name); err != nil {
+		return nil, nil, err
+	}
+	e.CounterexampleDiffersIn = []string{"owner/Deployment", "owner/ReplicaSet", "owner.podTemplateHash", "namespace"}
+	e.extra("batch", batch)
+	e.extra("undrained", d.undrained)
+	e.extra("refused", d.refused)
+	e.extra("evicted", d.evicted)
+	return batch, d, nil
 }
 
 // drained is what a drain did, by namespace: the first refused eviction,
